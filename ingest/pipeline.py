@@ -1,0 +1,252 @@
+"""The ingest pipeline: validate, parse in parallel, write batches, summarise.
+
+Flow (data only moves forward):
+  1. a validation pass over the whole input (cheap, no parsing): bad rows stop the run
+     before anything is written, or with ``skip_bad`` are listed and skipped;
+  2. batches of pairs; sentences already in the database are not parsed again;
+  3. worker processes parse (``nlp.pipe``) while the main process writes the previous
+     batch with COPY, one transaction per batch.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+
+import psycopg
+
+from ingest.analysis import Analysis, Analyzer, ParserChoice, choose_parser, parser_labels
+from ingest.readers import InputError, Record, detect_format, read_records
+from ingest.writer import SQL, BatchWriter, LabelRegistry, PairRow, ParsedSentence, sha
+
+DEFAULT_BATCH = 512
+
+
+@dataclass
+class IngestOptions:
+    files: list[str]
+    src: str
+    tgt: str
+    corpus: str | None = None
+    fmt: str | None = None
+    workers: int = 1
+    skip_bad: bool = False
+    batch_size: int = DEFAULT_BATCH
+    parsers: dict[str, str] = field(default_factory=dict)  # lang -> pipeline override
+
+
+@dataclass
+class Rejected:
+    file: str
+    line: int
+    reason: str
+
+
+@dataclass
+class IngestSummary:
+    corpus: str
+    run_id: int
+    read: int = 0
+    inserted: int = 0
+    duplicates: int = 0
+    rejected: int = 0
+    seconds: float = 0.0
+    parsed_sentences: int = 0
+    parsers: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    rejected_rows: list[Rejected] = field(default_factory=list)
+
+    @property
+    def pairs_per_second(self) -> float:
+        return self.read / self.seconds if self.seconds else 0.0
+
+    def to_json(self) -> str:
+        d = asdict(self)
+        d["pairs_per_second"] = round(self.pairs_per_second, 1)
+        d["seconds"] = round(self.seconds, 3)
+        return json.dumps(d, ensure_ascii=False)
+
+
+class IngestError(RuntimeError):
+    """A run-level problem (languages, corpus mismatch) with a message for the user."""
+
+
+# ---------------------------------------------------------------- worker processes
+_ANALYZERS: dict[str, Analyzer] = {}
+
+
+def _init_worker(pipelines: dict[str, str]) -> None:
+    for lang, name in pipelines.items():
+        _ANALYZERS[lang] = Analyzer(lang, name)
+
+
+def _analyze_task(task: tuple[int, dict[str, list[str]]]) -> tuple[int, dict[str, list[Analysis]]]:
+    batch_no, texts = task
+    return batch_no, {lang: _ANALYZERS[lang].analyze(items) for lang, items in texts.items()}
+
+
+# ---------------------------------------------------------------- the pipeline
+def validate(files: list[str], fmt: str, src: str, tgt: str, skip_bad: bool) -> tuple[int, list[Rejected]]:
+    """Read everything once; raise on the first bad row unless ``skip_bad``."""
+    good, bad = 0, []
+    for rec in read_records(files, fmt, src_lang=src, tgt_lang=tgt):
+        if rec.problem:
+            if not skip_bad:
+                raise InputError(rec.file, rec.line, rec.problem + " (use --skip-bad to skip such rows)")
+            bad.append(Rejected(rec.file, rec.line, rec.problem))
+        else:
+            good += 1
+    return good, bad
+
+
+def _batches(records: Iterator[Record], size: int) -> Iterator[list[Record]]:
+    batch: list[Record] = []
+    for rec in records:
+        if rec.problem:
+            continue
+        batch.append(rec)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def ingest_files(opts: IngestOptions, url: str, *, progress: Callable[[int], None] | None = None,
+                 on_start: Callable[[int], None] | None = None) -> IngestSummary:
+    """Ingest ``opts.files`` into the database at ``url`` (libpq URI, already migrated)."""
+    src, tgt = opts.src.lower(), opts.tgt.lower()
+    if src == tgt:
+        raise IngestError(f"source and target language are both {src!r}")
+    fmt = opts.fmt or detect_format(opts.files)
+    choices: dict[str, ParserChoice] = {lang: choose_parser(lang, opts.parsers.get(lang)) for lang in (src, tgt)}
+    total, rejected = validate(opts.files, fmt, src, tgt, opts.skip_bad)
+    if on_start:
+        on_start(total + len(rejected))
+    corpus_name = opts.corpus or _default_corpus_name(opts.files)
+    started = time.perf_counter()
+
+    a_lang, b_lang = sorted((src, tgt))
+    conn = psycopg.connect(url)
+    try:
+        corpus_id, parsers, labels = _prepare(conn, corpus_name, src, tgt, choices)
+        run_id = conn.execute(SQL["start_run"], {
+            "corpus_id": corpus_id, "files": [os.path.abspath(f) for f in opts.files], "format": fmt,
+            "workers": opts.workers, "parsers": json.dumps({k: f"{c.name}=={c.version}" for k, c in choices.items()}),
+            "host": socket.gethostname(), "pid": os.getpid()}).fetchone()[0]
+        conn.commit()
+        summary = IngestSummary(corpus=corpus_name, run_id=run_id,
+                                parsers={k: f"{c.name}=={c.version}" for k, c in choices.items()},
+                                notes=[c.note for c in choices.values() if c.note],
+                                rejected_rows=rejected, rejected=len(rejected))
+        with conn.transaction():
+            for r in rejected:
+                conn.execute(SQL["insert_rejected"], {"run_id": run_id, "file": r.file, "line": r.line,
+                                                      "reason": r.reason, "content": None})
+            conn.execute(SQL["add_run_counts"], {"run_id": run_id, "read": 0, "inserted": 0, "duplicates": 0,
+                                                 "rejected": len(rejected)})
+        writer = BatchWriter(conn, corpus_id=corpus_id, run_id=run_id, a_lang=a_lang, b_lang=b_lang,
+                             parsers=parsers, labels=labels)
+        try:
+            _run_batches(opts, fmt, src, tgt, url, writer, summary, {k: c.name for k, c in choices.items()}, progress)
+        except BaseException as exc:
+            conn.rollback()
+            conn.execute(SQL["finish_run"], {"run_id": run_id, "status": "failed", "error": str(exc)[:2000]})
+            conn.commit()
+            raise
+        conn.execute(SQL["finish_run"], {"run_id": run_id, "status": "done", "error": None})
+        conn.commit()
+    finally:
+        conn.close()
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def _default_corpus_name(files: list[str]) -> str:
+    name = os.path.basename(files[0])
+    for suffix in (".gz", ".tsv", ".txt", ".tmx", ".jsonl", ".json"):
+        name = name.removesuffix(suffix)
+    if len(files) == 2:  # europarl-v7.fr-en.fr -> europarl-v7.fr-en
+        name = name.rsplit(".", 1)[0] if "." in name else name
+    return name
+
+
+def _prepare(conn: psycopg.Connection, corpus_name: str, src: str, tgt: str,
+             choices: dict[str, ParserChoice]) -> tuple[int, dict[str, int], dict[str, LabelRegistry]]:
+    with conn.transaction():
+        conn.execute(SQL["lock_writes"])
+        corpus_id, c_src, c_tgt = conn.execute(SQL["get_or_create_corpus"],
+                                               {"name": corpus_name, "src": src, "tgt": tgt}).fetchone()
+        if {c_src, c_tgt} != {src, tgt}:
+            raise IngestError(f"corpus {corpus_name!r} holds {c_src}-{c_tgt} pairs, not {src}-{tgt}; "
+                              "choose another --corpus name")
+        parsers, labels = {}, {}
+        for lang, choice in choices.items():
+            pid = conn.execute(SQL["get_or_create_parser"],
+                               {"lang": lang, "name": choice.name, "version": choice.version}).fetchone()[0]
+            parsers[lang] = pid
+            labels[lang] = LabelRegistry(conn, pid, parser_labels(choice.name))
+            labels[lang].flush(conn)
+    return corpus_id, parsers, labels
+
+
+def _run_batches(opts: IngestOptions, fmt: str, src: str, tgt: str, url: str, writer: BatchWriter,
+                 summary: IngestSummary, pipelines: dict[str, str], progress: Callable[[int], None] | None) -> None:
+    """Parse batches in worker processes and write them in order."""
+    in_flight = threading.Semaphore(max(2, 2 * opts.workers + 1))  # bounds memory: constant in file size
+    pending: dict[int, tuple[list[Record], dict[str, list[tuple[str, bytes]]]]] = {}
+    lookup = psycopg.connect(url)
+
+    def tasks() -> Iterator[tuple[int, dict[str, list[str]]]]:
+        records = read_records(opts.files, fmt, src_lang=src, tgt_lang=tgt)
+        for no, batch in enumerate(_batches(records, opts.batch_size)):
+            in_flight.acquire()
+            todo: dict[str, list[tuple[str, bytes]]] = {}
+            for lang, texts in ((src, [r.src for r in batch]), (tgt, [r.tgt for r in batch])):
+                uniq = {sha(t): t for t in texts}
+                have = _existing(lookup, lang, list(uniq))
+                todo[lang] = [(t, h) for h, t in uniq.items() if h not in have]
+            pending[no] = (batch, todo)
+            yield no, {lang: [t for t, _ in items] for lang, items in todo.items()}
+
+    def handle(no: int, analyses: dict[str, list[Analysis]]) -> None:
+        batch, todo = pending.pop(no)
+        sentences = [ParsedSentence(lang, text, h, a)
+                     for lang, items in todo.items() for (text, h), a in zip(items, analyses[lang])]
+        pairs = []
+        for r in batch:
+            a_text, b_text = (r.src, r.tgt) if src == writer.a_lang else (r.tgt, r.src)
+            pairs.append(PairRow(r.line, sha(a_text), sha(b_text)))
+        inserted = writer.write(sentences, pairs, read=len(batch), rejected=0)
+        summary.read += len(batch)
+        summary.inserted += inserted
+        summary.duplicates += len(batch) - inserted
+        summary.parsed_sentences += len(sentences)
+        in_flight.release()
+        if progress:
+            progress(len(batch))
+
+    try:
+        if opts.workers <= 0:  # in-process, for debugging and tiny inputs
+            _init_worker(pipelines)
+            for task in tasks():
+                handle(*_analyze_task(task))
+            return
+        ctx = mp.get_context("spawn")
+        with ctx.Pool(opts.workers, initializer=_init_worker, initargs=(pipelines,)) as pool:
+            for no, analyses in pool.imap(_analyze_task, tasks(), chunksize=1):
+                handle(no, analyses)
+    finally:
+        lookup.close()
+
+
+def _existing(conn: psycopg.Connection, lang: str, shas: list[bytes]) -> set[bytes]:
+    rows = conn.execute(SQL["existing_sentences"], {"lang": lang, "shas": shas}).fetchall()
+    conn.commit()
+    return {bytes(r[0]) for r in rows}

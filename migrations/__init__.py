@@ -1,0 +1,1 @@
+"""Alembic migrations; installed as the ``scoi.migrations`` package (see pyproject)."""

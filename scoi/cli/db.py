@@ -1,0 +1,66 @@
+"""``scoi db``: where the database is, migrations, stopping the embedded server."""
+
+from __future__ import annotations
+
+import typer
+
+from scoi.cli.common import console, emit_json, fail
+
+app = typer.Typer(help="Database location and schema migrations.", no_args_is_help=True)
+
+
+@app.command()
+def status(json_out: bool = typer.Option(False, "--json", help="Print one JSON object.")) -> None:
+    """Where the database is, a psql-ready connection string, and the schema revision."""
+    from scoi.db.engine import get_engine, redact, resolve_database
+    from scoi.db.migrate import current_revision, head_revision
+
+    try:
+        info = resolve_database()
+        engine = get_engine(info.url, migrate=False)
+        rev = current_revision(engine)
+    except Exception as e:  # noqa: BLE001
+        fail(f"cannot reach the database: {e}")
+    data = {"url": redact(info.url), "embedded": info.embedded,
+            "data_dir": str(info.data_dir) if info.data_dir else None,
+            "revision": rev, "head": head_revision()}
+    if json_out:
+        emit_json(data)
+        return
+    kind = "embedded PostgreSQL" if info.embedded else "PostgreSQL from SCOI_DATABASE_URL"
+    console.print(f"database:  {kind}")
+    if info.data_dir:
+        console.print(f"data dir:  {info.data_dir}")
+    console.print(f"schema:    {rev or 'not migrated'} (head {data['head']})")
+    console.print("open it with:")
+    console.print(f"  psql '{data['url']}'", highlight=False, soft_wrap=True)
+
+
+@app.command()
+def upgrade(revision: str = typer.Argument("head", help="Target revision.")) -> None:
+    """Apply schema migrations (also done automatically on first use)."""
+    from scoi.db.engine import get_engine
+    from scoi.db.migrate import current_revision, upgrade as do_upgrade
+
+    engine = get_engine(migrate=False)
+    do_upgrade(engine, revision)
+    console.print(f"schema at {current_revision(engine)}")
+
+
+@app.command()
+def downgrade(revision: str = typer.Argument(..., help="Target revision, e.g. 'base' or '0001'.")) -> None:
+    """Revert schema migrations down to REVISION (drops the tables of later revisions)."""
+    from scoi.db.engine import get_engine
+    from scoi.db.migrate import current_revision, downgrade as do_downgrade
+
+    engine = get_engine(migrate=False)
+    do_downgrade(engine, revision)
+    console.print(f"schema at {current_revision(engine) or 'base'}")
+
+
+@app.command()
+def stop() -> None:
+    """Stop the embedded PostgreSQL server (it is started again on demand)."""
+    from scoi.db.engine import stop_embedded
+
+    console.print("stopped" if stop_embedded() else "the embedded server was not running")

@@ -1,0 +1,104 @@
+"""``scoi ingest`` and ``scoi corpora``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from scoi.cli.common import console, database_url, emit_json, fail
+
+
+def ingest(
+    file: Path = typer.Argument(..., help="Corpus file (TSV, TMX, JSONL), or the source file of a Moses pair."),
+    file2: Path | None = typer.Argument(None, help="Target file of a Moses pair (aligned line by line)."),
+    src: str = typer.Option(..., "--src", help="Source language code, e.g. fr."),
+    tgt: str = typer.Option(..., "--tgt", help="Target language code, e.g. en."),
+    corpus: str | None = typer.Option(None, "--corpus", help="Corpus name (default: from the file name)."),
+    fmt: str | None = typer.Option(None, "--format", help="tsv | moses | tmx | jsonl (default: guessed)."),
+    workers: int = typer.Option(1, "--workers", min=0, help="Parser processes (0 = parse in this process)."),
+    parser: list[str] = typer.Option([], "--parser", help="Override a language's spaCy pipeline: fr=fr_core_news_md."),
+    skip_bad: bool = typer.Option(False, "--skip-bad", help="Skip and list bad rows instead of stopping."),
+    batch_size: int = typer.Option(512, "--batch-size", min=1, help="Pairs per transaction."),
+    json_out: bool = typer.Option(False, "--json", help="Last line of stdout: one JSON summary object."),
+) -> None:
+    """Load a parallel corpus: pairs, Moses tokens, polynomial terms and the BM25 index.
+
+    Safe to rerun (already-stored pairs are skipped) and to run concurrently.
+    """
+    from ingest.analysis import ParserNotAvailable
+    from ingest.pipeline import IngestError, IngestOptions, ingest_files
+    from ingest.readers import InputError
+    from scoi.config import parse_parser_overrides, parser_overrides_from_env
+
+    files = [str(file)] + ([str(file2)] if file2 else [])
+    try:
+        overrides = {**parser_overrides_from_env(), **parse_parser_overrides(parser)}
+    except ValueError as e:
+        fail(str(e))
+    opts = IngestOptions(files=files, src=src, tgt=tgt, corpus=corpus, fmt=fmt, workers=workers,
+                         skip_bad=skip_bad, batch_size=batch_size, parsers=overrides)
+    url = database_url()
+    show_bar = not json_out and sys.stdout.isatty()
+    try:
+        if show_bar:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            with Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(),
+                          TextColumn("{task.fields[rate]} pairs/s"), TimeRemainingColumn(), console=console) as bar:
+                task = bar.add_task("ingest", total=None, rate="-")
+                import time
+                t0 = time.perf_counter()
+
+                def advance(n: int) -> None:
+                    bar.advance(task, n)
+                    done = bar.tasks[0].completed
+                    bar.update(task, rate=f"{done / max(time.perf_counter() - t0, 1e-9):.0f}")
+
+                summary = ingest_files(opts, url, progress=advance,
+                                       on_start=lambda total: bar.update(task, total=total))
+        else:
+            summary = ingest_files(opts, url)
+    except (InputError, IngestError, ParserNotAvailable) as e:
+        fail(str(e))
+    except KeyboardInterrupt:
+        fail("interrupted; batches already committed are kept, rerun to continue", code=130)
+
+    if json_out:
+        emit_json(__import__("json").loads(summary.to_json()))
+        return
+    console.print(f"corpus {summary.corpus}: {summary.inserted} pairs inserted, {summary.duplicates} duplicates, "
+                  f"{summary.rejected} rejected ({summary.read} read in {summary.seconds:.1f}s, "
+                  f"{summary.pairs_per_second:.0f} pairs/s)", highlight=False)
+    for note in summary.notes:
+        console.print(f"note: {note}", highlight=False)
+    for r in summary.rejected_rows[:50]:
+        console.print(f"  skipped {r.file}:{r.line}: {r.reason}", highlight=False)
+    if len(summary.rejected_rows) > 50:
+        console.print(f"  ... and {len(summary.rejected_rows) - 50} more (see table rejected_row, run {summary.run_id})")
+
+
+def corpora(json_out: bool = typer.Option(False, "--json", help="Print a JSON array.")) -> None:
+    """List corpora with their pair counts."""
+    import psycopg
+
+    from ingest.writer import SQL
+
+    with psycopg.connect(database_url()) as conn:
+        cur = conn.execute(SQL["list_corpora"])
+        cols = [d.name for d in cur.description]
+        rows = [dict(zip(cols, r)) for r in cur.fetchall()]
+    if json_out:
+        emit_json(rows)
+        return
+    if not rows:
+        console.print("no corpora yet: load one with `scoi ingest FILE --src fr --tgt en`")
+        return
+    from rich.table import Table
+
+    table = Table("corpus", "direction", "pairs", "eligible", "runs", "last ingest")
+    for r in rows:
+        table.add_row(r["name"], f"{r['src_lang']}-{r['tgt_lang']}", str(r["pairs"]), str(r["both_sides_eligible"]),
+                      str(r["runs"]), str(r["last_ingest"] or "")[:19])
+    console.print(table)

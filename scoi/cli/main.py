@@ -1,0 +1,20 @@
+"""The ``scoi`` command: registers the subcommands of each module."""
+
+from __future__ import annotations
+
+import typer
+
+from scoi.cli import db, ingest_cmd
+
+app = typer.Typer(
+    help="SCOI in-context example selection for LLM translation, backed by PostgreSQL.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(db.app, name="db")
+app.command("ingest")(ingest_cmd.ingest)
+app.command("corpora")(ingest_cmd.corpora)
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,49 @@
+"""Where scoi keeps its state, read from the environment.
+
+Only environment variables and defaults live here, so every entry point (CLI, API,
+tests, workers) resolves the database and the parsers the same way.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ENV_DATABASE_URL = "SCOI_DATABASE_URL"
+ENV_HOME = "SCOI_HOME"
+ENV_PARSERS = "SCOI_PARSERS"
+
+
+def scoi_home() -> Path:
+    """Directory for the embedded database and other local state."""
+    value = os.environ.get(ENV_HOME)
+    if value:
+        return Path(value).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("scoi", appauthor=False))
+
+
+def database_url_from_env() -> str | None:
+    """The user's own PostgreSQL server, if they configured one."""
+    value = os.environ.get(ENV_DATABASE_URL, "").strip()
+    return value or None
+
+
+def parser_overrides_from_env() -> dict[str, str]:
+    """Parse ``SCOI_PARSERS="fr=fr_core_news_md,en=en_core_web_trf"``."""
+    return parse_parser_overrides(os.environ.get(ENV_PARSERS, "").split(","))
+
+
+def parse_parser_overrides(items: list[str] | tuple[str, ...]) -> dict[str, str]:
+    """Turn ``["fr=fr_core_news_md"]`` into ``{"fr": "fr_core_news_md"}``."""
+    out: dict[str, str] = {}
+    for item in items:
+        item = item.strip()
+        if not item:
+            continue
+        lang, sep, name = item.partition("=")
+        if not sep or not lang.strip() or not name.strip():
+            raise ValueError(f"parser override {item!r}: expected LANG=PIPELINE, e.g. fr=fr_core_news_md")
+        out[lang.strip()] = name.strip()
+    return out

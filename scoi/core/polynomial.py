@@ -1,0 +1,128 @@
+"""Dependency tree -> polynomial terms (SPEC §2), with no parser or database involved.
+
+A term is the multiset of labels on the path from a virtual ``ROOT`` node down to one
+token, so a sentence of n tokens has n + 1 terms (the virtual root's own term is
+``{ROOT: 1}``). Terms are kept as label -> exponent mappings and named by a readable
+canonical key such as ``ROOT^2·nsubj`` (ROOT first, then labels alphabetically), which is
+also the key stored in PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+ROOT = "ROOT"
+SEP = "·"
+
+
+def tree_terms(heads: Sequence[int], labels: Sequence[str]) -> Counter[str]:
+    """Terms of a parsed sentence as ``Counter(key -> multiplicity)``.
+
+    ``heads[i]`` is the index of token i's head, or i itself (or -1) for a root; a parse
+    with several roots is joined under the one virtual ROOT, as the released code does.
+    """
+    n = len(heads)
+    if len(labels) != n:
+        raise ValueError("heads and labels must have the same length")
+    keys: list[str | None] = [None] * n
+    out: Counter[str] = Counter({ROOT: 1})
+    for i in range(n):
+        # Walk up until a token whose key is known (or the virtual root), then fill down.
+        chain = []
+        j = i
+        while keys[j] is None:
+            chain.append(j)
+            h = heads[j]
+            if h == j or h < 0:
+                break
+            if len(chain) > n:
+                raise ValueError(f"dependency cycle through token {i}")
+            j = h
+        base = ROOT if keys[j] is None else keys[j]
+        for node in reversed(chain):
+            base = keys[node] = _child_key(base, labels[node])
+            out[base] += 1
+    return out
+
+
+_CHILD_KEYS: dict[tuple[str, str], str] = {}
+
+
+def _child_key(parent: str, label: str) -> str:
+    """Key of ``parent`` times x_label, memoised: the same few thousand paths recur."""
+    key = _CHILD_KEYS.get((parent, label))
+    if key is None:
+        exps = parse_key(parent)
+        exps[label] = exps.get(label, 0) + 1
+        key = _CHILD_KEYS[(parent, label)] = term_key(exps)
+    return key
+
+
+def term_key(exps: Mapping[str, int]) -> str:
+    """Canonical readable name of a term: ``ROOT^2·nsubj``."""
+    names = sorted((k for k, v in exps.items() if v), key=lambda k: (k != ROOT, k))
+    return SEP.join(k if exps[k] == 1 else f"{k}^{exps[k]}" for k in names)
+
+
+def parse_key(key: str) -> dict[str, int]:
+    """Inverse of :func:`term_key`."""
+    out: dict[str, int] = {}
+    for part in key.split(SEP):
+        name, _, power = part.rpartition("^") if "^" in part else (part, "", "1")
+        out[name] = int(power)
+    return out
+
+
+class LabelSpace:
+    """Maps label names to vector dimensions; grows when an unknown label shows up.
+
+    Growing instead of dropping keeps every distance exact: a label the inventory did not
+    know simply gets its own dimension.
+    """
+
+    def __init__(self, labels: Sequence[str] = ()) -> None:
+        self.index: dict[str, int] = {}
+        for name in labels:
+            self.add(name)
+        self._cache: dict[str, np.ndarray] = {}
+
+    def add(self, name: str) -> int:
+        idx = self.index.get(name)
+        if idx is None:
+            idx = self.index[name] = len(self.index)
+        return idx
+
+    @property
+    def labels(self) -> list[str]:
+        return list(self.index)
+
+    def vector(self, key: str, width: int) -> np.ndarray:
+        """Exponent vector of a term key, ``width`` wide (>= number of labels)."""
+        vec = self._cache.get(key)
+        if vec is None:
+            parsed = [(self.add(name), power) for name, power in parse_key(key).items()]
+            vec = np.zeros(max(i for i, _ in parsed) + 1, dtype=np.int32)
+            for i, power in parsed:
+                vec[i] = power
+            self._cache[key] = vec
+        out = np.zeros(width, dtype=np.int32)
+        out[: len(vec)] = vec
+        return out
+
+    def matrix(self, keys: Sequence[str], width: int | None = None) -> np.ndarray:
+        """Stack term vectors (one row per key, repeats kept)."""
+        for key in keys:
+            for name in parse_key(key):
+                self.add(name)
+        w = width if width is not None else len(self.index)
+        if not keys:
+            return np.zeros((0, w), dtype=np.int32)
+        return np.stack([self.vector(k, w) for k in keys])
+
+
+def expand(terms: Mapping[str, int]) -> list[str]:
+    """A Counter of keys as a flat multiset list (repeats counted), in key order."""
+    return [k for k in sorted(terms) for _ in range(terms[k])]

@@ -1,0 +1,1 @@
+"""Storage: connection handling, migrations and the SQL scoi runs."""

