@@ -112,11 +112,15 @@ class LabelSpace:
         out[: len(vec)] = vec
         return out
 
+    def register(self, key: str) -> None:
+        """Give every label of ``key`` a dimension (before choosing a common width)."""
+        for name in parse_key(key):
+            self.add(name)
+
     def matrix(self, keys: Sequence[str], width: int | None = None) -> np.ndarray:
         """Stack term vectors (one row per key, repeats kept)."""
         for key in keys:
-            for name in parse_key(key):
-                self.add(name)
+            self.register(key)
         w = width if width is not None else len(self.index)
         if not keys:
             return np.zeros((0, w), dtype=np.int32)

@@ -128,3 +128,31 @@ __all__ = ["DatabaseInfo", "get_engine", "resolve_database", "start_embedded", "
 
 if os.environ.get("SCOI_DEBUG_SQL"):
     logging.getLogger("sqlalchemy.engine").setLevel(logging.INFO)
+
+
+def server_url(url: str, database: str) -> str:
+    """The same server as ``url``, another database."""
+    return make_url(url).set(database=database).render_as_string(hide_password=False)
+
+
+def create_database(url: str, name: str, *, template: str | None = None, drop: bool = True) -> str:
+    """Create database ``name`` on the server of ``url`` (for tests and benchmarks)."""
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        if drop:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        stmt = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+        if template:
+            stmt += sql.SQL(" TEMPLATE {}").format(sql.Identifier(template))
+        conn.execute(stmt)
+    return server_url(url, name)
+
+
+def drop_database(url: str, name: str) -> None:
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))

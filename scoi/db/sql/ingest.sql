@@ -61,8 +61,8 @@ JOIN new_sentence ns ON ns.lang = stk.lang AND ns.sha = stk.sha AND ns.eligible
 ON CONFLICT (lang, token) DO NOTHING;
 
 -- name: insert_postings
-INSERT INTO posting (token_id, sentence_id, tf)
-SELECT v.id, ns.id, stk.tf
+INSERT INTO posting (token_id, sentence_id, tf, dl)
+SELECT v.id, ns.id, stk.tf, ns.n_tokens
 FROM stage_token stk
 JOIN new_sentence ns ON ns.lang = stk.lang AND ns.sha = stk.sha AND ns.eligible
 JOIN vocab v ON v.lang = stk.lang AND v.token = stk.token;

@@ -1,0 +1,94 @@
+"""Ingest throughput vs the parser's own speed, and 2 workers vs 1 (issue: ingest §10).
+
+Prints, in one run on the same sentences: raw ``nlp.pipe`` throughput (tok2vec+parser,
+one process, same batch size), full ingest throughput into a fresh database with one
+worker and with two, and the ratios. Usage:
+
+    python benchmarks/bench_ingest.py [--limit N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from shared_data import available, corpus_pairs  # noqa: E402
+
+
+def raw_pipe(texts_by_lang: dict[str, list[str]], pipelines: dict[str, str]) -> float:
+    from ingest.analysis import load_pipeline
+
+    n, seconds = 0, 0.0
+    for lang, texts in texts_by_lang.items():
+        nlp = load_pipeline(pipelines[lang])
+        list(nlp.pipe(texts[:200], batch_size=256))  # warm-up
+        t0 = time.perf_counter()
+        for _ in nlp.pipe(texts, batch_size=256):
+            n += 1
+        seconds += time.perf_counter() - t0
+    return n / seconds
+
+
+def ingest_once(tsv: str, url: str, workers: int) -> tuple[float, int]:
+    from ingest.pipeline import IngestOptions, ingest_files
+
+    t0 = time.perf_counter()
+    s = ingest_files(IngestOptions(files=[tsv], src="fr", tgt="en", fmt="tsv", workers=workers, corpus="bench"), url)
+    return time.perf_counter() - t0, s.parsed_sentences
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--limit", type=int, default=0, help="use only the first N pairs")
+    args = ap.parse_args()
+    if not available():
+        sys.exit("../shared/data is not there; this benchmark needs it")
+    from ingest.analysis import choose_parser
+    from scoi.db.engine import create_database, drop_database, get_engine, resolve_database
+
+    pairs = [(f.strip(), e.strip()) for f, e in corpus_pairs() if f.strip() and e.strip()]
+    if args.limit:
+        pairs = pairs[: args.limit]
+    tmp = tempfile.NamedTemporaryFile("w", suffix=".tsv", delete=False, encoding="utf-8")
+    for f, e in pairs:
+        tmp.write(f"{f.replace(chr(9), ' ')}\t{e.replace(chr(9), ' ')}\n")
+    tmp.close()
+    pipelines = {lang: choose_parser(lang).name for lang in ("fr", "en")}
+    texts = {"fr": list(dict.fromkeys(f for f, _ in pairs)), "en": list(dict.fromkeys(e for _, e in pairs))}
+    n_sent = sum(len(v) for v in texts.values())
+    print(f"{len(pairs)} pairs, {n_sent} distinct sentences; machine: {os.cpu_count()} cores, {platform.processor() or platform.machine()}")
+
+    base = resolve_database().url
+    results = {}
+    for workers in (1, 2):
+        name = f"scoi_bench_ingest_{workers}"
+        url = create_database(base, name)
+        get_engine(url)
+        seconds, parsed = ingest_once(tmp.name, url, workers)
+        results[workers] = parsed / seconds
+        print(f"ingest, {workers} worker(s): {parsed} sentences in {seconds:.1f}s = {results[workers]:.0f} sentences/s "
+              f"({len(pairs) / seconds:.0f} pairs/s)")
+        from scoi.db.engine import dispose_engines
+        dispose_engines()
+        drop_database(base, name)
+    raw = raw_pipe(texts, pipelines)
+    print(f"raw nlp.pipe (tok2vec+parser, 1 process, batch 256): {raw:.0f} sentences/s")
+    print()
+    print("| measure | value | target |")
+    print("| --- | --- | --- |")
+    print(f"| raw nlp.pipe, sentences/s | {raw:.0f} | |")
+    print(f"| ingest 1 worker, sentences/s | {results[1]:.0f} | |")
+    print(f"| ingest 2 workers, sentences/s | {results[2]:.0f} | |")
+    print(f"| ingest 1 worker / raw nlp.pipe | {results[1] / raw:.2f} | >= 0.80 |")
+    print(f"| ingest 2 workers / 1 worker | {results[2] / results[1]:.2f} | >= 1.6 |")
+    os.unlink(tmp.name)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,41 @@
+"""The ../shared/data fr-en example database and held-out queries, for benchmarks."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(__import__("os").environ.get("SCOI_SHARED_DATA", ROOT.parent / "shared" / "data"))
+
+
+def _lines(path: Path) -> list[str]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as fh:
+        return [line.rstrip("\n") for line in fh]
+
+
+def corpus_files() -> list[tuple[Path, Path]]:
+    """(fr, en) aligned file pairs making up the ~42k-pair example database."""
+    return [
+        (DATA / "europarl-sample/europarl-v7.fr-en.fr", DATA / "europarl-sample/europarl-v7.fr-en.en"),
+        (DATA / "multi30k/train.fr.gz", DATA / "multi30k/train.en.gz"),
+        (DATA / "multi30k/val.fr.gz", DATA / "multi30k/val.en.gz"),
+        (DATA / "tatoeba-fr-en/tatoeba.fr", DATA / "tatoeba-fr-en/tatoeba.en"),
+    ]
+
+
+def corpus_pairs() -> list[tuple[str, str]]:
+    out = []
+    for fr, en in corpus_files():
+        out.extend(zip(_lines(fr), _lines(en)))
+    return out
+
+
+def held_out_queries(n: int = 200) -> list[str]:
+    """French Multi30k test_2016_flickr sentences: not in the example database."""
+    return [q for q in _lines(DATA / "multi30k/test_2016_flickr.fr.gz") if q.strip()][:n]
+
+
+def available() -> bool:
+    return all(fr.exists() and en.exists() for fr, en in corpus_files())

@@ -1,0 +1,158 @@
+"""Coverage of a test input by a set of examples (SPEC §3) and polynomial distance (§7).
+
+Pure numpy: no I/O, no database. Term vectors are integer exponent vectors (SPEC §2), one
+row per term, repeats kept (a term multiset). All arrays of one query share the width d.
+
+Tie rule (one rule, used by both the fast selector and the slow reference in
+``tests/reference.py``): coverage values are compared with an absolute tolerance
+:data:`COV_TOL` = 1e-12. Coverages lie in [0, 1], and two implementations that sum the same
+per-term maxima in a different order can disagree in the last ulp, which would otherwise
+break ties differently. So "the first candidate reaching the maximum" is the first one
+within ``COV_TOL`` of the maximum (:func:`argmax_first`), and "strictly greater than the
+running best" means greater than ``best + COV_TOL`` (:func:`improves`). Genuine coverage
+differences are ratios of small integers (or cosines of small integer vectors) and are
+far larger than 1e-12, so the tolerance only absorbs rounding noise.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+
+Similarity = Literal["distance", "cosine"]
+WordOverlap = Literal["set", "multiset"]
+
+COV_TOL = 1e-12
+"""Absolute tolerance for comparing coverage values; see the module docstring."""
+
+
+
+def argmax_first(values: Sequence[float] | np.ndarray) -> int:
+    """Index of the first value within :data:`COV_TOL` of the maximum (the tie rule).
+
+    ``-inf`` entries (masked candidates) are never chosen unless all entries are ``-inf``.
+    """
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.size == 0:
+        raise ValueError("argmax_first of an empty sequence")
+    top = arr.max()
+    return int(np.flatnonzero(arr >= top - COV_TOL)[0])
+
+
+def improves(new: float, best: float) -> bool:
+    """True when ``new`` is strictly greater than ``best`` under the tie rule."""
+    return bool(new > best + COV_TOL)
+
+
+def as_terms(x: np.ndarray) -> np.ndarray:
+    """2-D int64 view of a term array (int64 so L1 sums and dot products cannot overflow).
+
+    An empty array of any shape becomes (0, 0) so "no terms" needs no width.
+    """
+    arr = np.asarray(x, dtype=np.int64)
+    if arr.size == 0 and arr.ndim != 2:
+        return arr.reshape(0, 0)
+    if arr.ndim != 2:
+        raise ValueError(f"term arrays must be 2-D (n_terms, d), got shape {arr.shape}")
+    return arr
+
+
+def l1_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(m, n) int64 matrix of L1 distances between rows of ``a`` (m, d) and ``b`` (n, d)."""
+    a, b = as_terms(a), as_terms(b)
+    m, n = len(a), len(b)
+    out = np.empty((m, n), dtype=np.int64)
+    if m == 0 or n == 0:
+        return out
+    # One (m, n) pass per dimension: contiguous arithmetic, no (m, n, d) temporary. Labels
+    # absent from both sides contribute 0 and are skipped (most of a label inventory).
+    out[:] = 0
+    for j in np.flatnonzero(a.any(axis=0) | b.any(axis=0)):
+        out += np.abs(a[:, j, None] - b[None, :, j])
+    return out
+
+
+def term_similarity(
+    a: np.ndarray, b: np.ndarray, similarity: Similarity = "distance"
+) -> np.ndarray:
+    """c(s, t) for all rows s of ``a`` (m, d) and t of ``b`` (n, d) -> (m, n) float64.
+
+    ``distance``: 1 / (1 + ||s - t||_1) (SPEC default). ``cosine``: s·t / (|s| |t|),
+    defined as 0 when either vector is zero.
+    """
+    if similarity == "distance":
+        return 1.0 / (1.0 + l1_matrix(a, b).astype(np.float64))
+    if similarity == "cosine":
+        a, b = as_terms(a), as_terms(b)
+        dots = (a @ b.T).astype(np.float64)
+        na = np.sqrt((a * a).sum(axis=1).astype(np.float64))
+        nb = np.sqrt((b * b).sum(axis=1).astype(np.float64))
+        denom = na[:, None] * nb[None, :]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(denom > 0, dots / np.where(denom > 0, denom, 1.0), 0.0)
+    raise ValueError(f"unknown similarity {similarity!r}")
+
+
+def syn_set_cov(
+    query_terms: np.ndarray,
+    example_terms_list: Sequence[np.ndarray],
+    similarity: Similarity = "distance",
+) -> float:
+    """SynSetCov(x, Z) = mean over query terms s (repeats counted) of max_{t in T_Z} c(s, t).
+
+    T_Z is the union of the examples' terms. An empty Z (or Z without terms, or a query
+    without terms) gives 0.0; term similarities are >= 0, so 0 is the neutral maximum.
+    """
+    q = as_terms(query_terms)
+    parts = [as_terms(t) for t in example_terms_list if len(t)]
+    if len(q) == 0 or not parts:
+        return 0.0
+    return float(term_similarity(q, np.concatenate(parts), similarity).max(axis=1).mean())
+
+
+def word_set_cov(
+    query_tokens: Sequence[str],
+    example_tokens_list: Sequence[Sequence[str]],
+    overlap: WordOverlap = "set",
+) -> float:
+    """WordSetCov(x, Z) = |W_x ∩ W_Z| / |W_x|; 0.0 when x has no tokens.
+
+    ``set`` (released code): W are sets of unique, case-sensitive tokens and W_Z is the
+    union of the examples' token sets. ``multiset`` (paper text): W_x is the token
+    multiset of x, W_Z the multiset *sum* of the examples' tokens, and the intersection
+    takes min counts, so |W_x ∩ W_Z| = Σ_w min(count_x(w), Σ_z count_z(w)).
+    """
+    if overlap == "set":
+        wx = set(query_tokens)
+        if not wx:
+            return 0.0
+        wz: set[str] = set().union(*map(set, example_tokens_list))
+        return len(wx & wz) / len(wx)
+    if overlap == "multiset":
+        cx = Counter(query_tokens)
+        total = sum(cx.values())
+        if total == 0:
+            return 0.0
+        cz: Counter[str] = Counter()
+        for toks in example_tokens_list:
+            cz.update(toks)
+        return sum(min(c, cz[w]) for w, c in cx.items()) / total
+    raise ValueError(f"unknown word overlap {overlap!r}")
+
+
+def poly_distance(p: np.ndarray, q: np.ndarray) -> float:
+    """SPEC §7 d(P, Q) = (Σ_{s∈P} min_t ||s-t||_1 + Σ_{t∈Q} min_s ||s-t||_1) / (|P| + |Q|).
+
+    P and Q are term multisets (repeats counted). The numerator is an exact integer, so
+    equal distances compare exactly equal. Both empty -> 0.0; one empty -> inf.
+    """
+    dist = l1_matrix(p, q)
+    m, n = dist.shape
+    if m == 0 and n == 0:
+        return 0.0
+    if m == 0 or n == 0:
+        return float("inf")
+    return int(dist.min(axis=1).sum() + dist.min(axis=0).sum()) / (m + n)

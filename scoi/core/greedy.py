@@ -1,0 +1,246 @@
+"""Example selection over a preselected candidate pool (SPEC §4 and the §7 baselines).
+
+The greedy SCOI loop is the paper's; only the arithmetic is reorganised (SPEC §4,
+implementation note): coverage is a sum of per-query-term maxima, so the per-candidate
+maxima are computed once per query as a small matrix, and each greedy step scores all
+unselected candidates at once with one elementwise maximum. The slow, literal version in
+``tests/reference.py`` recomputes every coverage from scratch; both use the tie rule of
+:mod:`scoi.core.coverage` (:func:`argmax_first`, :func:`improves`), so they pick the same
+candidates in the same order.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from scoi.core.coverage import (
+    argmax_first,
+    as_terms,
+    improves,
+    l1_matrix,
+    poly_distance,
+    term_similarity,
+)
+
+METHODS = ("scoi", "scoi-word-first", "syntax", "word", "poly-topk", "bm25", "random", "zero")
+SIMILARITIES = ("distance", "cosine")
+WORD_OVERLAPS = ("set", "multiset")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One candidate example: its term multiset (n_terms, d) and its Moses tokens."""
+
+    terms: np.ndarray
+    tokens: Sequence[str]
+
+
+@dataclass(frozen=True)
+class Pick:
+    """One selected example.
+
+    ``coverage``: for syntax/word picks, the criterion's running best after the pick (the
+    accepted maximum); for poly picks, the polynomial distance; otherwise None.
+    """
+
+    index: int
+    criterion: str
+    coverage: float | None
+
+
+def criterion_at(method: str, n_selected: int) -> str:
+    """Coverage criterion of a greedy step, given how many examples are already selected."""
+    if method in ("syntax", "word"):
+        return method
+    first, second = ("syntax", "word") if method == "scoi" else ("word", "syntax")
+    return first if n_selected % 2 == 0 else second
+
+
+def check_args(method: str, similarity: str, word_overlap: str, k: int) -> None:
+    """Reject unknown options early (shared with the reference implementation)."""
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; expected one of {METHODS}")
+    if similarity not in SIMILARITIES:
+        raise ValueError(f"unknown similarity {similarity!r}")
+    if word_overlap not in WORD_OVERLAPS:
+        raise ValueError(f"unknown word overlap {word_overlap!r}")
+    if k < 0:
+        raise ValueError("k must be >= 0")
+
+
+def _unique_candidate_terms(
+    candidates: Sequence[Candidate], d: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Deduplicated terms of all candidates, for computing each distinct term pair once.
+
+    Returns (unique terms (u, d), inverse (N,) mapping every stacked term to its unique
+    row, segment starts of the non-empty candidates, indices of those candidates).
+    """
+    sizes = np.array([len(c.terms) for c in candidates], dtype=np.int64)
+    nonempty = np.flatnonzero(sizes > 0)
+    if nonempty.size == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return np.zeros((0, d), dtype=np.int64), empty, empty, nonempty
+    stacked = np.concatenate([as_terms(candidates[i].terms) for i in nonempty])
+    uniq, inv = np.unique(stacked, axis=0, return_inverse=True)
+    starts = np.concatenate(([0], np.cumsum(sizes[nonempty])[:-1]))
+    return uniq, inv.reshape(-1), starts, nonempty
+
+
+class _Covers:
+    """Per-query coverage matrices plus the state of the current cover Z_cur.
+
+    ``syn[s, z]`` = max_{t in T_z} c(s, t) over the unique query terms s (weights = their
+    multiplicities); ``hits[w, z]`` = whether (set) or how often (multiset) unique query
+    token w occurs in candidate z. Coverage of Z_cur ∪ {z} for every z is then one
+    elementwise max (or capped sum) against the state of Z_cur.
+    """
+
+    def __init__(
+        self,
+        query_terms: np.ndarray,
+        query_tokens: Sequence[str],
+        candidates: Sequence[Candidate],
+        similarity: str,
+        word_overlap: str,
+        need_syntax: bool,
+        need_word: bool,
+    ) -> None:
+        n = len(candidates)
+        q = as_terms(query_terms)
+        self.multiset = word_overlap == "multiset"
+        self.syn = np.zeros((0, n))
+        self.weights = np.zeros(0)
+        if need_syntax and len(q):
+            uq, counts = np.unique(q, axis=0, return_counts=True)
+            self.weights = counts.astype(np.float64)
+            uc, inv, starts, nonempty = _unique_candidate_terms(candidates, q.shape[1])
+            self.syn = np.zeros((len(uq), n))  # 0 is the neutral max: similarities >= 0
+            if nonempty.size:
+                per_term = term_similarity(uq, uc, similarity)[:, inv]
+                self.syn[:, nonempty] = np.maximum.reduceat(per_term, starts, axis=1)
+        qcount = Counter(query_tokens)
+        self.qcount = np.array(list(qcount.values()), dtype=np.int64)
+        self.hits = np.zeros((len(qcount), n), dtype=np.int64)
+        if need_word and qcount:
+            row = {w: i for i, w in enumerate(qcount)}
+            for z, cand in enumerate(candidates):
+                for tok, c in Counter(cand.tokens).items():
+                    if tok in row:
+                        self.hits[row[tok], z] = c if self.multiset else 1
+        self.reset()
+
+    def reset(self) -> None:
+        """Empty Z_cur."""
+        self.cur_syn = np.zeros(len(self.weights))
+        self.cur_hits = np.zeros(len(self.qcount), dtype=np.int64)
+
+    def add(self, z: int) -> None:
+        """Add candidate z to Z_cur."""
+        np.maximum(self.cur_syn, self.syn[:, z], out=self.cur_syn)
+        if self.multiset:
+            self.cur_hits += self.hits[:, z]
+        else:
+            np.maximum(self.cur_hits, self.hits[:, z], out=self.cur_hits)
+
+    def scores(self, criterion: str) -> np.ndarray:
+        """Coverage of Z_cur ∪ {z} for every candidate z (selected ones included)."""
+        n = self.syn.shape[1] if criterion == "syntax" else self.hits.shape[1]
+        if criterion == "syntax":
+            if not len(self.weights):
+                return np.zeros(n)
+            best = np.maximum(self.cur_syn[:, None], self.syn)
+            return (self.weights @ best) / self.weights.sum()
+        if not len(self.qcount):
+            return np.zeros(n)
+        if self.multiset:
+            hit = np.minimum(self.qcount[:, None], self.cur_hits[:, None] + self.hits)
+            return hit.sum(axis=0) / self.qcount.sum()
+        return np.maximum(self.cur_hits[:, None], self.hits).sum(axis=0) / len(self.qcount)
+
+
+def greedy_cover(covers: _Covers, n: int, k: int, method: str) -> list[Pick]:
+    """SPEC §4 loop: alternate criteria, accept strict improvements, otherwise reset.
+
+    A reset empties Z_cur and sets only this criterion's best to -inf; selected candidates
+    stay selected. The repeated step then always accepts (anything beats -inf), so every
+    pass of the loop but at most one per pick selects a candidate and the loop ends.
+    """
+    best = {"syntax": -np.inf, "word": -np.inf}
+    selected = np.zeros(n, dtype=bool)
+    picks: list[Pick] = []
+    while len(picks) < min(k, n):
+        crit = criterion_at(method, len(picks))
+        scores = np.where(selected, -np.inf, covers.scores(crit))
+        z = argmax_first(scores)
+        top = float(scores.max())
+        if improves(top, best[crit]):
+            selected[z] = True
+            covers.add(z)
+            best[crit] = top
+            picks.append(Pick(z, crit, top))
+        else:
+            covers.reset()
+            best[crit] = -np.inf
+    return picks
+
+
+def poly_distances(query_terms: np.ndarray, candidates: Sequence[Candidate]) -> np.ndarray:
+    """:func:`poly_distance` of the query to every candidate, sharing the distance matrix."""
+    q = as_terms(query_terms)
+    n = len(candidates)
+    if len(q) == 0:
+        return np.array([poly_distance(q, c.terms) for c in candidates], dtype=np.float64)
+    uq, counts = np.unique(q, axis=0, return_counts=True)
+    uc, inv, starts, nonempty = _unique_candidate_terms(candidates, q.shape[1])
+    out = np.full(n, np.inf)
+    if nonempty.size:
+        dist = l1_matrix(uq, uc)[:, inv]  # (unique query terms, all candidate terms)
+        to_cand = counts @ np.minimum.reduceat(dist, starts, axis=1)
+        to_query = np.add.reduceat(dist.min(axis=0), starts)
+        sizes = np.diff(np.append(starts, dist.shape[1]))
+        out[nonempty] = (to_cand + to_query) / (len(q) + sizes)  # exact integer numerators
+    return out
+
+
+def select(
+    query_terms: np.ndarray,
+    query_tokens: Sequence[str],
+    candidates: Sequence[Candidate],
+    k: int = 4,
+    method: str = "scoi",
+    similarity: str = "distance",
+    word_overlap: str = "set",
+    seed: int = 0,
+) -> list[Pick]:
+    """Select up to k candidates for one query with ``method`` (one of :data:`METHODS`).
+
+    Pools smaller than k return every candidate; ``zero`` and k = 0 return [].
+    """
+    check_args(method, similarity, word_overlap, k)
+    n = len(candidates)
+    if method == "zero" or k == 0 or n == 0:
+        return []
+    if method == "bm25":
+        return [Pick(i, "bm25", None) for i in range(min(k, n))]
+    if method == "random":
+        order = np.random.default_rng(seed).permutation(n)[:k]
+        return [Pick(int(i), "random", None) for i in order]
+    if method == "poly-topk":
+        dist = poly_distances(query_terms, candidates)
+        order = np.argsort(dist, kind="stable")[:k]
+        return [Pick(int(i), "poly", float(dist[i])) for i in order]
+    covers = _Covers(
+        query_terms,
+        query_tokens,
+        candidates,
+        similarity,
+        word_overlap,
+        need_syntax=method != "word",
+        need_word=method != "syntax",
+    )
+    return greedy_cover(covers, n, k, method)

@@ -1,0 +1,329 @@
+"""Few-shot translation prompts and answer extraction (SPEC §6).
+
+Everything here is pure string work, so that a prompt can be rebuilt byte for byte from a
+run's stored examples; the only I/O is reading a user Jinja2 template given by path.
+
+Reading of the SPEC §6 layouts (the built-in templates reproduce them exactly):
+
+XGLM style — one block per example, each block being the source line, the target line and
+a line holding only ``###``; then the query's source line and a target line that ends with
+``Sentence: `` (a trailing space, no newline)::
+
+    French Sentence: "x_1"\\n
+    English Sentence: "y_1"\\n
+    ###\\n
+    ...
+    French Sentence: "x"\\n
+    English Sentence: ␠
+
+Alpaca style — the instruction line, one blank line, then every example as two lines with
+*no* blank line between examples, then the query's two lines, the last one ending with the
+colon (no trailing space, no newline)::
+
+    Instruction: Translate the following French text into English.\\n
+    \\n
+    French: x_1\\n
+    English: y_1\\n
+    ...
+    French: x\\n
+    English:
+
+SPEC's Alpaca block shows a blank line only after the instruction; the ``{Target
+language}: {y_1}`` line is followed directly by the ``…`` placeholder and then by the query
+lines, so examples are not separated by blank lines (the newline already ends each
+answer, which is also where generation stops). Zero-shot prompts are the same layouts with
+no example blocks.
+
+Sentences come from line-based corpora and never hold newlines; should one slip in, the
+built-in templates turn each run of line breaks into a single space, because a newline
+inside a sentence would break the one-answer-per-line layout the answer extraction relies
+on.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Sequence
+
+__all__ = [
+    "LANGUAGE_NAMES",
+    "ORDERS",
+    "STOP_MARKERS",
+    "TEMPLATE_NAMES",
+    "Example",
+    "extract_answer",
+    "language_name",
+    "order_examples",
+    "render_prompt",
+    "stop_markers",
+]
+
+#: ISO 639-1 code -> English language name, as used in the prompts.
+LANGUAGE_NAMES: dict[str, str] = {
+    "ar": "Arabic",
+    "bg": "Bulgarian",
+    "bn": "Bengali",
+    "ca": "Catalan",
+    "cs": "Czech",
+    "cy": "Welsh",
+    "da": "Danish",
+    "de": "German",
+    "el": "Greek",
+    "en": "English",
+    "eo": "Esperanto",
+    "es": "Spanish",
+    "et": "Estonian",
+    "eu": "Basque",
+    "fa": "Persian",
+    "fi": "Finnish",
+    "fr": "French",
+    "ga": "Irish",
+    "gl": "Galician",
+    "gu": "Gujarati",
+    "he": "Hebrew",
+    "hi": "Hindi",
+    "hr": "Croatian",
+    "hu": "Hungarian",
+    "hy": "Armenian",
+    "id": "Indonesian",
+    "is": "Icelandic",
+    "it": "Italian",
+    "ja": "Japanese",
+    "ka": "Georgian",
+    "kk": "Kazakh",
+    "ko": "Korean",
+    "lt": "Lithuanian",
+    "lv": "Latvian",
+    "mk": "Macedonian",
+    "ml": "Malayalam",
+    "mr": "Marathi",
+    "ms": "Malay",
+    "mt": "Maltese",
+    "nb": "Norwegian Bokmål",
+    "ne": "Nepali",
+    "nl": "Dutch",
+    "no": "Norwegian",
+    "pl": "Polish",
+    "pt": "Portuguese",
+    "ro": "Romanian",
+    "ru": "Russian",
+    "sk": "Slovak",
+    "sl": "Slovenian",
+    "sq": "Albanian",
+    "sr": "Serbian",
+    "sv": "Swedish",
+    "sw": "Swahili",
+    "ta": "Tamil",
+    "te": "Telugu",
+    "th": "Thai",
+    "tl": "Tagalog",
+    "tr": "Turkish",
+    "uk": "Ukrainian",
+    "ur": "Urdu",
+    "vi": "Vietnamese",
+    "zh": "Chinese",
+}
+
+#: The built-in templates; any other ``template`` value is taken as a Jinja2 file path.
+TEMPLATE_NAMES: tuple[str, ...] = ("xglm", "alpaca")
+
+#: Example orders ``render_prompt`` accepts.
+ORDERS: tuple[str, ...] = ("selection", "reversed", "random")
+
+#: Strings that end an answer, per template. Both layouts put each answer on one line; XGLM
+#: also closes every example with ``###``. A backend must not stop on a newline that comes
+#: before any answer text (see :func:`scoi.backends.base.cut_at_stop`).
+STOP_MARKERS: dict[str, tuple[str, ...]] = {
+    "xglm": ("###", "\n"),
+    "alpaca": ("###", "\n"),
+}
+
+#: Stop markers used for user templates, whose layout we cannot know.
+DEFAULT_STOP_MARKERS: tuple[str, ...] = ("###", "\n")
+
+
+def language_name(code: str) -> str:
+    """English name of an ISO 639-1 ``code`` (case-insensitive; a region such as
+    ``pt-BR`` / ``pt_BR`` is ignored). Raises ValueError listing the known codes."""
+    key = code.strip().lower().replace("_", "-").split("-", 1)[0]
+    try:
+        return LANGUAGE_NAMES[key]
+    except KeyError:
+        known = ", ".join(sorted(LANGUAGE_NAMES))
+        raise ValueError(
+            f"unknown language code {code!r}; known ISO 639-1 codes: {known}"
+        ) from None
+
+
+@dataclass(frozen=True)
+class Example:
+    """One in-context example: a source sentence and its reference translation."""
+
+    src: str
+    tgt: str
+
+
+def stop_markers(template: str) -> tuple[str, ...]:
+    """Stop strings for ``template`` (a built-in name or a user template path)."""
+    return STOP_MARKERS.get(template, DEFAULT_STOP_MARKERS)
+
+
+def order_examples(examples: Sequence[Example], order: str = "selection", seed: int = 0) -> list[Example]:
+    """Examples in prompt order: as selected (first selected first), reversed, or shuffled
+    with ``random.Random(seed)`` so a run is reproducible from its seed."""
+    items = list(examples)
+    if order == "selection":
+        return items
+    if order == "reversed":
+        return items[::-1]
+    if order == "random":
+        random.Random(seed).shuffle(items)
+        return items
+    raise ValueError(f"unknown example order {order!r}; expected one of {', '.join(ORDERS)}")
+
+
+_LINE_BREAKS = re.compile(r"[\r\n\u2028\u2029\x0b\x0c\x85]+")
+
+
+def _one_line(text: str) -> str:
+    return _LINE_BREAKS.sub(" ", text)
+
+
+def _render_xglm(query: str, examples: Sequence[Example], src: str, tgt: str) -> str:
+    parts = [
+        f'{src} Sentence: "{_one_line(ex.src)}"\n{tgt} Sentence: "{_one_line(ex.tgt)}"\n###\n'
+        for ex in examples
+    ]
+    parts.append(f'{src} Sentence: "{_one_line(query)}"\n{tgt} Sentence: ')
+    return "".join(parts)
+
+
+def _render_alpaca(query: str, examples: Sequence[Example], src: str, tgt: str) -> str:
+    parts = [f"Instruction: Translate the following {src} text into {tgt}.\n\n"]
+    parts.extend(f"{src}: {_one_line(ex.src)}\n{tgt}: {_one_line(ex.tgt)}\n" for ex in examples)
+    parts.append(f"{src}: {_one_line(query)}\n{tgt}:")
+    return "".join(parts)
+
+
+@lru_cache(maxsize=32)
+def _load_user_template(path: str, mtime_ns: int):  # mtime_ns: re-read an edited file
+    import jinja2
+
+    try:
+        source = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"cannot read prompt template {path}: {exc}") from None
+    # Default Jinja2 settings: a single trailing newline at the end of the file (which
+    # editors add) is dropped, so a template can end its prompt with "Sentence: " or ":".
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
+    try:
+        return env.from_string(source)
+    except jinja2.TemplateSyntaxError as exc:
+        raise ValueError(f"prompt template {path}, line {exc.lineno}: {exc.message}") from None
+
+
+def _render_user(path: str, query: str, examples: Sequence[Example], src_lang: str, tgt_lang: str) -> str:
+    import jinja2
+
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise ValueError(
+            f"prompt template {path!r} is neither a built-in template "
+            f"({', '.join(TEMPLATE_NAMES)}) nor an existing file"
+        )
+    resolved = str(p.resolve())
+    template = _load_user_template(resolved, os.stat(resolved).st_mtime_ns)
+    try:
+        return template.render(
+            examples=list(examples),
+            query=query,
+            src_lang=src_lang,
+            tgt_lang=tgt_lang,
+            src_lang_name=language_name(src_lang),
+            tgt_lang_name=language_name(tgt_lang),
+        )
+    except jinja2.TemplateError as exc:
+        line = _template_error_line(exc)
+        where = f", line {line}" if line else ""
+        raise ValueError(f"prompt template {path}{where}: {exc}") from None
+
+
+def _template_error_line(exc: BaseException) -> int | None:
+    """Line of the template where a render-time error happened, from the traceback
+    (Jinja2 rewrites frames so template code reports template line numbers)."""
+    lineno = getattr(exc, "lineno", None)
+    if lineno:
+        return lineno
+    tb = exc.__traceback__
+    line = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == "<template>":
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def render_prompt(
+    query: str,
+    examples: Sequence[Example],
+    src_lang: str,
+    tgt_lang: str,
+    template: str = "xglm",
+    order: str = "selection",
+    seed: int = 0,
+) -> str:
+    """The few-shot prompt for translating ``query`` from ``src_lang`` to ``tgt_lang``.
+
+    ``template`` is ``"xglm"`` or ``"alpaca"`` (layouts in the module docstring, exactly
+    SPEC §6) or the path of a Jinja2 template file, rendered with ``examples`` (objects with
+    ``src`` and ``tgt``), ``query``, ``src_lang``/``tgt_lang`` (codes) and
+    ``src_lang_name``/``tgt_lang_name`` (English names). ``order`` is ``"selection"``
+    (first selected first, SPEC's order), ``"reversed"`` or ``"random"`` (seeded by
+    ``seed``). Raises ValueError for unknown languages, orders or templates.
+    """
+    src_name = language_name(src_lang)
+    tgt_name = language_name(tgt_lang)
+    ordered = order_examples(examples, order, seed)
+    if template == "xglm":
+        return _render_xglm(query, ordered, src_name, tgt_name)
+    if template == "alpaca":
+        return _render_alpaca(query, ordered, src_name, tgt_name)
+    return _render_user(template, query, ordered, src_lang, tgt_lang)
+
+
+#: Quote pairs stripped from around an answer when both ends match: straight double and
+#: single quotes, English curly quotes, French guillemets and German low-high quotes.
+QUOTE_PAIRS: tuple[tuple[str, str], ...] = (
+    ('"', '"'),
+    ("'", "'"),
+    ("\u201c", "\u201d"),  # “ ”
+    ("\u00ab", "\u00bb"),  # « »
+    ("\u201e", "\u201c"),  # „ “
+)
+
+
+def extract_answer(text: str) -> str:
+    """The translation inside a raw model continuation (SPEC §6).
+
+    Skip leading whitespace and newlines (models often answer a prompt ending in a space
+    with a newline first), keep the text before the first ``###`` and before the next
+    newline, strip whitespace, then remove one pair of surrounding quotes — only when the
+    first and last characters form a matching pair from :data:`QUOTE_PAIRS` — and strip
+    the whitespace inside (French guillemets are usually spaced: ``« Oui »``). A lone
+    quote at one end is kept: it is as likely part of the sentence as a broken wrapper.
+    """
+    answer = text.lstrip()
+    answer = answer.split("###", 1)[0]
+    answer = answer.split("\n", 1)[0]
+    answer = answer.strip()
+    if len(answer) >= 2:
+        for left, right in QUOTE_PAIRS:
+            if answer.startswith(left) and answer.endswith(right):
+                answer = answer[len(left) : len(answer) - len(right)].strip()
+                break
+    return answer

@@ -1,0 +1,41 @@
+"""Store a selection so a person can inspect it in SQL (tables and views of migration 0002)."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import psycopg
+
+from scoi.core.polynomial import LabelSpace, parse_key
+from scoi.db.queries import load
+
+if TYPE_CHECKING:
+    from scoi.selector import SelectionResult
+
+SQL = load("select")
+
+
+def _sparsevec(labels: LabelSpace, key: str) -> str:
+    items = sorted((labels.add(name), power) for name, power in parse_key(key).items())
+    return "{" + ",".join(f"{i + 1}:{p}" for i, p in items) + "}/1024"
+
+
+def record_selection(conn: psycopg.Connection, result: SelectionResult, labels: LabelSpace) -> int:
+    """Write the selection, its query terms, pool and picks in one transaction; return its id."""
+    with conn.transaction():
+        sel_id = conn.execute(SQL["insert_selection"], {
+            "query": result.query, "src": result.src_lang, "tgt": result.tgt_lang, "method": result.method,
+            "k": result.k, "params": json.dumps(result.params), "signature": result.signature,
+            "tokens": result.query_tokens}).fetchone()[0]
+        cur = conn.cursor()
+        with cur.copy("COPY selection_query_term (selection_id, key, mult, exps) FROM STDIN") as cp:
+            for key, mult in result.query_terms.items():
+                cp.write_row((sel_id, key, mult, _sparsevec(labels, key)))
+        with cur.copy("COPY selection_candidate (selection_id, rank, pair_id, score) FROM STDIN") as cp:
+            for rank, c in enumerate(result.candidates, 1):
+                cp.write_row((sel_id, rank, c.pair_id, c.score))
+        with cur.copy("COPY selection_pick (selection_id, position, pair_id, criterion, coverage) FROM STDIN") as cp:
+            for pos, p in enumerate(result.selected, 1):
+                cp.write_row((sel_id, pos, p.pair_id, p.criterion, p.coverage))
+    return sel_id

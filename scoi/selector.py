@@ -1,0 +1,254 @@
+"""Select in-context examples for a sentence: SQL preselection, one-trip candidate fetch,
+coverage in numpy (scoi.core.greedy), optional recording for inspection in SQL.
+
+    from scoi.selector import Selector
+    sel = Selector("fr", "en")
+    result = sel.select("Un homme joue de la guitare.", k=4)
+    for pick in result.selected:
+        print(pick.criterion, pick.src, "=>", pick.tgt)
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import psycopg
+
+from scoi import __version__
+from scoi.core.greedy import METHODS, Candidate, check_args, select as greedy_select
+from scoi.core.polynomial import LabelSpace, expand
+from scoi.db.queries import load
+
+SQL = load("select")
+FILLS = ("none", "random")
+
+
+class SelectionError(RuntimeError):
+    """A selection that cannot run (no corpus for the direction, bad option)."""
+
+
+@dataclass(frozen=True)
+class Bm25Params:
+    """Preselection settings (see docs/preselection.md)."""
+
+    k1: float = 1.5
+    b: float = 0.75
+    budget: int = 20000  # postings read for the essential (rare) tokens
+    depth: int = 1000    # sentences re-scored with the common tokens
+
+
+@dataclass
+class CandidateRow:
+    pair_id: int
+    score: float
+    src: str
+    tgt: str
+    tokens: list[str]
+    term_keys: list[str]
+    term_mults: list[int]
+
+
+@dataclass
+class Picked:
+    pair_id: int
+    src: str
+    tgt: str
+    criterion: str
+    coverage: float | None
+
+
+@dataclass
+class SelectionResult:
+    query: str
+    src_lang: str
+    tgt_lang: str
+    method: str
+    k: int
+    params: dict[str, Any]
+    signature: str
+    query_tokens: list[str]
+    query_terms: dict[str, int]
+    candidates: list[CandidateRow]
+    selected: list[Picked]
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    selection_id: int | None = None
+
+    def to_dict(self, explain: bool = False) -> dict[str, Any]:
+        """The JSON shape of ``scoi select --json`` (``--explain``: candidates as objects)."""
+        cands: list[Any]
+        if explain:
+            cands = [{"pair_id": c.pair_id, "score": c.score, "src": c.src, "tgt": c.tgt} for c in self.candidates]
+        else:
+            cands = [c.pair_id for c in self.candidates]
+        return {
+            "query": self.query, "src_lang": self.src_lang, "tgt_lang": self.tgt_lang, "method": self.method,
+            "k": self.k, "params": self.params, "signature": self.signature,
+            "candidates": cands, "selected": [asdict(p) for p in self.selected],
+            "selection_id": self.selection_id, "timings_ms": self.timings_ms,
+        }
+
+
+class Selector:
+    """Picks examples for sentences in one direction; keeps a connection and a parser."""
+
+    def __init__(self, src: str, tgt: str, *, url: str | None = None, corpora: list[str] | None = None,
+                 k: int = 4, method: str = "scoi", pool: int = 100, similarity: str = "distance",
+                 word_overlap: str = "set", fill: str = "none", seed: int = 0,
+                 bm25: Bm25Params | None = None, parser: str | None = None) -> None:
+        check_args(method, similarity, word_overlap, k)
+        if fill not in FILLS:
+            raise SelectionError(f"unknown fill {fill!r}; expected one of {FILLS}")
+        if pool < 1:
+            raise SelectionError("pool size must be at least 1")
+        self.src, self.tgt = src.lower(), tgt.lower()
+        self.k, self.method, self.pool = k, method, pool
+        self.similarity, self.word_overlap, self.fill, self.seed = similarity, word_overlap, fill, seed
+        self.bm25 = bm25 or Bm25Params()
+        if url is None:
+            from scoi.db.engine import get_engine, resolve_database
+
+            url = resolve_database().url
+            get_engine(url)
+        self.conn = psycopg.connect(url, autocommit=True)
+        if self.conn.execute(SQL["direction_exists"], {"lang": self.src, "tgt": self.tgt}).fetchone()[0] == 0:
+            raise SelectionError(f"no corpus holds {self.src}-{self.tgt} pairs; load one first: "
+                                 f"scoi ingest FILE --src {self.src} --tgt {self.tgt}")
+        self.corpus_ids = self._corpus_ids(corpora)
+        self.corpora = corpora
+        labels = [r[0] for r in self.conn.execute(SQL["labels_for_lang"], {"lang": self.src}).fetchall()]
+        self.labels = LabelSpace(labels)
+        self._parser_override = parser
+        self._analyzer = None
+
+    # ------------------------------------------------------------------ pieces
+    def _corpus_ids(self, names: list[str] | None) -> list[int] | None:
+        if not names:
+            return None
+        rows = dict((n, i) for i, n in self.conn.execute(SQL["corpus_ids"], {"names": names}).fetchall())
+        missing = [n for n in names if n not in rows]
+        if missing:
+            raise SelectionError(f"unknown corpus {', '.join(missing)}; see `scoi corpora`")
+        return [rows[n] for n in names]
+
+    @property
+    def analyzer(self):
+        if self._analyzer is None:
+            from ingest.analysis import Analyzer, choose_parser
+
+            choice = choose_parser(self.src, self._parser_override)
+            self._analyzer = Analyzer(self.src, choice.name)
+            self.parser_name = f"{choice.name}=={choice.version}"
+        return self._analyzer
+
+    def analyze(self, text: str) -> tuple[list[str], dict[str, int]]:
+        a = self.analyzer.analyze([text])[0]
+        return a.tokens, a.terms
+
+    def preselect_params(self, tokens: list[str]) -> dict[str, Any]:
+        return {"lang": self.src, "tgt": self.tgt, "tokens": [t.lower() for t in tokens], "n": self.pool,
+                "corpora": self.corpus_ids, "k1": self.bm25.k1, "b": self.bm25.b,
+                "budget": self.bm25.budget, "depth": max(self.bm25.depth, self.pool)}
+
+    def preselect(self, tokens: list[str]) -> list[tuple[int, float]]:
+        """(pair_id, score) of the top ``pool`` candidates, best first."""
+        if not tokens:
+            return []
+        return [(r[0], r[1]) for r in self.conn.execute(SQL["preselect"], self.preselect_params(tokens)).fetchall()]
+
+    def fetch(self, scored: list[tuple[int, float]]) -> list[CandidateRow]:
+        """Texts, tokens and terms of the candidates, in one round trip, in pool order."""
+        if not scored:
+            return []
+        rows = self.conn.execute(SQL["fetch_candidates"], {
+            "pair_ids": [p for p, _ in scored], "lang": self.src, "tgt": self.tgt}).fetchall()
+        scores = dict(scored)
+        return [CandidateRow(r[0], scores.get(r[0], 0.0), r[1], r[2], list(r[3]), list(r[4]), list(r[5]))
+                for r in rows]
+
+    def _matrices(self, query_terms: dict[str, int], rows: list[CandidateRow]) -> tuple[np.ndarray, list[Candidate]]:
+        keys = set(query_terms)
+        for r in rows:
+            keys.update(r.term_keys)
+        for key in keys:  # register every label first, so all vectors share one width
+            self.labels.register(key)
+        width = len(self.labels.index)
+        q = self.labels.matrix(expand(query_terms), width)
+        cands = [Candidate(terms=self.labels.matrix([k for k, m in zip(r.term_keys, r.term_mults) for _ in range(m)],
+                                                    width), tokens=r.tokens) for r in rows]
+        return q, cands
+
+    # ------------------------------------------------------------------ API
+    def select(self, text: str, *, k: int | None = None, method: str | None = None, record: bool = False,
+               pool_only: bool = False) -> SelectionResult:
+        """Pick ``k`` examples for ``text`` (a sentence in the source language)."""
+        k = self.k if k is None else k
+        method = method or self.method
+        check_args(method, self.similarity, self.word_overlap, k)
+        t0 = time.perf_counter()
+        tokens, terms = self.analyze(text)
+        t1 = time.perf_counter()
+        scored = [] if method == "zero" else self.preselect(tokens)
+        t2 = time.perf_counter()
+        rows = self.fetch(scored) if method not in ("zero",) else []
+        t3 = time.perf_counter()
+        q, cands = self._matrices(terms, rows)
+        picks = greedy_select(q, tokens, cands, k=k, method=method, similarity=self.similarity,
+                              word_overlap=self.word_overlap, seed=self.seed)
+        selected = [Picked(rows[p.index].pair_id, rows[p.index].src, rows[p.index].tgt, p.criterion, p.coverage)
+                    for p in picks]
+        t4 = time.perf_counter()
+        if self.fill == "random" and method != "zero" and len(selected) < k:
+            selected += self._fill(k - len(selected), [p.pair_id for p in selected])
+        params = self.params(method, k)
+        result = SelectionResult(
+            query=text, src_lang=self.src, tgt_lang=self.tgt, method=method, k=k, params=params,
+            signature=self.signature(method, k), query_tokens=tokens, query_terms=terms,
+            candidates=rows, selected=selected,
+            timings_ms={"analyze": _ms(t1 - t0), "preselect": _ms(t2 - t1), "fetch": _ms(t3 - t2),
+                        "coverage": _ms(t4 - t3), "select": _ms(t4 - t1), "total": _ms(time.perf_counter() - t0)})
+        if record:
+            from scoi.recording import record_selection
+
+            result.selection_id = record_selection(self.conn, result, self.labels)
+        return result
+
+    def _fill(self, n: int, exclude: list[int]) -> list[Picked]:
+        ids = [r[0] for r in self.conn.execute(SQL["random_examples"], {
+            "lang": self.src, "tgt": self.tgt, "corpora": self.corpus_ids, "exclude": exclude,
+            "seed": self.seed, "n": n}).fetchall()]
+        rows = self.fetch([(i, 0.0) for i in ids])
+        return [Picked(r.pair_id, r.src, r.tgt, "fill", None) for r in rows]
+
+    def params(self, method: str, k: int) -> dict[str, Any]:
+        return {"method": method, "k": k, "pool": self.pool, "similarity": self.similarity,
+                "word_overlap": self.word_overlap, "fill": self.fill, "seed": self.seed,
+                "corpora": self.corpora, "bm25": asdict(self.bm25)}
+
+    def signature(self, method: str, k: int) -> str:
+        """Every setting that changes the result, sacrebleu style."""
+        b = self.bm25
+        parts = [f"{self.src}-{self.tgt}", f"method:{method}", f"k:{k}", f"pool:{self.pool}",
+                 f"sim:{self.similarity}", f"words:{self.word_overlap}", f"fill:{self.fill}", f"seed:{self.seed}",
+                 f"bm25:k1={b.k1},b={b.b},budget={b.budget},depth={b.depth}",
+                 f"corpora:{','.join(self.corpora) if self.corpora else 'all'}",
+                 f"parser:{getattr(self, 'parser_name', '?')}", f"scoi:{__version__}"]
+        return "|".join(parts)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Selector:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000, 3)
+
+
+__all__ = ["Selector", "SelectionResult", "SelectionError", "Bm25Params", "METHODS"]

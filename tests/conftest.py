@@ -1,0 +1,76 @@
+"""Test fixtures: a real PostgreSQL (embedded, or SCOI_DATABASE_URL) and fresh databases.
+
+A template database is migrated once per session; each test that asks for ``db_url``
+gets its own copy (``CREATE DATABASE ... TEMPLATE``), procrastinate style.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("SCOI_SHARED_DATA", ROOT.parent / "shared" / "data"))
+TEMPLATE = "scoi_test_template"
+
+
+@pytest.fixture(scope="session")
+def server_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """libpq URL of a server scoi tests may create databases on."""
+    from scoi.db.engine import resolve_database
+
+    if not os.environ.get("SCOI_DATABASE_URL"):
+        os.environ["SCOI_HOME"] = str(tmp_path_factory.mktemp("scoi_home"))
+    return resolve_database().url
+
+
+@pytest.fixture(scope="session")
+def template_url(server_url: str) -> str:
+    from scoi.db.engine import create_database, dispose_engines, get_engine
+
+    url = create_database(server_url, TEMPLATE)
+    get_engine(url)  # migrate
+    dispose_engines()  # a template must have no open connections
+    return url
+
+
+@pytest.fixture()
+def db_url(server_url: str, template_url: str):
+    """A fresh, migrated database for one test."""
+    from scoi.db.engine import create_database, dispose_engines, drop_database
+
+    name = f"scoi_test_{uuid.uuid4().hex[:10]}"
+    url = create_database(server_url, name, template=TEMPLATE, drop=False)
+    yield url
+    dispose_engines()
+    drop_database(server_url, name)
+
+
+def scoi_env(db_url: str, **extra: str) -> dict[str, str]:
+    """Environment for running the ``scoi`` CLI as a subprocess against ``db_url``."""
+    env = dict(os.environ)
+    env["SCOI_DATABASE_URL"] = db_url
+    env.update(extra)
+    return env
+
+
+def run_scoi(args: list[str], db_url: str, *, check: bool = False, timeout: float = 300,
+             **kwargs) -> subprocess.CompletedProcess:
+    """Run ``python -m scoi.cli.main ARGS`` the way a user runs ``scoi``."""
+    proc = subprocess.run([sys.executable, "-m", "scoi.cli.main", *args], env=scoi_env(db_url),
+                          capture_output=True, text=True, timeout=timeout, **kwargs)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"scoi {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    if not (SHARED_DATA / "tatoeba-fr-en" / "tatoeba.fr").exists():
+        pytest.skip(f"../shared/data not found at {SHARED_DATA} (development corpora live beside the project)")
+    return SHARED_DATA

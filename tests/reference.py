@@ -1,0 +1,146 @@
+"""Slow, literal implementations of SPEC §3, §4 and §7, to check the fast code against.
+
+Plain Python loops over plain lists; every coverage of a candidate set is recomputed from
+scratch, as the authors' released code does (SPEC §4). ``select`` has the same signature
+and result type as :func:`scoi.core.greedy.select`, so benchmarks can time one against the
+other. The only shared pieces are the data classes and the tie rule
+(:func:`scoi.core.coverage.argmax_first` / :func:`~scoi.core.coverage.improves`): both
+implementations must break ties by the same rule, or they could legitimately differ.
+
+Word overlap definitions (same as the fast code): ``set`` = unique tokens, W_Z the union;
+``multiset`` = token counts, W_Z the multiset *sum* of the examples, intersection = min.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from scoi.core.coverage import argmax_first, improves
+from scoi.core.greedy import Candidate, Pick, check_args
+
+Vec = list[int]
+
+
+def _rows(terms: np.ndarray) -> list[Vec]:
+    """Term array -> list of plain int lists (one per term, repeats kept)."""
+    return [[int(v) for v in row] for row in np.asarray(terms)]
+
+
+def l1(s: Vec, t: Vec) -> int:
+    return sum(abs(a - b) for a, b in zip(s, t))
+
+
+def sim(s: Vec, t: Vec, similarity: str = "distance") -> float:
+    """c(s, t): 1/(1 + L1) or cosine (0 when a vector is zero)."""
+    if similarity == "distance":
+        return 1.0 / (1.0 + l1(s, t))
+    dot = sum(a * b for a, b in zip(s, t))
+    ns = math.sqrt(sum(a * a for a in s))
+    nt = math.sqrt(sum(b * b for b in t))
+    return dot / (ns * nt) if ns > 0 and nt > 0 else 0.0
+
+
+def syn_set_cov(query_terms, example_terms_list, similarity: str = "distance") -> float:
+    """(1/|T_x|) Σ_{s∈T_x} max_{t∈T_Z} c(s, t); 0.0 for empty Z or empty T_x."""
+    tx = _rows(query_terms)
+    tz = [t for terms in example_terms_list for t in _rows(terms)]
+    if not tx or not tz:
+        return 0.0
+    total = 0.0
+    for s in tx:
+        best = 0.0
+        for t in tz:
+            best = max(best, sim(s, t, similarity))
+        total += best
+    return total / len(tx)
+
+
+def word_set_cov(query_tokens, example_tokens_list, overlap: str = "set") -> float:
+    """|W_x ∩ W_Z| / |W_x|, 0.0 when x has no tokens."""
+    if overlap == "set":
+        wx = list(dict.fromkeys(query_tokens))
+        if not wx:
+            return 0.0
+        hit = 0
+        for w in wx:
+            if any(w in toks for toks in example_tokens_list):
+                hit += 1
+        return hit / len(wx)
+    if not query_tokens:
+        return 0.0
+    hit = 0
+    for w in dict.fromkeys(query_tokens):
+        in_x = sum(1 for tok in query_tokens if tok == w)
+        in_z = sum(1 for toks in example_tokens_list for tok in toks if tok == w)
+        hit += min(in_x, in_z)
+    return hit / len(query_tokens)
+
+
+def poly_distance(p, q) -> float:
+    """SPEC §7 d(P, Q); both empty -> 0.0, one empty -> inf."""
+    ps, qs = _rows(p), _rows(q)
+    if not ps and not qs:
+        return 0.0
+    if not ps or not qs:
+        return math.inf
+    num = sum(min(l1(s, t) for t in qs) for s in ps) + sum(min(l1(s, t) for s in ps) for t in qs)
+    return num / (len(ps) + len(qs))
+
+
+def select(
+    query_terms: np.ndarray,
+    query_tokens: Sequence[str],
+    candidates: Sequence[Candidate],
+    k: int = 4,
+    method: str = "scoi",
+    similarity: str = "distance",
+    word_overlap: str = "set",
+    seed: int = 0,
+) -> list[Pick]:
+    """Same contract as :func:`scoi.core.greedy.select`, computed the slow way."""
+    check_args(method, similarity, word_overlap, k)
+    n = len(candidates)
+    if method == "zero" or k == 0 or n == 0:
+        return []
+    if method == "bm25":
+        return [Pick(i, "bm25", None) for i in range(min(k, n))]
+    if method == "random":
+        order = np.random.default_rng(seed).permutation(n)[:k]
+        return [Pick(int(i), "random", None) for i in order]
+    if method == "poly-topk":
+        dists = [poly_distance(query_terms, c.terms) for c in candidates]
+        order = sorted(range(n), key=lambda i: (dists[i], i))[:k]
+        return [Pick(i, "poly", dists[i]) for i in order]
+
+    def coverage(criterion: str, cover: list[int]) -> float:
+        if criterion == "syntax":
+            return syn_set_cov(query_terms, [candidates[i].terms for i in cover], similarity)
+        return word_set_cov(query_tokens, [list(candidates[i].tokens) for i in cover], word_overlap)
+
+    picks: list[Pick] = []
+    chosen: list[int] = []  # Z
+    cover: list[int] = []  # Z_cur
+    best = {"syntax": -math.inf, "word": -math.inf}
+    while len(chosen) < k and len(chosen) < n:
+        if method in ("syntax", "word"):
+            criterion = method
+        else:
+            even = "syntax" if method == "scoi" else "word"
+            odd = "word" if method == "scoi" else "syntax"
+            criterion = even if len(chosen) % 2 == 0 else odd
+        unselected = [z for z in range(n) if z not in chosen]
+        covs = [coverage(criterion, cover + [z]) for z in unselected]
+        top = max(covs)
+        winner = unselected[argmax_first(covs)]
+        if improves(top, best[criterion]):
+            chosen.append(winner)
+            cover.append(winner)
+            best[criterion] = top
+            picks.append(Pick(winner, criterion, top))
+        else:
+            cover = []
+            best[criterion] = -math.inf
+    return picks
