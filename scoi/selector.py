@@ -19,7 +19,7 @@ import psycopg
 
 from scoi import __version__
 from scoi.core.greedy import METHODS, Candidate, check_args, select as greedy_select
-from scoi.core.polynomial import LabelSpace, expand
+from scoi.core.polynomial import LabelSpace, TermTable, expand
 from scoi.db.queries import load
 
 SQL = load("select")
@@ -120,6 +120,7 @@ class Selector:
         self.corpora = corpora
         labels = [r[0] for r in self.conn.execute(SQL["labels_for_lang"], {"lang": self.src}).fetchall()]
         self.labels = LabelSpace(labels)
+        self.terms = TermTable(self.labels)
         self._parser_override = parser
         self._analyzer = None
 
@@ -168,17 +169,14 @@ class Selector:
         return [CandidateRow(r[0], scores.get(r[0], 0.0), r[1], r[2], list(r[3]), list(r[4]), list(r[5]))
                 for r in rows]
 
-    def _matrices(self, query_terms: dict[str, int], rows: list[CandidateRow]) -> tuple[np.ndarray, list[Candidate]]:
-        keys = set(query_terms)
-        for r in rows:
-            keys.update(r.term_keys)
-        for key in keys:  # register every label first, so all vectors share one width
-            self.labels.register(key)
-        width = len(self.labels.index)
-        q = self.labels.matrix(expand(query_terms), width)
-        cands = [Candidate(terms=self.labels.matrix([k for k, m in zip(r.term_keys, r.term_mults) for _ in range(m)],
-                                                    width), tokens=r.tokens) for r in rows]
-        return q, cands
+    def _matrices(self, query_terms: dict[str, int],
+                  rows: list[CandidateRow]) -> tuple[np.ndarray, list[Candidate], np.ndarray]:
+        """Query term matrix, candidates (term rows of the shared table), and the table."""
+        q_ids = self.terms.ids_of(expand(query_terms))
+        cand_ids = [np.repeat(self.terms.ids_of(r.term_keys), r.term_mults) for r in rows]
+        table = self.terms.matrix
+        cands = [Candidate(terms=table[ids], tokens=r.tokens, term_ids=ids) for r, ids in zip(rows, cand_ids)]
+        return table[q_ids], cands, table
 
     # ------------------------------------------------------------------ API
     def select(self, text: str, *, k: int | None = None, method: str | None = None, record: bool = False,
@@ -194,9 +192,9 @@ class Selector:
         t2 = time.perf_counter()
         rows = self.fetch(scored) if method not in ("zero",) else []
         t3 = time.perf_counter()
-        q, cands = self._matrices(terms, rows)
+        q, cands, table = self._matrices(terms, rows)
         picks = greedy_select(q, tokens, cands, k=k, method=method, similarity=self.similarity,
-                              word_overlap=self.word_overlap, seed=self.seed)
+                              word_overlap=self.word_overlap, seed=self.seed, term_table=table)
         selected = [Picked(rows[p.index].pair_id, rows[p.index].src, rows[p.index].tgt, p.criterion, p.coverage)
                     for p in picks]
         t4 = time.perf_counter()

@@ -130,3 +130,41 @@ class LabelSpace:
 def expand(terms: Mapping[str, int]) -> list[str]:
     """A Counter of keys as a flat multiset list (repeats counted), in key order."""
     return [k for k in sorted(terms) for _ in range(terms[k])]
+
+
+class TermTable:
+    """Distinct term keys -> row ids of one exponent-vector matrix, grown on demand.
+
+    The selector sees the same few thousand terms query after query: giving each key a
+    stable row id lets coverage find a pool's distinct terms without sorting vectors.
+    """
+
+    def __init__(self, labels: LabelSpace) -> None:
+        self.labels = labels
+        self.ids: dict[str, int] = {}
+        self._keys: list[str] = []
+        self._matrix = np.zeros((0, 0), dtype=np.int64)
+
+    def ids_of(self, keys: Sequence[str]) -> np.ndarray:
+        out = np.empty(len(keys), dtype=np.int64)
+        for i, key in enumerate(keys):
+            row = self.ids.get(key)
+            if row is None:
+                self.labels.register(key)
+                row = self.ids[key] = len(self._keys)
+                self._keys.append(key)
+            out[i] = row
+        return out
+
+    @property
+    def matrix(self) -> np.ndarray:
+        """(n_terms, n_labels) exponent vectors, rebuilt only when terms or labels were added."""
+        width = len(self.labels.index)
+        if self._matrix.shape != (len(self._keys), width):
+            old_rows, old_width = self._matrix.shape
+            grown = np.zeros((len(self._keys), width), dtype=np.int64)
+            grown[:old_rows, :old_width] = self._matrix
+            for row in range(old_rows, len(self._keys)):
+                grown[row] = self.labels.vector(self._keys[row], width)
+            self._matrix = grown
+        return self._matrix

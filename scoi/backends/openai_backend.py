@@ -1,0 +1,215 @@
+"""Generation through an OpenAI-compatible HTTP server (vLLM, llama.cpp, TGI, OpenAI...).
+
+Requests are sent ``concurrency`` at a time from a thread pool; transient failures (429,
+5xx, connection errors and timeouts) are retried with exponential backoff and jitter,
+honouring ``Retry-After``. Anything else, or a failure that outlasts the retries, raises
+BackendError with the status and the start of the response body.
+
+Stop strings: only those that are not pure whitespace are sent to the server. A server
+applies ``stop`` from the first generated character, so a ``"\\n"`` stop would end the
+answer of a model that starts with a newline (SPEC §6) before it began; the newline cut
+is applied here instead, after the answer's first non-whitespace character.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import os
+import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Sequence
+
+from .base import DEFAULT_STOP, BackendError, Generation, cut_at_stop
+
+__all__ = ["OpenAIBackend", "DEFAULT_BASE_URL"]
+
+DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
+RETRY_STATUSES = frozenset({408, 409, 425, 429}) | frozenset(range(500, 600))
+MAX_SERVER_STOPS = 4  # the OpenAI API accepts at most four stop sequences
+BODY_EXCERPT = 300
+
+
+def _env(*names: str) -> str | None:
+    for name in names:
+        value = os.environ.get(name)
+        if value:
+            return value
+    return None
+
+
+class OpenAIBackend:
+    """``/completions`` (or ``/chat/completions`` with ``chat=True``, the prompt as one
+    user message) at temperature 0.
+
+    ``base_url`` defaults to ``$SCOI_OPENAI_BASE_URL``, ``$OPENAI_BASE_URL`` or
+    http://127.0.0.1:8000/v1; ``api_key`` to ``$SCOI_OPENAI_API_KEY`` or
+    ``$OPENAI_API_KEY`` (no Authorization header without one). ``max_retries`` counts
+    retries after the first attempt; the n-th retry waits about ``base_delay * 2**n``
+    seconds (at most ``max_delay``, with jitter) unless the server sends Retry-After.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        chat: bool = False,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 5,
+        base_delay: float = 1.0,
+        max_delay: float = 60.0,
+        concurrency: int = 4,
+        extra_body: dict[str, Any] | None = None,
+        name: str | None = None,
+    ) -> None:
+        import httpx
+
+        if concurrency < 1:
+            raise BackendError(f"concurrency must be at least 1, not {concurrency}")
+        if max_retries < 0:
+            raise BackendError(f"max_retries must be 0 or more, not {max_retries}")
+        self.model = model
+        self.chat = chat
+        self.name = name or f"{'openai-chat' if chat else 'openai'}:{model}"
+        self.base_url = (base_url or _env("SCOI_OPENAI_BASE_URL", "OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        key = api_key if api_key is not None else _env("SCOI_OPENAI_API_KEY", "OPENAI_API_KEY")
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.base_delay = base_delay
+        self.max_delay = max_delay
+        self.concurrency = concurrency
+        self.extra_body = dict(extra_body or {})
+        self.retries = 0  # retries made so far, for logs and tests
+        self._lock = threading.Lock()
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._client = httpx.Client(
+            base_url=self.base_url,
+            headers=headers,
+            timeout=httpx.Timeout(timeout),
+            limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
+        )
+
+    # -- public ----------------------------------------------------------------------------
+
+    def generate(
+        self,
+        prompts: Sequence[str],
+        *,
+        max_new_tokens: int = 128,
+        stop: Sequence[str] = DEFAULT_STOP,
+    ) -> list[Generation]:
+        """One request per prompt, up to ``concurrency`` in flight; results in order."""
+        prompts = list(prompts)
+        if not prompts:
+            return []
+        stop = tuple(stop)
+        if len(prompts) == 1 or self.concurrency == 1:
+            return [self._one(p, max_new_tokens, stop) for p in prompts]
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(prompts))) as pool:
+            return list(pool.map(lambda p: self._one(p, max_new_tokens, stop), prompts))
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> "OpenAIBackend":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"OpenAIBackend({self.name!r}, base_url={self.base_url!r})"
+
+    # -- one request -----------------------------------------------------------------------
+
+    def _payload(self, prompt: str, max_new_tokens: int, stop: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
+        body: dict[str, Any] = {"model": self.model, "max_tokens": max_new_tokens, "temperature": 0}
+        server_stop = [s for s in stop if s.strip()][:MAX_SERVER_STOPS]
+        if server_stop:
+            body["stop"] = server_stop
+        if self.chat:
+            body["messages"] = [{"role": "user", "content": prompt}]
+            path = "/chat/completions"
+        else:
+            body["prompt"] = prompt
+            path = "/completions"
+        body.update(self.extra_body)
+        return path, body
+
+    def _one(self, prompt: str, max_new_tokens: int, stop: tuple[str, ...]) -> Generation:
+        path, body = self._payload(prompt, max_new_tokens, stop)
+        started = time.perf_counter()
+        data = self._post(path, body)
+        seconds = time.perf_counter() - started
+        try:
+            choice = data["choices"][0]
+            text = (choice["message"]["content"] if self.chat else choice["text"]) or ""
+        except (KeyError, IndexError, TypeError):
+            raise BackendError(
+                f"unexpected response from {self.base_url}{path}: {str(data)[:BODY_EXCERPT]}"
+            ) from None
+        usage = data.get("usage") or {}
+        return Generation(
+            text=cut_at_stop(text, stop)[0],
+            seconds=seconds,
+            prompt_tokens=usage.get("prompt_tokens"),
+            completion_tokens=usage.get("completion_tokens"),
+        )
+
+    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        import httpx
+
+        url = f"{self.base_url}{path}"
+        attempt = 0
+        while True:
+            retry_after: float | None = None
+            try:
+                response = self._client.post(path, json=body)
+            except httpx.TransportError as exc:  # connection refused, timeouts, resets
+                problem = f"{type(exc).__name__}: {exc}"
+            else:
+                if response.status_code < 400:
+                    try:
+                        return response.json()
+                    except ValueError:
+                        raise BackendError(
+                            f"{url} answered {response.status_code} with a body that is not JSON: "
+                            f"{response.text[:BODY_EXCERPT]!r}"
+                        ) from None
+                problem = f"HTTP {response.status_code}: {response.text[:BODY_EXCERPT]!r}"
+                if response.status_code not in RETRY_STATUSES:
+                    raise BackendError(f"{url} failed with {problem}")
+                retry_after = _retry_after(response.headers.get("retry-after"))
+            if attempt >= self.max_retries:
+                raise BackendError(f"{url} still failing after {self.max_retries} retries; last: {problem}")
+            time.sleep(self._delay(attempt, retry_after))
+            attempt += 1
+            with self._lock:
+                self.retries += 1
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(retry_after, max(self.max_delay, 0.0))
+        ceiling = min(self.max_delay, self.base_delay * (2**attempt))
+        return ceiling * random.uniform(0.5, 1.0)  # jitter keeps parallel workers apart
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date)."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - time.time())

@@ -1,0 +1,428 @@
+"""LLM backends: a tiny local transformers model, a tiny GGUF file, and a local
+OpenAI-compatible server — all built inside the tests, no network, no downloaded weights."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from scoi.backends.base import Backend, BackendError, Generation, cut_at_stop, load_backend
+
+# --------------------------------------------------------------------------- cut_at_stop
+
+
+@pytest.mark.parametrize(
+    ("text", "cut", "found"),
+    [
+        ('\n"Hello."\n###', '\n"Hello."', True),  # leading newline does not stop
+        ("  \n\n Hi###x", "  \n\n Hi", True),
+        ("Hi", "Hi", False),
+        ("\n\n", "\n\n", False),
+        ("###", "", True),  # ### as first content counts
+        ("a\nb###", "a", True),  # the earliest marker wins
+    ],
+)
+def test_cut_at_stop(text, cut, found):
+    assert cut_at_stop(text, ("###", "\n")) == (cut, found)
+
+
+def test_load_backend_rejects_unknown_specs(tmp_path):
+    with pytest.raises(BackendError, match="accepted forms: hf:<hub id"):
+        load_backend("llamacpp:model")
+    with pytest.raises(BackendError, match="names no model"):
+        load_backend("hf:")
+    with pytest.raises(BackendError, match="accepted forms"):
+        load_backend(str(tmp_path / "nothing-here"))
+
+
+def test_missing_gguf_file_is_a_clear_error(tmp_path):
+    with pytest.raises(BackendError, match=r"GGUF file not found: .*missing\.gguf"):
+        load_backend(f"gguf:{tmp_path / 'missing.gguf'}")
+
+
+# --------------------------------------------------------------------------- tiny local models
+
+CORPUS = [
+    "Je mange une pomme.", "I eat an apple.", "Il pleut.", "It is raining.",
+    'French Sentence: "Le chat dort."\nEnglish Sentence: "The cat sleeps."\n###\n',
+] * 3
+
+
+def _byte_level_tokenizer(vocab_size: int):
+    """A byte-level BPE tokenizer trained on CORPUS (vocab_size 258 = bytes only, one
+    token per character), wrapped for transformers; no pad token, so the backend must
+    fall back to eos."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=["<s>", "</s>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False,
+    )
+    tok.train_from_iterator(CORPUS, trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>")
+
+
+def _llama(tokenizer, seed: int):
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+        initializer_range=0.5,  # large weights: well-separated logits, no greedy near-ties
+        tie_word_embeddings=False,
+    )
+    torch.manual_seed(seed)
+    return LlamaForCausalLM(config).float()
+
+
+@pytest.fixture(scope="module")
+def random_model_dir(tmp_path_factory) -> Path:
+    """A random-weight 2-layer Llama with a trained byte-level BPE tokenizer."""
+    out = tmp_path_factory.mktemp("random_llama")
+    tokenizer = _byte_level_tokenizer(320)
+    tokenizer.save_pretrained(out)
+    _llama(tokenizer, seed=0).save_pretrained(out)
+    return out
+
+
+SCRIPT = "\nThe cat.\n"  # the scripted model cycles through these characters
+
+
+@pytest.fixture(scope="module")
+def scripted_model_dir(tmp_path_factory) -> Path:
+    """A Llama whose greedy output is scripted: its layers add nothing to the residual
+    stream, so the next token depends only on the current one, and the output head maps
+    ':' -> '\\n' -> 'T' -> 'h' -> ... -> '.' -> '\\n' (a cycle). After a prompt ending in
+    ':' it writes "\\nThe cat.\\nThe cat.\\n..." — an answer that starts with a newline."""
+    import torch
+
+    out = tmp_path_factory.mktemp("scripted_llama")
+    tokenizer = _byte_level_tokenizer(258)  # bytes + 2 specials: one token per character
+    model = _llama(tokenizer, seed=1)
+    with torch.no_grad():
+        for layer in model.model.layers:
+            layer.self_attn.o_proj.weight.zero_()
+            layer.mlp.down_proj.weight.zero_()
+        hidden = model.model.norm(model.model.embed_tokens.weight)  # what the head sees
+        head = torch.zeros_like(model.lm_head.weight)
+        chain = ":" + SCRIPT + "T"  # the final '\n' -> 'T' closes the cycle
+        for cur, nxt in zip(chain, chain[1:]):
+            (cur_id,), (nxt_id,) = tokenizer.encode(cur), tokenizer.encode(nxt)
+            head[nxt_id] = hidden[cur_id] * 10  # Cauchy-Schwarz: nxt_id has the top logit
+        model.lm_head.weight.copy_(head)
+    tokenizer.save_pretrained(out)
+    model.save_pretrained(out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def random_backend(random_model_dir):
+    return load_backend("hf:" + str(random_model_dir), batch_size=4)
+
+
+PROMPTS = [
+    'French Sentence: "Il pleut."\nEnglish Sentence: ',
+    "I eat",
+    'French Sentence: "Je mange une pomme."\nEnglish Sentence: "I eat an apple."\n###\n'
+    'French Sentence: "Le chat dort."\nEnglish Sentence: ',
+]
+
+
+def test_hf_backend_batched_greedy(random_backend, random_model_dir):
+    backend = random_backend
+    assert isinstance(backend, Backend)
+    assert backend.name == f"hf:{random_model_dir.resolve()}"
+    assert backend.tokenizer.padding_side == "left"
+    assert backend.tokenizer.pad_token_id == backend.tokenizer.eos_token_id  # eos fallback
+
+    first = backend.generate(PROMPTS, max_new_tokens=12, stop=())
+    assert len(first) == len(PROMPTS)
+    assert all(isinstance(g, Generation) and g.seconds > 0 for g in first)
+    assert [g.prompt_tokens for g in first] == [len(backend.tokenizer(p)["input_ids"]) for p in PROMPTS]
+    assert all(1 <= g.completion_tokens <= 12 for g in first)
+    assert any(g.text.strip() for g in first)
+
+    # deterministic, and left padding changes nothing: each prompt alone gives the same text
+    assert [g.text for g in backend.generate(PROMPTS, max_new_tokens=12, stop=())] == [g.text for g in first]
+    alone = [backend.generate([p], max_new_tokens=12, stop=())[0].text for p in PROMPTS]
+    assert alone == [g.text for g in first]
+
+    short = backend.generate(PROMPTS, max_new_tokens=3, stop=())
+    assert all(g.completion_tokens <= 3 for g in short)
+    assert backend.generate([], max_new_tokens=3) == []
+
+
+def test_hf_backend_stops_after_the_answer_not_at_a_leading_newline(scripted_model_dir):
+    backend = load_backend(str(scripted_model_dir))  # a bare directory means hf:
+    assert backend.name.startswith("hf:")
+    prompt = 'French Sentence: "Le chat dort."\nEnglish:'
+
+    raw = backend.generate([prompt], max_new_tokens=14, stop=())[0]
+    assert raw.text == "\nThe cat.\nThe "  # exactly max_new_tokens one-character tokens
+    assert raw.completion_tokens == 14
+
+    # the leading newline does not stop decoding; the newline after the answer does
+    gen = backend.generate([prompt, prompt + " x:"], max_new_tokens=40)
+    assert [g.text for g in gen] == ["\nThe cat.", "\nThe cat."]
+    assert gen[0].completion_tokens == len("\nThe cat.\n")
+    assert backend.generate([prompt], max_new_tokens=40, stop=("cat",))[0].text == "\nThe "
+
+
+# --------------------------------------------------------------------------- GGUF
+
+
+def _write_tiny_llama_gguf(path: Path) -> None:
+    """A random-weight llama GGUF with a SentencePiece-style ('llama') vocabulary: the
+    control tokens, 256 byte-fallback tokens and single characters, as llama.cpp writes."""
+    import gguf
+    import numpy as np
+
+    pieces = ["\u2581"] + list("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.,:\"'#") + ["\u2581S", "en"]
+    tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)] + pieces
+    types = [2, 3, 3] + [6] * 256 + [1] * len(pieces)  # unknown, control, byte, normal
+    scores = [0.0] * 259 + [-float(i) for i in range(len(pieces))]
+    hidden, inter, layers, heads, kv_heads = 32, 64, 2, 4, 2
+    head_dim = hidden // heads
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_name("scoi-tiny")
+    writer.add_context_length(256)
+    writer.add_embedding_length(hidden)
+    writer.add_block_count(layers)
+    writer.add_feed_forward_length(inter)
+    writer.add_head_count(heads)
+    writer.add_head_count_kv(kv_heads)
+    writer.add_rope_dimension_count(head_dim)
+    writer.add_rope_freq_base(10000.0)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_tokenizer_model("llama")
+    writer.add_token_list(tokens)
+    writer.add_token_scores(scores)
+    writer.add_token_types(types)
+    writer.add_bos_token_id(1)
+    writer.add_eos_token_id(2)
+    writer.add_unk_token_id(0)
+    rng = np.random.default_rng(0)
+
+    def rand(name: str, *shape: int) -> None:
+        writer.add_tensor(name, (rng.standard_normal(shape) * 0.5).astype(np.float32))
+
+    rand("token_embd.weight", len(tokens), hidden)
+    for i in range(layers):
+        writer.add_tensor(f"blk.{i}.attn_norm.weight", np.ones(hidden, np.float32))
+        rand(f"blk.{i}.attn_q.weight", hidden, hidden)
+        rand(f"blk.{i}.attn_k.weight", kv_heads * head_dim, hidden)
+        rand(f"blk.{i}.attn_v.weight", kv_heads * head_dim, hidden)
+        rand(f"blk.{i}.attn_output.weight", hidden, hidden)
+        writer.add_tensor(f"blk.{i}.ffn_norm.weight", np.ones(hidden, np.float32))
+        rand(f"blk.{i}.ffn_gate.weight", inter, hidden)
+        rand(f"blk.{i}.ffn_up.weight", inter, hidden)
+        rand(f"blk.{i}.ffn_down.weight", hidden, inter)
+    writer.add_tensor("output_norm.weight", np.ones(hidden, np.float32))
+    rand("output.weight", len(tokens), hidden)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def test_gguf_backend_loads_and_generates(tmp_path):
+    pytest.importorskip("gguf")
+    pytest.importorskip("accelerate")  # transformers needs it to load GGUF weights
+    path = tmp_path / "tiny.gguf"
+    _write_tiny_llama_gguf(path)
+
+    backend = load_backend(f"gguf:{path}")
+    assert backend.name == f"gguf:{path.resolve()}"
+    gens = backend.generate(['French Sentence: "Il pleut."\nEnglish Sentence: ', "ab"], max_new_tokens=6, stop=())
+    assert len(gens) == 2 and all(1 <= g.completion_tokens <= 6 for g in gens)
+    assert [g.text for g in backend.generate(["ab"], max_new_tokens=6, stop=())] == [gens[1].text]
+
+    assert load_backend(str(path)).name == backend.name  # a bare .gguf path means gguf:
+
+
+# --------------------------------------------------------------------------- offline hub ids
+
+
+def test_offline_hub_id_fails_fast(monkeypatch):
+    import transformers  # noqa: F401  (import time is not what this test measures)
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    started = time.monotonic()
+    with pytest.raises(BackendError, match=r"not available offline.*HF_HUB_OFFLINE.*gguf:"):
+        load_backend("hf:scoi-tests/no-such-model-anywhere")
+    assert time.monotonic() - started < 5
+
+
+def test_unreachable_hub_fails_fast(monkeypatch):
+    import transformers  # noqa: F401
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{_closed_port()}")
+    started = time.monotonic()
+    with pytest.raises(BackendError, match="hub cannot be reached"):
+        load_backend("hf:scoi-tests/no-such-model-anywhere")
+    assert time.monotonic() - started < 8
+
+
+# --------------------------------------------------------------------------- OpenAI-compatible
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class FakeOpenAI:
+    """An OpenAI-compatible server on 127.0.0.1 that fails as scripted, then answers.
+
+    ``failures`` are (status, headers) served to the first calls in turn; ``always`` makes
+    every call fail with that status; ``delay`` sleeps before answering."""
+
+    def __init__(self, failures=(), always: int | None = None, delay: float = 0.0) -> None:
+        self.failures = list(failures)
+        self.always = always
+        self.delay = delay
+        self.calls: list[dict] = []
+        self.lock = threading.Lock()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep test output clean
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with fake.lock:
+                    fake.calls.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                    failure = fake.failures.pop(0) if fake.failures else None
+                if fake.delay:
+                    time.sleep(fake.delay)
+                if fake.always is not None:
+                    failure = (fake.always, {})
+                if failure:
+                    status, headers = failure
+                    self._send(status, {"error": {"message": "boom, try later"}}, headers)
+                elif self.path.endswith("/chat/completions"):
+                    content = "REPLY: " + body["messages"][0]["content"]
+                    self._send(200, {"choices": [{"message": {"role": "assistant", "content": content}}],
+                                     "usage": {"prompt_tokens": 5, "completion_tokens": 2}})
+                elif self.path.endswith("/completions"):
+                    text = f'\n"{body["prompt"][::-1]}"\n###\nmore text'
+                    self._send(200, {"choices": [{"text": text}],
+                                     "usage": {"prompt_tokens": len(body["prompt"]), "completion_tokens": 9}})
+                else:
+                    self._send(404, {"error": "no such route"})
+
+            def _send(self, status, payload, headers=None):
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for key, value in (headers or {}).items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> "FakeOpenAI":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture()
+def openai_env(monkeypatch):
+    for name in ("SCOI_OPENAI_BASE_URL", "OPENAI_BASE_URL", "SCOI_OPENAI_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+def test_openai_retries_then_answers(openai_env):
+    failures = [(503, {}), (503, {}), (429, {"Retry-After": "0"})]
+    with FakeOpenAI(failures) as server:
+        openai_env.setenv("SCOI_OPENAI_BASE_URL", server.url)
+        openai_env.setenv("SCOI_OPENAI_API_KEY", "sekret")
+        backend = load_backend("openai:tiny-model", base_delay=0.01, concurrency=3)
+        assert backend.name == "openai:tiny-model"
+        prompts = [f"prompt number {i}" for i in range(4)]
+        gens = backend.generate(prompts, max_new_tokens=17)
+
+    assert [g.text for g in gens] == [f'\n"{p[::-1]}"' for p in prompts]  # raw, cut at the stop
+    assert [g.prompt_tokens for g in gens] == [len(p) for p in prompts]
+    assert backend.retries == 3 and len(server.calls) == 4 + 3
+    for call in server.calls:
+        assert call["path"] == "/v1/completions"
+        assert call["headers"]["Authorization"] == "Bearer sekret"
+        body = call["body"]
+        assert body["model"] == "tiny-model" and body["temperature"] == 0 and body["max_tokens"] == 17
+        assert body["stop"] == ["###"]  # the newline is cut client-side, after the answer
+
+
+def test_openai_chat_endpoint_without_key(openai_env):
+    with FakeOpenAI() as server:
+        backend = load_backend("openai-chat:tiny-chat", base_url=server.url)
+        gens = backend.generate(["Translate: Bonjour"], stop=("###", "\n"))
+    assert backend.name == "openai-chat:tiny-chat"
+    assert gens[0].text == "REPLY: Translate: Bonjour"
+    assert gens[0].completion_tokens == 2
+    (call,) = server.calls
+    assert call["path"] == "/v1/chat/completions"
+    assert call["body"]["messages"] == [{"role": "user", "content": "Translate: Bonjour"}]
+    assert "Authorization" not in call["headers"]
+
+
+def test_openai_honours_retry_after(openai_env):
+    with FakeOpenAI([(429, {"Retry-After": "0.3"})]) as server:
+        backend = load_backend("openai:m", base_url=server.url, base_delay=0.01)
+        started = time.monotonic()
+        backend.generate(["x"])
+        assert time.monotonic() - started >= 0.3
+    assert len(server.calls) == 2
+
+
+def test_openai_gives_up_after_max_retries(openai_env):
+    with FakeOpenAI(always=500) as server:
+        backend = load_backend("openai:m", base_url=server.url, base_delay=0.01, max_retries=2)
+        with pytest.raises(BackendError, match=r"after 2 retries.*HTTP 500.*boom, try later"):
+            backend.generate(["x"])
+    assert len(server.calls) == 3
+
+
+def test_openai_client_errors_are_not_retried(openai_env):
+    with FakeOpenAI(always=404) as server:
+        backend = load_backend("openai:m", base_url=server.url, base_delay=0.01)
+        with pytest.raises(BackendError, match=r"HTTP 404"):
+            backend.generate(["x"])
+    assert len(server.calls) == 1
+
+
+def test_openai_connection_errors_and_timeouts(openai_env):
+    backend = load_backend("openai:m", base_url=f"http://127.0.0.1:{_closed_port()}/v1",
+                           base_delay=0.01, max_retries=1)
+    with pytest.raises(BackendError, match="ConnectError"):
+        backend.generate(["x"])
+    with FakeOpenAI(delay=0.5) as server:
+        backend = load_backend("openai:m", base_url=server.url, base_delay=0.01, max_retries=1, timeout=0.1)
+        with pytest.raises(BackendError, match="ReadTimeout"):
+            backend.generate(["x"])

@@ -1,0 +1,168 @@
+"""Prompt templates and answer extraction (SPEC §6), checked against literal strings."""
+
+from __future__ import annotations
+
+import pytest
+
+from scoi.core.prompt import (
+    LANGUAGE_NAMES,
+    STOP_MARKERS,
+    TEMPLATE_NAMES,
+    Example,
+    extract_answer,
+    language_name,
+    render_prompt,
+    stop_markers,
+)
+
+EXAMPLES = [
+    Example("Je mange une pomme.", "I eat an apple."),
+    Example("Il pleut.", "It is raining."),
+]
+
+
+def test_language_names():
+    assert language_name("fr") == "French"
+    assert language_name("EN") == "English"
+    assert language_name("pt-BR") == "Portuguese"
+    assert language_name("zh") == "Chinese"
+    assert {"fr", "en", "de", "ru", "es", "it", "pt", "nl", "zh", "ja"} <= set(LANGUAGE_NAMES)
+    with pytest.raises(ValueError, match=r"unknown language code 'xx'.*known ISO 639-1 codes: .*fr"):
+        language_name("xx")
+
+
+def test_xglm_exact():
+    expected = (
+        'French Sentence: "Je mange une pomme."\n'
+        'English Sentence: "I eat an apple."\n'
+        "###\n"
+        'French Sentence: "Il pleut."\n'
+        'English Sentence: "It is raining."\n'
+        "###\n"
+        'French Sentence: "Le chat dort."\n'
+        "English Sentence: "
+    )
+    assert render_prompt("Le chat dort.", EXAMPLES, "fr", "en") == expected
+    assert render_prompt("Le chat dort.", EXAMPLES, "fr", "en", template="xglm") == expected
+
+
+def test_xglm_zero_shot():
+    assert render_prompt("Hallo.", [], "de", "en") == 'German Sentence: "Hallo."\nEnglish Sentence: '
+
+
+def test_alpaca_exact():
+    expected = (
+        "Instruction: Translate the following French text into English.\n"
+        "\n"
+        "French: Je mange une pomme.\n"
+        "English: I eat an apple.\n"
+        "French: Il pleut.\n"
+        "English: It is raining.\n"
+        "French: Le chat dort.\n"
+        "English:"
+    )
+    assert render_prompt("Le chat dort.", EXAMPLES, "fr", "en", template="alpaca") == expected
+
+
+def test_alpaca_zero_shot():
+    expected = "Instruction: Translate the following English text into Russian.\n\nEnglish: Hi.\nRussian:"
+    assert render_prompt("Hi.", [], "en", "ru", template="alpaca") == expected
+
+
+def test_newlines_inside_sentences_become_spaces():
+    prompt = render_prompt("a\nb", [Example("c\r\nd", "e")], "fr", "en")
+    assert prompt == 'French Sentence: "c d"\nEnglish Sentence: "e"\n###\nFrench Sentence: "a b"\nEnglish Sentence: '
+
+
+def test_orders():
+    three = EXAMPLES + [Example("Oui.", "Yes.")]
+
+    def sources(prompt: str) -> list[str]:
+        return [line.split('"')[1] for line in prompt.splitlines() if line.startswith("French")][:-1]
+
+    assert sources(render_prompt("q", three, "fr", "en", order="selection")) == [
+        "Je mange une pomme.", "Il pleut.", "Oui."]
+    assert sources(render_prompt("q", three, "fr", "en", order="reversed")) == [
+        "Oui.", "Il pleut.", "Je mange une pomme."]
+    shuffled = [render_prompt("q", three, "fr", "en", order="random", seed=s) for s in range(6)]
+    assert shuffled[0] == render_prompt("q", three, "fr", "en", order="random", seed=0)  # seeded
+    assert len(set(shuffled)) > 1  # different seeds, different orders
+    for prompt in shuffled:
+        assert sorted(sources(prompt)) == sorted(e.src for e in three)
+    with pytest.raises(ValueError, match="unknown example order"):
+        render_prompt("q", three, "fr", "en", order="sideways")
+
+
+def test_user_template(tmp_path):
+    path = tmp_path / "mine.j2"
+    path.write_text(
+        "Translate {{ src_lang_name }} ({{ src_lang }}) to {{ tgt_lang_name }} ({{ tgt_lang }}).\n"
+        "{% for ex in examples %}{{ ex.src }} => {{ ex.tgt }}\n{% endfor %}"
+        "{{ query }} =>\n",  # the file's final newline is dropped (Jinja2 default)
+        encoding="utf-8",
+    )
+    prompt = render_prompt("Le chat dort.", EXAMPLES, "fr", "en", template=str(path), order="reversed")
+    assert prompt == (
+        "Translate French (fr) to English (en).\n"
+        "Il pleut. => It is raining.\n"
+        "Je mange une pomme. => I eat an apple.\n"
+        "Le chat dort. =>"
+    )
+    assert stop_markers(str(path)) == ("###", "\n")
+
+
+def test_user_template_errors(tmp_path):
+    with pytest.raises(ValueError, match=r"'nope\.j2' is neither a built-in template \(xglm, alpaca\)"):
+        render_prompt("q", [], "fr", "en", template="nope.j2")
+    bad = tmp_path / "bad.j2"
+    bad.write_text("line one\n{% for ex in examples %}\n{{ ex.src }\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"{bad}, line 3"):
+        render_prompt("q", EXAMPLES, "fr", "en", template=str(bad))
+    undefined = tmp_path / "undefined.j2"
+    undefined.write_text("ok\n{{ no_such_variable }}", encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"{undefined}, line 2: 'no_such_variable' is undefined"):
+        render_prompt("q", EXAMPLES, "fr", "en", template=str(undefined))
+
+
+def test_user_template_reloaded_after_edit(tmp_path):
+    import os
+
+    path = tmp_path / "t.j2"
+    path.write_text("A {{ query }}", encoding="utf-8")
+    assert render_prompt("q", [], "fr", "en", template=str(path)) == "A q"
+    path.write_text("B {{ query }}", encoding="utf-8")
+    os.utime(path, ns=(1, 10**18))  # make sure the mtime differs even on coarse clocks
+    assert render_prompt("q", [], "fr", "en", template=str(path)) == "B q"
+
+
+def test_template_names_and_stop_markers():
+    assert TEMPLATE_NAMES == ("xglm", "alpaca")
+    assert STOP_MARKERS["xglm"] == ("###", "\n")
+    assert "\n" in STOP_MARKERS["alpaca"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "answer"),
+    [
+        ('\n"I eat an apple."\n###\nFrench Sentence:', "I eat an apple."),  # leading newline
+        (' "The cat sleeps."\n', "The cat sleeps."),
+        ("\n\n  It rains.###French", "It rains."),  # ### on the same line
+        ("It rains.\nFrench: Oui.", "It rains."),  # cut at the newline (alpaca)
+        ("  It rains.  ", "It rains."),  # no delimiter at all
+        ("Hello", "Hello"),
+        ("", ""),
+        ("\n\n", ""),
+        ("###\nsomething", ""),
+        ("\u201cHello there.\u201d", "Hello there."),  # “ ”
+        ("\u00ab Bonjour. \u00bb", "Bonjour."),  # « » with French spacing
+        ("\u201eHallo.\u201c", "Hallo."),  # „ “
+        ("'Hi.'", "Hi."),
+        ('"Unclosed quote.', '"Unclosed quote.'),  # only matching pairs are stripped
+        ('He said "yes"', 'He said "yes"'),
+        ('"', '"'),
+        ('""', ""),
+        ('"He said "yes""', 'He said "yes"'),  # one layer only
+    ],
+)
+def test_extract_answer(raw, answer):
+    assert extract_answer(raw) == answer
