@@ -37,7 +37,7 @@ class Bm25Params:
     k1: float = 1.5
     b: float = 0.75
     budget: int = 20000  # postings read for the essential (rare) tokens
-    depth: int = 1000    # sentences re-scored with the common tokens
+    depth: int = 300     # sentences re-scored with the common tokens
 
 
 @dataclass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from scoi.cli import db, ingest_cmd
+from scoi.cli import db, ingest_cmd, select_cmd
 
 app = typer.Typer(
     help="SCOI in-context example selection for LLM translation, backed by PostgreSQL.",
@@ -14,6 +14,8 @@ app = typer.Typer(
 app.add_typer(db.app, name="db")
 app.command("ingest")(ingest_cmd.ingest)
 app.command("corpora")(ingest_cmd.corpora)
+app.command("select")(select_cmd.select)
+app.command("prompt")(select_cmd.prompt)
 
 
 if __name__ == "__main__":

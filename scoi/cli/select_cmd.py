@@ -1,0 +1,109 @@
+"""``scoi select`` and ``scoi prompt``: pick examples for sentences, show the prompt."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from scoi.cli.common import console, database_url, emit_json, fail
+
+METHOD_HELP = "scoi | scoi-word-first | syntax | word | poly-topk | bm25 | random | zero"
+
+
+def _selector(src: str, tgt: str, k: int, method: str, pool: int, similarity: str, word_overlap: str,
+              fill: str, seed: int, corpus: list[str]):
+    from ingest.analysis import ParserNotAvailable
+    from scoi.selector import SelectionError, Selector
+
+    try:
+        return Selector(src, tgt, url=database_url(), corpora=corpus or None, k=k, method=method, pool=pool,
+                        similarity=similarity, word_overlap=word_overlap, fill=fill, seed=seed)
+    except (SelectionError, ValueError, ParserNotAvailable) as e:
+        fail(str(e))
+
+
+def select(
+    text: str | None = typer.Argument(None, help="Sentence to translate (source language)."),
+    src: str = typer.Option(..., "--src", help="Source language code."),
+    tgt: str = typer.Option(..., "--tgt", help="Target language code."),
+    k: int = typer.Option(4, "-k", "--k", min=0, help="Number of examples."),
+    method: str = typer.Option("scoi", "--method", help=METHOD_HELP),
+    pool: int = typer.Option(100, "--pool", min=1, help="Candidates preselected by BM25."),
+    similarity: str = typer.Option("distance", "--similarity", help="Term similarity: distance | cosine."),
+    word_overlap: str = typer.Option("set", "--word-overlap", help="Word coverage: set | multiset."),
+    fill: str = typer.Option("none", "--fill", help="With fewer than k candidates: none | random."),
+    seed: int = typer.Option(0, "--seed", help="Seed for random selection and fills."),
+    corpus: list[str] = typer.Option([], "--corpus", help="Only use these corpora (repeatable)."),
+    file: Path | None = typer.Option(None, "--file", help="One query per line; one JSON object per query."),
+    record: bool = typer.Option(False, "--record", help="Store the selection for inspection in SQL."),
+    explain: bool = typer.Option(False, "--explain", help="JSON candidates as objects with score and text."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    show_sql: bool = typer.Option(False, "--sql", help="Print the preselection SQL and its parameters; run nothing else."),
+) -> None:
+    """Select the k examples that best cover a sentence (SCOI), from the database."""
+    if (text is None) == (file is None):
+        fail("give either a TEXT argument or --file FILE")
+    sel = _selector(src, tgt, k, method, pool, similarity, word_overlap, fill, seed, corpus)
+    if show_sql:
+        from scoi.selector import SQL
+
+        tokens, _ = sel.analyze(text or "")
+        console.print(SQL["preselect"], highlight=False, markup=False)
+        console.print("-- parameters:", sel.preselect_params(tokens), highlight=False, markup=False)
+        return
+    if file is not None:
+        if not file.exists():
+            fail(f"{file}: file not found")
+        with open(file, encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    emit_json(sel.select(line.strip(), record=record).to_dict(explain=explain))
+        return
+    result = sel.select(text, record=record)
+    if json_out:
+        emit_json(result.to_dict(explain=explain))
+        return
+    _print_result(result)
+
+
+def _print_result(result) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"{result.method}: {len(result.selected)} of {len(result.candidates)} candidates",
+                  show_lines=False)
+    for col in ("#", "criterion", "coverage", "pair", "source", "target"):
+        table.add_column(col, overflow="fold")
+    for i, p in enumerate(result.selected, 1):
+        cov = "" if p.coverage is None else f"{p.coverage:.3f}"
+        table.add_row(str(i), p.criterion, cov, str(p.pair_id), p.src, p.tgt)
+    console.print(table)
+    t = result.timings_ms
+    console.print(f"preselect {t['preselect']:.1f} ms, fetch {t['fetch']:.1f} ms, coverage {t['coverage']:.1f} ms"
+                  + (f"; recorded as selection {result.selection_id}" if result.selection_id else ""),
+                  highlight=False)
+
+
+def prompt(
+    text: str = typer.Argument(..., help="Sentence to translate (source language)."),
+    src: str = typer.Option(..., "--src", help="Source language code."),
+    tgt: str = typer.Option(..., "--tgt", help="Target language code."),
+    k: int = typer.Option(4, "-k", "--k", min=0, help="Number of examples."),
+    method: str = typer.Option("scoi", "--method", help=METHOD_HELP),
+    template: str = typer.Option("xglm", "--template", help="xglm | alpaca | path to a Jinja2 template."),
+    order: str = typer.Option("selection", "--order", help="Example order: selection | reversed | random."),
+    pool: int = typer.Option(100, "--pool", min=1, help="Candidates preselected by BM25."),
+    seed: int = typer.Option(0, "--seed", help="Seed for random selection and order."),
+) -> None:
+    """Print the prompt that would be sent to the LLM for TEXT."""
+    from scoi.core.prompt import Example, render_prompt
+
+    sel = _selector(src, tgt, k, method, pool, "distance", "set", "none", seed, [])
+    result = sel.select(text)
+    try:
+        out = render_prompt(text, [Example(p.src, p.tgt) for p in result.selected], sel.src, sel.tgt,
+                            template=template, order=order, seed=seed)
+    except ValueError as e:
+        fail(str(e))
+    typer.echo(out, nl=False)
+    typer.echo()
