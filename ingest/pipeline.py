@@ -162,6 +162,11 @@ def ingest_files(opts: IngestOptions, url: str, *, progress: Callable[[int], Non
             raise
         conn.execute(SQL["finish_run"], {"run_id": run_id, "status": "done", "error": None})
         conn.commit()
+        if summary.inserted:
+            # Bulk load, then VACUUM ANALYZE (pgvector-python's recipe): fresh statistics for
+            # the planner, and a visibility map so postings are read by index-only scans.
+            conn.autocommit = True
+            conn.execute(SQL["vacuum_after_ingest"])
     finally:
         conn.close()
     summary.seconds = time.perf_counter() - started

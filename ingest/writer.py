@@ -94,11 +94,13 @@ class BatchWriter:
         with self.conn.transaction():
             cur = self.conn.cursor()
             cur.execute(SQL["lock_writes"])
-            with cur.copy("COPY stage_sentence (lang, text, sha, tokens, n_tokens, parser_id, eligible) FROM STDIN") as cp:
+            with cur.copy("COPY stage_sentence (lang, text, sha, tokens, n_tokens, parser_id, eligible, "
+                          "term_keys, term_mults) FROM STDIN") as cp:
                 for s in sentences:
                     n = len(s.analysis.tokens)
+                    keys = sorted(s.analysis.terms)
                     cp.write_row((s.lang, s.text, s.sha, s.analysis.tokens, n, self.parsers[s.lang],
-                                  n <= MAX_EXAMPLE_TOKENS))
+                                  n <= MAX_EXAMPLE_TOKENS, keys, [s.analysis.terms[k] for k in keys]))
             with cur.copy("COPY stage_term (lang, sha, parser_id, key, mult) FROM STDIN") as cp:
                 for s in sentences:
                     pid = self.parsers[s.lang]

@@ -57,6 +57,11 @@ CREATE TABLE sentence (
     n_tokens    integer NOT NULL,
     parser_id   integer NOT NULL REFERENCES parser(id),
     eligible    boolean NOT NULL,         -- n_tokens <= 120 (SPEC §1)
+    -- The polynomial again, as two arrays (term key, multiplicity): a read-only copy of
+    -- sentence_term for the selector, which fetches 100 candidates per query in one
+    -- row lookup each instead of joining ~1,500 term rows.
+    term_keys   text[] NOT NULL,
+    term_mults  integer[] NOT NULL,
     tsv         tsvector GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED,
     UNIQUE (lang, text_sha)
 );

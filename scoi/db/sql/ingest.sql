@@ -4,7 +4,8 @@
 
 -- name: create_stage_tables
 CREATE TEMP TABLE IF NOT EXISTS stage_sentence (
-    lang text, text text, sha bytea, tokens text[], n_tokens int, parser_id int, eligible bool
+    lang text, text text, sha bytea, tokens text[], n_tokens int, parser_id int, eligible bool,
+    term_keys text[], term_mults int[]
 ) ON COMMIT DELETE ROWS;
 CREATE TEMP TABLE IF NOT EXISTS stage_term (
     lang text, sha bytea, parser_id int, key text, mult int
@@ -32,8 +33,8 @@ SELECT text_sha FROM sentence WHERE lang = %(lang)s AND text_sha = ANY(%(shas)s)
 
 -- name: insert_sentences
 WITH ins AS (
-    INSERT INTO sentence (lang, text, text_sha, tokens, n_tokens, parser_id, eligible)
-    SELECT DISTINCT ON (lang, sha) lang, text, sha, tokens, n_tokens, parser_id, eligible
+    INSERT INTO sentence (lang, text, text_sha, tokens, n_tokens, parser_id, eligible, term_keys, term_mults)
+    SELECT DISTINCT ON (lang, sha) lang, text, sha, tokens, n_tokens, parser_id, eligible, term_keys, term_mults
     FROM stage_sentence
     ORDER BY lang, sha
     ON CONFLICT (lang, text_sha) DO NOTHING
@@ -146,6 +147,9 @@ WHERE id = %(run_id)s;
 INSERT INTO rejected_row (run_id, file, line, reason, content)
 VALUES (%(run_id)s, %(file)s, %(line)s, %(reason)s, %(content)s)
 ON CONFLICT DO NOTHING;
+
+-- name: vacuum_after_ingest
+VACUUM (ANALYZE) posting, sentence, sentence_term, pair, vocab, term;
 
 -- name: list_corpora
 SELECT name, src_lang, tgt_lang, pairs, both_sides_eligible, runs, created_at, last_ingest

@@ -40,7 +40,7 @@ partial AS (
     ORDER BY score DESC, p.sentence_id
     LIMIT %(depth)s
 ),
-scored AS (
+scored AS (  -- add the exact contribution of the common tokens, kept sentences only
     SELECT pa.sentence_id,
            pa.score + coalesce((
                SELECT sum(r.w * p.tf / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.dl / st.avgdl)))
@@ -65,16 +65,11 @@ LIMIT %(n)s;
 -- name: fetch_candidates
 -- Everything coverage needs about the candidates, in one round trip: texts, the source
 -- side's Moses tokens and its polynomial terms (keys with multiplicities).
-SELECT e.id AS pair_id, src.text AS src, tgt.text AS tgt, src.tokens,
-       array_agg(t.key ORDER BY t.key) AS term_keys,
-       array_agg(st.mult ORDER BY t.key) AS term_mults
+SELECT e.id AS pair_id, src.text AS src, tgt.text AS tgt, src.tokens, src.term_keys, src.term_mults
 FROM unnest(%(pair_ids)s::bigint[]) WITH ORDINALITY AS c(pair_id, ord)
 JOIN pair e ON e.id = c.pair_id
 JOIN sentence src ON src.id = CASE WHEN e.a_lang = %(lang)s THEN e.a_id ELSE e.b_id END
 JOIN sentence tgt ON tgt.id = CASE WHEN e.a_lang = %(lang)s THEN e.b_id ELSE e.a_id END
-JOIN sentence_term st ON st.sentence_id = src.id
-JOIN term t ON t.id = st.term_id
-GROUP BY e.id, src.id, tgt.id, c.ord
 ORDER BY c.ord;
 
 -- name: random_examples

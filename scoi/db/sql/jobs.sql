@@ -1,0 +1,174 @@
+-- Batch translation jobs (migration 0003): submit, claim, complete, export, retry, cancel,
+-- sync, scores. Used by scoi/jobs/*.py and scoi/eval.py.
+
+-- name: insert_job
+INSERT INTO job (name, src_lang, tgt_lang, method, k, model, template, params, signature,
+                 input_path, references_path, max_attempts)
+VALUES (%(name)s, %(src)s, %(tgt)s, %(method)s, %(k)s, %(model)s, %(template)s, %(params)s,
+        %(signature)s, %(input_path)s, %(references_path)s, %(max_attempts)s)
+RETURNING id;
+
+-- name: copy_items
+-- Items go in with COPY (thousands of lines in one round trip). Blank sources are stored
+-- as done with an empty output, so exports stay line-aligned with the input.
+COPY job_item (job_id, idx, source, source_hash, reference, max_attempts, status, output, finished_at)
+FROM STDIN;
+
+-- name: notify_items
+-- Wakes idle workers (they LISTEN on this channel, and poll anyway).
+NOTIFY scoi_job_item;
+
+-- name: job_by_id
+SELECT id, name, created_at, src_lang, tgt_lang, method, k, model, template, params, signature,
+       status, input_path, references_path, max_attempts
+FROM job WHERE id = %(id)s;
+
+-- name: job_by_name
+SELECT id, name, created_at, src_lang, tgt_lang, method, k, model, template, params, signature,
+       status, input_path, references_path, max_attempts
+FROM job WHERE name = %(name)s;
+
+-- name: lock_job
+-- Serialises `scoi job sync` runs on one job (the second waits, then sees the new lines).
+SELECT id FROM job WHERE id = %(id)s FOR UPDATE;
+
+-- name: list_jobs
+SELECT job_id, name, created_at, src_lang, tgt_lang, method, k, model, total, queued, running,
+       done, failed, cancelled, state, avg_select_ms, avg_generate_ms, avg_overhead_ms,
+       last_finished_at
+FROM job_progress ORDER BY job_id;
+
+-- name: job_progress
+SELECT job_id, name, created_at, src_lang, tgt_lang, method, k, model, total, queued, running,
+       done, failed, cancelled, state, avg_select_ms, avg_generate_ms, avg_overhead_ms,
+       last_finished_at
+FROM job_progress WHERE job_id = %(id)s;
+
+-- name: recent_errors
+SELECT idx, status, attempts, last_error FROM job_item
+WHERE job_id = %(id)s AND last_error IS NOT NULL
+ORDER BY (status = 'failed') DESC, idx
+LIMIT %(n)s;
+
+-- name: fail_stalled
+-- A running item whose worker stopped sending heartbeats and that has used all its
+-- attempts ends failed (a sentence that kills its worker must not loop forever).
+UPDATE job_item
+SET status = 'failed', finished_at = now(),
+    last_error = format('worker %%s stopped responding (no heartbeat for %%s s) on attempt %%s of %%s',
+                        locked_by, %(stall)s, attempts, max_attempts)
+WHERE status = 'running'
+  AND heartbeat_at < now() - make_interval(secs => %(stall)s)
+  AND attempts >= max_attempts
+  AND (%(job_id)s::bigint IS NULL OR job_id = %(job_id)s);
+
+-- name: claim
+-- Take up to n items, in input order: queued ones, and running ones whose worker has sent
+-- no heartbeat for the stall timeout. FOR UPDATE SKIP LOCKED: concurrent claimers never
+-- wait for each other and never get the same row; a row another claimer changed meanwhile
+-- is re-checked against the WHERE clause before it is locked. ``attempts`` (after the
+-- increment) identifies this claim: completing needs the same worker and attempt.
+WITH picked AS (
+    SELECT i.job_id, i.idx
+    FROM job_item i
+    JOIN job j ON j.id = i.job_id
+    WHERE j.status = 'active'
+      AND (%(job_id)s::bigint IS NULL OR i.job_id = %(job_id)s)
+      AND (i.status = 'queued'
+           OR (i.status = 'running' AND i.attempts < i.max_attempts
+               AND i.heartbeat_at < now() - make_interval(secs => %(stall)s)))
+    ORDER BY i.job_id, i.idx
+    LIMIT %(n)s
+    FOR UPDATE OF i SKIP LOCKED
+)
+UPDATE job_item i
+SET status = 'running', locked_by = %(worker)s, locked_at = now(), heartbeat_at = now(),
+    attempts = i.attempts + 1
+FROM picked p
+WHERE i.job_id = p.job_id AND i.idx = p.idx
+RETURNING i.job_id, i.idx, i.source, i.attempts;
+
+-- name: heartbeat
+UPDATE job_item SET heartbeat_at = now()
+WHERE locked_by = %(worker)s AND status = 'running';
+
+-- name: complete_items
+-- Store the results of one batch in one statement. Only rows this worker still holds
+-- under the same claim are written: a stalled item that another worker re-claimed (or a
+-- cancelled one) is left alone, and running the statement twice changes nothing.
+UPDATE job_item i
+SET status = 'done', output = r.output, raw_output = r.raw_output, prompt = r.prompt,
+    selection_id = r.selection_id, select_ms = r.select_ms, generate_ms = r.generate_ms,
+    overhead_ms = r.overhead_ms, finished_at = now(), heartbeat_at = NULL
+FROM unnest(%(job_ids)s::bigint[], %(idxs)s::int[], %(attempts)s::int[], %(selection_ids)s::bigint[],
+            %(prompts)s::text[], %(outputs)s::text[], %(raw_outputs)s::text[],
+            %(select_ms)s::float8[], %(generate_ms)s::float8[], %(overhead_ms)s::float8[])
+     AS r(job_id, idx, attempt, selection_id, prompt, output, raw_output, select_ms, generate_ms, overhead_ms)
+WHERE i.job_id = r.job_id AND i.idx = r.idx AND i.attempts = r.attempt
+  AND i.status = 'running' AND i.locked_by = %(worker)s
+RETURNING i.job_id, i.idx;
+
+-- name: fail_items
+-- An attempt failed: keep the error (and the prompt, if one was built) and put the item
+-- back in the queue, or end it failed once it has used max_attempts. Same lock rule as
+-- complete_items.
+UPDATE job_item i
+SET status = CASE WHEN i.attempts >= i.max_attempts THEN 'failed' ELSE 'queued' END,
+    finished_at = CASE WHEN i.attempts >= i.max_attempts THEN now() END,
+    last_error = r.error,
+    prompt = coalesce(r.prompt, i.prompt),
+    selection_id = coalesce(r.selection_id, i.selection_id),
+    heartbeat_at = NULL
+FROM unnest(%(job_ids)s::bigint[], %(idxs)s::int[], %(attempts)s::int[], %(errors)s::text[],
+            %(prompts)s::text[], %(selection_ids)s::bigint[])
+     AS r(job_id, idx, attempt, error, prompt, selection_id)
+WHERE i.job_id = r.job_id AND i.idx = r.idx AND i.attempts = r.attempt
+  AND i.status = 'running' AND i.locked_by = %(worker)s
+RETURNING i.job_id, i.idx, i.status;
+
+-- name: release_items
+-- A worker stopping without finishing (second Ctrl-C, crash in the loop) hands its items
+-- back at once instead of waiting for the stall timeout; the attempt is not counted.
+UPDATE job_item
+SET status = 'queued', attempts = greatest(attempts - 1, 0), heartbeat_at = NULL
+WHERE locked_by = %(worker)s AND status = 'running';
+
+-- name: export_items
+SELECT idx, source, output, reference, status, attempts, last_error, selection_id,
+       select_ms, generate_ms, overhead_ms, raw_output, prompt
+FROM job_item WHERE job_id = %(id)s ORDER BY idx;
+
+-- name: retry_items
+-- Failed (and cancelled) items get a fresh set of attempts; last_error stays until a new
+-- attempt replaces it.
+UPDATE job_item
+SET status = 'queued', attempts = 0, locked_by = NULL, locked_at = NULL, heartbeat_at = NULL,
+    finished_at = NULL
+WHERE job_id = %(id)s AND status = ANY(%(statuses)s::text[]);
+
+-- name: set_job_status
+UPDATE job SET status = %(status)s WHERE id = %(id)s;
+
+-- name: cancel_items
+-- Queued and running items stop; a worker holding a running one cannot write it
+-- afterwards (complete_items needs status = 'running').
+UPDATE job_item SET status = 'cancelled', finished_at = now(), heartbeat_at = NULL
+WHERE job_id = %(id)s AND status IN ('queued', 'running');
+
+-- name: sync_state
+-- What `scoi job sync` needs to append: the next index and the hashes already present.
+SELECT coalesce(max(idx) + 1, 0) AS next_idx, coalesce(array_agg(DISTINCT source_hash), '{}') AS hashes
+FROM job_item WHERE job_id = %(id)s;
+
+-- name: eval_items
+SELECT idx, output, reference, status FROM job_item
+WHERE job_id = %(id)s AND reference IS NOT NULL
+ORDER BY idx;
+
+-- name: insert_score
+INSERT INTO job_score (job_id, metric, score, signature, n_items)
+VALUES (%(id)s, %(metric)s, %(score)s, %(signature)s, %(n)s);
+
+-- name: latest_scores
+SELECT metric, score, signature, n_items, created_at FROM job_latest_score
+WHERE job_id = %(id)s ORDER BY metric;

@@ -1,0 +1,295 @@
+"""Jobs as rows: submit, look up, list, export, retry, cancel (tables of migration 0003).
+
+Plain functions over a psycopg connection, so the CLI, the scheduler, tests and a future
+API share one implementation. Statements are the named blocks of scoi/db/sql/jobs.sql.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import psycopg
+from psycopg.rows import dict_row
+
+from scoi import __version__
+from scoi.db.queries import load
+
+SQL = load("jobs")
+EXPORT_FORMATS = ("jsonl", "tsv")
+
+
+class JobError(RuntimeError):
+    """A job operation that cannot be done (unknown job, bad option, bad input)."""
+
+
+@dataclass
+class JobSpec:
+    """How a job translates; stored in ``job`` (columns and ``params``)."""
+
+    src: str
+    tgt: str
+    model: str
+    method: str = "scoi"
+    k: int = 4
+    template: str = "xglm"
+    name: str | None = None
+    max_attempts: int = 3
+    pool: int = 100
+    fill: str = "none"
+    corpora: list[str] | None = None
+    order: str = "selection"
+    seed: int = 0
+    max_new_tokens: int = 128
+    backend_options: dict[str, Any] = field(default_factory=dict)
+
+    def params(self) -> dict[str, Any]:
+        """The settings that have no column of their own."""
+        return {"pool": self.pool, "fill": self.fill, "corpora": self.corpora, "order": self.order,
+                "seed": self.seed, "max_new_tokens": self.max_new_tokens,
+                "backend_options": self.backend_options}
+
+    def signature(self) -> str:
+        """Every setting that changes the outputs, sacrebleu style (the per-item selection
+        signatures add the parser version)."""
+        return "|".join([
+            f"{self.src}-{self.tgt}", f"method:{self.method}", f"k:{self.k}", f"pool:{self.pool}",
+            f"fill:{self.fill}", f"seed:{self.seed}", f"corpora:{','.join(self.corpora) if self.corpora else 'all'}",
+            f"model:{self.model}", f"template:{self.template}", f"order:{self.order}",
+            f"max_new_tokens:{self.max_new_tokens}", f"scoi:{__version__}"])
+
+
+@dataclass
+class Job:
+    """A row of ``job``."""
+
+    id: int
+    name: str | None
+    created_at: Any
+    src_lang: str
+    tgt_lang: str
+    method: str
+    k: int
+    model: str
+    template: str
+    params: dict[str, Any]
+    signature: str
+    status: str
+    input_path: str | None
+    references_path: str | None
+    max_attempts: int
+
+    @property
+    def label(self) -> str:
+        return self.name or f"job {self.id}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def source_hash(text: str) -> str:
+    """Content hash of an input line (``scoi job sync`` adds lines whose hash is new)."""
+    return hashlib.md5(text.encode("utf-8")).hexdigest()
+
+
+def read_lines(path: str | Path) -> list[str]:
+    """The lines of a UTF-8 text file, surrounding whitespace stripped (blank lines kept, so
+    line i of the file is item i of the job)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise JobError(f"input file not found: {path}") from None
+    except UnicodeDecodeError as e:
+        raise JobError(f"{path} is not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except OSError as e:
+        raise JobError(f"cannot read {path}: {e.strerror}") from None
+    return [line.strip() for line in text.splitlines()]
+
+
+def validate(conn: psycopg.Connection, spec: JobSpec) -> None:
+    """Reject a job that could never run, before any item is stored."""
+    from scoi.backends.base import ACCEPTED_FORMS
+    from scoi.core.greedy import METHODS
+    from scoi.core.prompt import ORDERS, TEMPLATE_NAMES, language_name
+    from scoi.selector import FILLS
+
+    try:
+        language_name(spec.src)
+        language_name(spec.tgt)
+    except ValueError as e:
+        raise JobError(str(e)) from None
+    if spec.method not in METHODS:
+        raise JobError(f"unknown method {spec.method!r}; expected one of {', '.join(METHODS)}")
+    if spec.k < 0:
+        raise JobError("k must be 0 or more")
+    if spec.max_attempts < 1:
+        raise JobError("--max-attempts must be at least 1")
+    if spec.order not in ORDERS:
+        raise JobError(f"unknown example order {spec.order!r}; expected one of {', '.join(ORDERS)}")
+    if spec.fill not in FILLS:
+        raise JobError(f"unknown fill {spec.fill!r}; expected one of {', '.join(FILLS)}")
+    if spec.template not in TEMPLATE_NAMES and not Path(spec.template).expanduser().is_file():
+        raise JobError(f"template {spec.template!r} is neither {' nor '.join(TEMPLATE_NAMES)} nor an existing file")
+    if not spec.model.strip():
+        raise JobError(f"--model is empty; accepted forms: {ACCEPTED_FORMS}")
+    if spec.name is not None and (not spec.name.strip() or spec.name.isdigit()):
+        raise JobError(f"job name {spec.name!r} must be non-empty and not a number (numbers are job ids)")
+    if spec.method != "zero" and spec.k > 0:
+        from scoi.selector import SQL as SELECT_SQL
+
+        n = conn.execute(SELECT_SQL["direction_exists"], {"lang": spec.src.lower(), "tgt": spec.tgt.lower()}).fetchone()[0]
+        if n == 0:
+            raise JobError(f"no corpus holds {spec.src}-{spec.tgt} pairs to pick examples from; load one first: "
+                           f"scoi ingest FILE --src {spec.src} --tgt {spec.tgt} (or use --method zero)")
+
+
+def _insert_job(conn: psycopg.Connection, spec: JobSpec, input_path: str | None, references_path: str | None) -> int:
+    try:
+        return conn.execute(SQL["insert_job"], {
+            "name": spec.name, "src": spec.src.lower(), "tgt": spec.tgt.lower(), "method": spec.method, "k": spec.k,
+            "model": spec.model, "template": spec.template, "params": json.dumps(spec.params()),
+            "signature": spec.signature(), "input_path": input_path, "references_path": references_path,
+            "max_attempts": spec.max_attempts}).fetchone()[0]
+    except psycopg.errors.UniqueViolation:
+        raise JobError(f"a job named {spec.name!r} exists already; pick another --name, or use "
+                       f"`scoi job sync` to add new lines to it") from None
+
+
+def add_items(conn: psycopg.Connection, job_id: int, start: int, sources: Sequence[str],
+              references: Sequence[str | None] | None, max_attempts: int) -> int:
+    """COPY items ``start``, ``start+1``, ... into the job; blank sources are done at once."""
+    refs = references if references is not None else [None] * len(sources)
+    with conn.cursor().copy(SQL["copy_items"]) as cp:
+        for i, (src, ref) in enumerate(zip(sources, refs)):
+            blank = not src
+            cp.write_row((job_id, start + i, src, source_hash(src), ref, max_attempts,
+                          "done" if blank else "queued", "" if blank else None, "now" if blank else None))
+    return len(sources)
+
+
+def submit(conn: psycopg.Connection, spec: JobSpec, sources: Sequence[str],
+           references: Sequence[str] | None = None, *, input_path: str | None = None,
+           references_path: str | None = None) -> int:
+    """Create a job with one item per source line (input order); return its id."""
+    if references is not None and len(references) != len(sources):
+        raise JobError(f"the references have {len(references)} lines but the input has {len(sources)}; "
+                       "they must be aligned line by line")
+    if not sources:
+        raise JobError("the input has no lines")
+    validate(conn, spec)
+    with conn.transaction():
+        job_id = _insert_job(conn, spec, input_path, references_path)
+        add_items(conn, job_id, 0, sources, references, spec.max_attempts)
+        conn.execute(SQL["notify_items"])
+    return job_id
+
+
+def _job(row: dict[str, Any] | None) -> Job | None:
+    return Job(**row) if row else None
+
+
+def get_job(conn: psycopg.Connection, ref: str | int) -> Job:
+    """The job with id or name ``ref``."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        text = str(ref).strip()
+        row = None
+        if text.isdigit():
+            row = cur.execute(SQL["job_by_id"], {"id": int(text)}).fetchone()
+        else:
+            row = cur.execute(SQL["job_by_name"], {"name": text}).fetchone()
+    job = _job(row)
+    if job is None:
+        raise JobError(f"no job {ref!r} (give a job id or name; see `scoi job list`)")
+    return job
+
+
+def find_job_by_name(conn: psycopg.Connection, name: str) -> Job | None:
+    with conn.cursor(row_factory=dict_row) as cur:
+        return _job(cur.execute(SQL["job_by_name"], {"name": name}).fetchone())
+
+
+def list_jobs(conn: psycopg.Connection) -> list[dict[str, Any]]:
+    """Every job with its item counts by status (view ``job_progress``)."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(SQL["list_jobs"]).fetchall()
+
+
+def status(conn: psycopg.Connection, job_id: int, errors: int = 5) -> dict[str, Any]:
+    """Progress of one job, with its latest scores and a few of its errors."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        out = dict(cur.execute(SQL["job_progress"], {"id": job_id}).fetchone())
+        out["errors"] = cur.execute(SQL["recent_errors"], {"id": job_id, "n": errors}).fetchall()
+        out["scores"] = cur.execute(SQL["latest_scores"], {"id": job_id}).fetchall()
+    return out
+
+
+EXPORT_COLUMNS = ("index", "source", "output", "reference", "status", "attempts", "error", "selection_id",
+                  "select_ms", "generate_ms", "overhead_ms")
+
+
+def export_rows(conn: psycopg.Connection, job_id: int, *, with_prompt: bool = False) -> Iterator[dict[str, Any]]:
+    """One dict per item, in input order (streamed with a server-side cursor)."""
+    with conn.transaction(), conn.cursor(name=f"export_{job_id}") as cur:
+        cur.itersize = 2000
+        cur.execute(SQL["export_items"], {"id": job_id})
+        for (idx, source, output, reference, st, attempts, error, selection_id,
+             select_ms, generate_ms, overhead_ms, raw_output, prompt) in cur:
+            row = {"index": idx, "source": source, "output": output, "reference": reference, "status": st,
+                   "attempts": attempts, "error": error, "selection_id": selection_id,
+                   "select_ms": select_ms, "generate_ms": generate_ms, "overhead_ms": overhead_ms}
+            if with_prompt:
+                row["prompt"] = prompt
+                row["raw_output"] = raw_output
+            yield row
+
+
+def _tsv_field(value: Any) -> str:
+    if value is None:
+        return ""
+    return str(value).replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+
+
+def write_export(rows: Iterator[dict[str, Any]], fmt: str, out: Any) -> int:
+    """Write rows as JSON lines or TSV (header line; tabs/newlines escaped as \\t/\\n)."""
+    if fmt not in EXPORT_FORMATS:
+        raise JobError(f"unknown export format {fmt!r}; expected one of {', '.join(EXPORT_FORMATS)}")
+    n = 0
+    header_done = False
+    for row in rows:
+        if fmt == "jsonl":
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        else:
+            if not header_done:
+                out.write("\t".join(row) + "\n")
+                header_done = True
+            out.write("\t".join(_tsv_field(v) for v in row.values()) + "\n")
+        n += 1
+    if fmt == "tsv" and not header_done:
+        out.write("\t".join(EXPORT_COLUMNS) + "\n")
+    return n
+
+
+def retry(conn: psycopg.Connection, job_id: int, *, include_cancelled: bool = True) -> int:
+    """Queue failed (and cancelled) items again with fresh attempts; reactivate the job."""
+    statuses = ["failed", "cancelled"] if include_cancelled else ["failed"]
+    with conn.transaction():
+        n = conn.execute(SQL["retry_items"], {"id": job_id, "statuses": statuses}).rowcount
+        conn.execute(SQL["set_job_status"], {"id": job_id, "status": "active"})
+        conn.execute(SQL["notify_items"])
+    return n
+
+
+def cancel(conn: psycopg.Connection, job_id: int) -> int:
+    """Stop a job: its queued and running items become cancelled (``retry`` undoes it)."""
+    with conn.transaction():
+        conn.execute(SQL["set_job_status"], {"id": job_id, "status": "cancelled"})
+        return conn.execute(SQL["cancel_items"], {"id": job_id}).rowcount
+
+
+__all__ = ["Job", "JobError", "JobSpec", "EXPORT_FORMATS", "submit", "get_job", "find_job_by_name", "list_jobs",
+           "status", "export_rows", "write_export", "retry", "cancel", "read_lines", "source_hash", "add_items",
+           "validate"]

@@ -1,0 +1,381 @@
+"""The translation worker: claim items, select examples, prompt, generate, store.
+
+Any number of workers, on any number of machines, share the queue through PostgreSQL
+alone (scoi/db/sql/jobs.sql):
+
+* claiming takes a batch of items with ``FOR UPDATE SKIP LOCKED``: no two workers get
+  the same item and none waits for another;
+* a claim is identified by (worker id, attempt number); results are written only while
+  the item is still ``running`` under that claim, so a worker that was presumed dead and
+  whose item was re-claimed cannot write a second output, and a repeated write is a no-op;
+* a background thread refreshes ``heartbeat_at`` of the worker's items; items whose
+  heartbeat is older than a claimer's ``stall_timeout`` are claimed again (kill -9 loses
+  nothing), unless they have used ``max_attempts`` — then they end failed;
+* an attempt that raises keeps its error in ``last_error`` and goes back to the queue, or
+  ends ``failed`` after ``max_attempts``.
+
+Selectors (one per direction and selection settings) and backends (one per model spec and
+options) are built once per worker and reused for every batch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import threading
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from itertools import groupby
+from typing import Any, Callable
+
+import psycopg
+
+from scoi.db.queries import load
+from scoi.jobs.store import Job, get_job
+
+SQL = load("jobs")
+MAX_ERROR_CHARS = 4000
+
+
+@dataclass
+class WorkerOptions:
+    batch_size: int = 8
+    stall_timeout: float = 300.0   # seconds without heartbeat before an item is re-claimed
+    burst: bool = False            # exit when nothing is claimable
+    job_id: int | None = None      # only this job's items
+    poll_seconds: float = 2.0      # idle wait between claims (LISTEN wakes earlier)
+    heartbeat_seconds: float | None = None  # default: stall_timeout / 3, at most 10 s
+    max_items: int | None = None   # stop after claiming this many (benchmarks)
+
+    def heartbeat_interval(self) -> float:
+        if self.heartbeat_seconds is not None:
+            return self.heartbeat_seconds
+        return max(0.2, min(self.stall_timeout / 3, 10.0))
+
+
+@dataclass
+class WorkerStats:
+    worker: str
+    claimed: int = 0
+    done: int = 0
+    requeued: int = 0
+    failed: int = 0
+    lost: int = 0          # results not written: the claim was lost (stalled and re-claimed, cancelled)
+    batches: int = 0
+    seconds: float = 0.0
+    generate_ms: float = 0.0
+    overhead_ms: float = 0.0
+    errors: list[str] = field(default_factory=list)  # distinct error messages, first few
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["items_per_second"] = round(self.done / self.seconds, 3) if self.seconds else 0.0
+        d["overhead_ms_per_item"] = round(self.overhead_ms / self.claimed, 3) if self.claimed else 0.0
+        d["seconds"] = round(self.seconds, 3)
+        d["generate_ms"] = round(self.generate_ms, 3)
+        d["overhead_ms"] = round(self.overhead_ms, 3)
+        return d
+
+
+@dataclass
+class Claimed:
+    job_id: int
+    idx: int
+    source: str
+    attempt: int
+
+
+@dataclass
+class _Prepared:
+    item: Claimed
+    selection_id: int | None
+    prompt: str
+    select_ms: float
+
+
+def _error_text(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS] + " ..."
+
+
+def default_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+class Worker:
+    """One worker loop on one database connection (plus one for heartbeats)."""
+
+    def __init__(self, url: str, options: WorkerOptions | None = None, *, worker_id: str | None = None,
+                 log: Callable[[str], None] | None = None) -> None:
+        self.url = url
+        self.opts = options or WorkerOptions()
+        if self.opts.batch_size < 1:
+            raise ValueError("batch size must be at least 1")
+        if self.opts.stall_timeout <= 0:
+            raise ValueError("stall timeout must be positive")
+        self.id = worker_id or default_worker_id()
+        self.log = log or (lambda msg: None)
+        self.conn = psycopg.connect(url, autocommit=True)
+        self.stats = WorkerStats(worker=self.id)
+        self._stop = threading.Event()
+        self._hb_stop = threading.Event()
+        self._jobs: dict[int, Job] = {}
+        self._selectors: dict[tuple, Any] = {}
+        self._backends: dict[tuple, Any] = {}  # a Backend, or the exception its loading raised
+        self._last_write_ms = 0.0
+        self._last_stall_check = 0.0
+
+    # ------------------------------------------------------------------ control
+    def request_stop(self) -> None:
+        """Finish the current batch, then return from ``run``."""
+        self._stop.set()
+
+    def _install_signals(self) -> Callable[[], None]:
+        if threading.current_thread() is not threading.main_thread():
+            return lambda: None
+        previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+
+        def handler(signum: int, frame: Any) -> None:
+            if self._stop.is_set() and signum == signal.SIGINT:
+                raise KeyboardInterrupt  # second Ctrl-C: stop now, items are released
+            self.log(f"worker {self.id}: {signal.Signals(signum).name}, finishing the current batch")
+            self.request_stop()
+
+        for s in previous:
+            signal.signal(s, handler)
+
+        def restore() -> None:
+            for s, h in previous.items():
+                signal.signal(s, h)
+
+        return restore
+
+    def _heartbeat_loop(self) -> None:
+        conn: psycopg.Connection | None = None
+        interval = self.opts.heartbeat_interval()
+        while not self._hb_stop.wait(interval):
+            try:
+                if conn is None or conn.closed:
+                    conn = psycopg.connect(self.url, autocommit=True)
+                conn.execute(SQL["heartbeat"], {"worker": self.id})
+            except psycopg.Error as e:  # keep trying: a missed beat only risks a re-claim
+                self.log(f"worker {self.id}: heartbeat failed: {e}")
+                if conn is not None:
+                    conn.close()
+                conn = None
+        if conn is not None:
+            conn.close()
+
+    # ------------------------------------------------------------------ queue
+    def claim(self) -> list[Claimed]:
+        """Take up to ``batch_size`` items (input order), marking exhausted stalled ones failed."""
+        now = time.monotonic()
+        stall = float(self.opts.stall_timeout)
+        if now - self._last_stall_check >= min(stall, 30.0):
+            self.conn.execute(SQL["fail_stalled"], {"stall": stall, "job_id": self.opts.job_id})
+            self._last_stall_check = now
+        n = self.opts.batch_size
+        if self.opts.max_items is not None:
+            n = min(n, self.opts.max_items - self.stats.claimed)
+            if n <= 0:
+                return []
+        rows = self.conn.execute(SQL["claim"], {"worker": self.id, "stall": stall, "n": n,
+                                                "job_id": self.opts.job_id}).fetchall()
+        items = sorted((Claimed(*r) for r in rows), key=lambda c: (c.job_id, c.idx))
+        self.stats.claimed += len(items)
+        return items
+
+    def _wait_for_work(self) -> None:
+        deadline = time.monotonic() + self.opts.poll_seconds
+        while not self._stop.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            for _ in self.conn.notifies(timeout=min(left, 0.5), stop_after=1):
+                return
+
+    # ------------------------------------------------------------------ resources
+    def job(self, job_id: int) -> Job:
+        job = self._jobs.get(job_id)
+        if job is None:
+            job = self._jobs[job_id] = get_job(self.conn, job_id)
+        return job
+
+    def selector(self, job: Job):
+        from scoi.selector import Selector
+
+        p = job.params
+        key = (job.src_lang, job.tgt_lang, p.get("pool", 100), p.get("fill", "none"), p.get("seed", 0),
+               tuple(p.get("corpora") or ()))
+        sel = self._selectors.get(key)
+        if sel is None:
+            sel = Selector(job.src_lang, job.tgt_lang, url=self.url, corpora=p.get("corpora") or None,
+                           pool=p.get("pool", 100), fill=p.get("fill", "none"), seed=p.get("seed", 0))
+            self._selectors[key] = sel
+        return sel, key
+
+    def backend(self, job: Job):
+        from scoi.backends.base import load_backend
+
+        options = job.params.get("backend_options") or {}
+        key = (job.model, json.dumps(options, sort_keys=True))
+        backend = self._backends.get(key)
+        if backend is None:
+            self.log(f"worker {self.id}: loading {job.model}")
+            try:
+                backend = load_backend(job.model, **options)
+            except Exception as e:  # noqa: BLE001 - kept, so every item gets the same error quickly
+                backend = e
+            self._backends[key] = backend
+        if isinstance(backend, BaseException):
+            raise backend
+        return backend
+
+    # ------------------------------------------------------------------ work
+    def process(self, items: list[Claimed]) -> None:
+        """Translate one claimed batch and store every result (or error) in two statements."""
+        from scoi.core.prompt import Example, extract_answer, render_prompt, stop_markers
+
+        t0 = time.perf_counter()
+        gen_wall = 0.0
+        done: list[tuple[_Prepared, str, str, float]] = []
+        failed: list[tuple[Claimed, str, str | None, int | None]] = []
+        for job_id, group_iter in groupby(items, key=lambda c: c.job_id):
+            group = list(group_iter)
+            try:
+                job = self.job(job_id)
+                selector = None
+                if job.method != "zero" and job.k > 0:
+                    selector, sel_key = self.selector(job)
+            except Exception as e:  # noqa: BLE001 - the error is stored with each item
+                failed += [(it, _error_text(e), None, None) for it in group]
+                continue
+            params = job.params
+            prepared: list[_Prepared] = []
+            for it in group:
+                ts = time.perf_counter()
+                try:
+                    sel_id, examples = None, []
+                    if selector is not None:
+                        res = selector.select(it.source, k=job.k, method=job.method, record=True)
+                        sel_id = res.selection_id
+                        examples = [Example(p.src, p.tgt) for p in res.selected]
+                    select_ms = (time.perf_counter() - ts) * 1000
+                    prompt = render_prompt(it.source, examples, job.src_lang, job.tgt_lang, template=job.template,
+                                           order=params.get("order", "selection"), seed=params.get("seed", 0))
+                    prepared.append(_Prepared(it, sel_id, prompt, select_ms))
+                except Exception as e:  # noqa: BLE001
+                    if isinstance(e, psycopg.Error) and selector is not None:  # a broken connection: rebuild
+                        self._selectors.pop(sel_key, None)
+                        selector.close()
+                        selector = None
+                    failed.append((it, _error_text(e), None, None))
+            if not prepared:
+                continue
+            g0 = time.perf_counter()
+            try:
+                backend = self.backend(job)
+                g0 = time.perf_counter()  # model loading is neither generation nor per-item overhead
+                gens = backend.generate([p.prompt for p in prepared],
+                                        max_new_tokens=int(params.get("max_new_tokens", 128)),
+                                        stop=stop_markers(job.template))
+                if len(gens) != len(prepared):
+                    raise RuntimeError(f"backend returned {len(gens)} generations for {len(prepared)} prompts")
+            except Exception as e:  # noqa: BLE001
+                gen_wall += time.perf_counter() - g0
+                failed += [(p.item, _error_text(e), p.prompt, p.selection_id) for p in prepared]
+                continue
+            gen_wall += time.perf_counter() - g0
+            for p, g in zip(prepared, gens):
+                done.append((p, extract_answer(g.text), g.text, g.seconds * 1000))
+        self._store(items, done, failed, t0, gen_wall)
+
+    def _store(self, items: list[Claimed], done: list, failed: list, t0: float, gen_wall: float) -> None:
+        n = len(items)
+        # Per-item overhead: this batch's wall time except generation, plus the previous
+        # batch's result write (this batch's write cannot time itself), split evenly.
+        overhead = ((time.perf_counter() - t0 - gen_wall) * 1000 + self._last_write_ms) / n
+        w0 = time.perf_counter()
+        written = 0
+        if done:
+            rows = self.conn.execute(SQL["complete_items"], {
+                "worker": self.id,
+                "job_ids": [p.item.job_id for p, *_ in done], "idxs": [p.item.idx for p, *_ in done],
+                "attempts": [p.item.attempt for p, *_ in done],
+                "selection_ids": [p.selection_id for p, *_ in done], "prompts": [p.prompt for p, *_ in done],
+                "outputs": [o for _, o, _, _ in done], "raw_outputs": [r for _, _, r, _ in done],
+                "select_ms": [round(p.select_ms, 3) for p, *_ in done],
+                "generate_ms": [round(g, 3) for *_, g in done],
+                "overhead_ms": [round(overhead, 3)] * len(done)}).fetchall()
+            written += len(rows)
+            self.stats.done += len(rows)
+            self.stats.generate_ms += sum(g for *_, g in done)
+        if failed:
+            rows = self.conn.execute(SQL["fail_items"], {
+                "worker": self.id, "job_ids": [it.job_id for it, *_ in failed], "idxs": [it.idx for it, *_ in failed],
+                "attempts": [it.attempt for it, *_ in failed], "errors": [e for _, e, _, _ in failed],
+                "prompts": [p for _, _, p, _ in failed], "selection_ids": [s for *_, s in failed]}).fetchall()
+            written += len(rows)
+            for _, _, st in rows:
+                if st == "failed":
+                    self.stats.failed += 1
+                else:
+                    self.stats.requeued += 1
+            for _, e, _, _ in failed:
+                if e not in self.stats.errors and len(self.stats.errors) < 5:
+                    self.stats.errors.append(e)
+                    self.log(f"worker {self.id}: {e}")
+        self.stats.lost += n - written
+        self._last_write_ms = (time.perf_counter() - w0) * 1000
+        self.stats.overhead_ms += overhead * n
+        self.stats.batches += 1
+
+    def run(self) -> WorkerStats:
+        """Claim and process batches until stopped (or, with ``burst``, until the queue is empty)."""
+        restore = self._install_signals()
+        hb = threading.Thread(target=self._heartbeat_loop, name="scoi-heartbeat", daemon=True)
+        hb.start()
+        started = time.perf_counter()
+        try:
+            self.conn.execute("LISTEN scoi_job_item")
+            while not self._stop.is_set():
+                items = self.claim()
+                if not items:
+                    if self.opts.burst or (self.opts.max_items is not None
+                                           and self.stats.claimed >= self.opts.max_items):
+                        break
+                    self._wait_for_work()
+                    continue
+                self.process(items)
+        finally:
+            self.stats.seconds = time.perf_counter() - started
+            self._hb_stop.set()
+            try:  # only after an interruption mid-batch does the worker still hold items
+                if not self.conn.closed:
+                    self.conn.execute(SQL["release_items"], {"worker": self.id})
+            except psycopg.Error:
+                pass
+            restore()
+            hb.join(timeout=5)
+        return self.stats
+
+    def close(self) -> None:
+        for sel in self._selectors.values():
+            sel.close()
+        for backend in self._backends.values():
+            close = getattr(backend, "close", None)
+            if callable(close):
+                close()
+        self.conn.close()
+
+    def __enter__(self) -> Worker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+__all__ = ["Worker", "WorkerOptions", "WorkerStats", "Claimed", "default_worker_id"]
