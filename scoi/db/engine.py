@@ -119,7 +119,9 @@ def dispose_engines() -> None:
 
 
 def redact(url: str) -> str:
-    """The URL without its password, for printing."""
+    """The URL without its password, for printing (kept as typed when it has none)."""
+    if make_url(url).password is None:
+        return url
     return make_url(url).render_as_string(hide_password=True)
 
 
