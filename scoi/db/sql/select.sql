@@ -13,6 +13,8 @@
 --      only, by primary-key probes, and rank by the full BM25 score.
 -- idf and avgdl are computed here from vocab.df and bm25_stats, which ingest keeps
 -- exact in the same transaction as the postings: scores never go stale.
+-- The sums add their terms in token id order, so equal contributions give bit-identical
+-- scores and tied sentences really tie (then pair id decides), whatever the plan.
 WITH stats AS (
     SELECT n_docs, total_len::float8 / greatest(n_docs, 1) AS avgdl
     FROM bm25_stats WHERE lang = %(lang)s
@@ -31,11 +33,18 @@ ranked AS (
 ),
 partial AS (
     SELECT p.sentence_id,
-           sum(r.w * p.tf / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.dl / st.avgdl))) AS score
+           sum(r.w * p.tf / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.dl / st.avgdl)) ORDER BY r.id) AS score
     FROM ranked r
     JOIN posting p ON p.token_id = r.id
     CROSS JOIN stats st
     WHERE r.essential
+      -- with --corpus, keep only sentences of those corpora *before* the depth cut, or
+      -- other corpora's sentences fill the depth and the pool comes back short
+      AND (%(corpora)s::int[] IS NULL
+           OR EXISTS (SELECT 1 FROM pair e WHERE e.a_id = p.sentence_id AND e.a_lang = %(lang)s
+                        AND e.b_lang = %(tgt)s AND e.corpus_id = ANY(%(corpora)s::int[]))
+           OR EXISTS (SELECT 1 FROM pair e WHERE e.b_id = p.sentence_id AND e.b_lang = %(lang)s
+                        AND e.a_lang = %(tgt)s AND e.corpus_id = ANY(%(corpora)s::int[])))
     GROUP BY p.sentence_id
     ORDER BY score DESC, p.sentence_id
     LIMIT %(depth)s
@@ -43,7 +52,7 @@ partial AS (
 scored AS (  -- add the exact contribution of the common tokens, kept sentences only
     SELECT pa.sentence_id,
            pa.score + coalesce((
-               SELECT sum(r.w * p.tf / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.dl / st.avgdl)))
+               SELECT sum(r.w * p.tf / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.dl / st.avgdl)) ORDER BY r.id)
                FROM ranked r
                JOIN posting p ON p.token_id = r.id AND p.sentence_id = pa.sentence_id
                WHERE NOT r.essential), 0) AS score
