@@ -13,8 +13,9 @@
 --      only, by primary-key probes, and rank by the full BM25 score.
 -- idf and avgdl are computed here from vocab.df and bm25_stats, which ingest keeps
 -- exact in the same transaction as the postings: scores never go stale.
--- The sums add their terms in token id order, so equal contributions give bit-identical
--- scores and tied sentences really tie (then pair id decides), whatever the plan.
+-- Scores are rounded to 1e-9 before ranking: two sentences with equal contributions may
+-- be summed in a different order (last-ulp differences), and must still tie (then pair
+-- id decides), whatever the plan.
 WITH stats AS (
     SELECT n_docs, total_len::float8 / greatest(n_docs, 1) AS avgdl
     FROM bm25_stats WHERE lang = %(lang)s
@@ -33,7 +34,7 @@ ranked AS (
 ),
 partial AS (
     SELECT p.sentence_id,
-           sum(r.w * p.tf / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.dl / st.avgdl)) ORDER BY r.id) AS score
+           sum(r.w * p.tf / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.dl / st.avgdl))) AS score
     FROM ranked r
     JOIN posting p ON p.token_id = r.id
     CROSS JOIN stats st
@@ -52,13 +53,13 @@ partial AS (
 scored AS (  -- add the exact contribution of the common tokens, kept sentences only
     SELECT pa.sentence_id,
            pa.score + coalesce((
-               SELECT sum(r.w * p.tf / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.dl / st.avgdl)) ORDER BY r.id)
+               SELECT sum(r.w * p.tf / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.dl / st.avgdl)))
                FROM ranked r
                JOIN posting p ON p.token_id = r.id AND p.sentence_id = pa.sentence_id
                WHERE NOT r.essential), 0) AS score
     FROM partial pa CROSS JOIN stats st
 )
-SELECT e.pair_id, s.score
+SELECT e.pair_id, round(s.score::numeric, 9)::float8 AS score
 FROM scored s
 CROSS JOIN LATERAL (  -- the pairs in the requested direction using this sentence
     SELECT id AS pair_id, corpus_id FROM pair
@@ -68,7 +69,7 @@ CROSS JOIN LATERAL (  -- the pairs in the requested direction using this sentenc
     WHERE b_id = s.sentence_id AND b_lang = %(lang)s AND a_lang = %(tgt)s
 ) e
 WHERE %(corpora)s::int[] IS NULL OR e.corpus_id = ANY(%(corpora)s::int[])
-ORDER BY s.score DESC, e.pair_id
+ORDER BY 2 DESC, e.pair_id
 LIMIT %(n)s;
 
 -- name: fetch_candidates
