@@ -1,0 +1,131 @@
+"""Preselection at 1M pairs: overlap@100 with exact BM25 and latency (issue: select §1).
+
+The 1M-pair database is built by RECOMBINING real sentences of ../shared/data: each
+synthetic French sentence is the first half of one real eligible sentence's Moses tokens
+followed by the second half of another's, paired with the first one's English side.
+Only what preselection reads is synthesised (sentence, pair, posting, vocab.df,
+bm25_stats) — the synthetic rows reuse the first sentence's polynomial terms, so this
+database is for preselection only. It is built server-side in SQL from a copy of the
+42k database (``--source`` = database name on the same server, default ``scoi``).
+
+    SCOI_DATABASE_URL=... python benchmarks/bench_preselect_1m.py [--pairs 1000000] [--rebuild]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from bench_select import exact_bm25_top, pct  # noqa: E402
+from shared_data import held_out_queries  # noqa: E402
+
+BUILD_SQL = """
+DROP INDEX IF EXISTS sentence_tsv_idx;
+CREATE TEMP TABLE src_fr AS
+    SELECT row_number() OVER (ORDER BY s.id) AS rn, s.id, s.tokens, s.n_tokens, s.parser_id,
+           s.term_keys, s.term_mults, p.a_id AS en_id
+    FROM sentence s JOIN pair p ON p.b_id = s.id AND p.a_lang = 'en' AND p.b_lang = 'fr'
+    WHERE s.lang = 'fr' AND s.eligible AND s.n_tokens >= 2;
+CREATE TEMP TABLE synth AS
+    WITH n AS (SELECT count(*) AS c FROM src_fr)
+    SELECT g AS k,
+           1 + (hashint4(g) & 2147483647) %% n.c AS ra,
+           1 + (hashint4(g + 1000000007) & 2147483647) %% n.c AS rb
+    FROM generate_series(1, %(n)s) g, n;
+CREATE TEMP TABLE synth_sent AS
+    SELECT DISTINCT ON (sha) * FROM (
+        SELECT a.en_id, a.parser_id, a.term_keys, a.term_mults, tokens,
+               array_to_string(tokens, ' ') AS text,
+               sha256(convert_to(array_to_string(tokens, ' '), 'UTF8')) AS sha
+        FROM (SELECT s.*, a.tokens[1:a.n_tokens / 2] || b.tokens[b.n_tokens / 2 + 1:] AS tokens,
+                     a.en_id, a.parser_id, a.term_keys, a.term_mults
+              FROM synth s JOIN src_fr a ON a.rn = s.ra JOIN src_fr b ON b.rn = s.rb) a
+    ) x ORDER BY sha;
+CREATE TEMP TABLE new_fr (id bigint, sha bytea, tokens text[], n_tokens int);
+WITH ins AS (
+    INSERT INTO sentence (lang, text, text_sha, tokens, n_tokens, parser_id, eligible, term_keys, term_mults)
+    SELECT 'fr', text, sha, tokens, cardinality(tokens), parser_id, cardinality(tokens) <= 120,
+           term_keys, term_mults
+    FROM synth_sent
+    ON CONFLICT (lang, text_sha) DO NOTHING
+    RETURNING id, text_sha, tokens, n_tokens
+)
+INSERT INTO new_fr SELECT * FROM ins;
+INSERT INTO pair (corpus_id, a_lang, b_lang, a_id, b_id, line)
+SELECT (SELECT min(id) FROM corpus), 'en', 'fr', ss.en_id, nf.id, NULL
+FROM new_fr nf JOIN synth_sent ss ON ss.sha = nf.sha
+ON CONFLICT DO NOTHING;
+INSERT INTO posting (token_id, sentence_id, tf, dl)
+SELECT v.id, nf.id, count(*), nf.n_tokens
+FROM new_fr nf, unnest(nf.tokens) t(tok)
+JOIN vocab v ON v.lang = 'fr' AND v.token = lower(t.tok)
+GROUP BY v.id, nf.id, nf.n_tokens;
+UPDATE vocab v SET df = c.n FROM (SELECT token_id, count(*) n FROM posting GROUP BY token_id) c
+WHERE v.id = c.token_id;
+UPDATE bm25_stats b SET n_docs = x.n, total_len = x.l
+FROM (SELECT count(*) n, sum(n_tokens) l FROM sentence WHERE lang = 'fr' AND eligible) x WHERE b.lang = 'fr';
+"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pairs", type=int, default=1_000_000, help="target size of the fr-en database")
+    ap.add_argument("--source", default="scoi", help="database holding the ingested ../shared/data")
+    ap.add_argument("--rebuild", action="store_true")
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--budget", type=int, default=None, help="override Bm25Params.budget")
+    ap.add_argument("--depth", type=int, default=None, help="override Bm25Params.depth")
+    args = ap.parse_args()
+    import psycopg
+
+    from scoi.db.engine import create_database, get_engine, resolve_database, server_url
+    from scoi.selector import Bm25Params, Selector
+
+    base = resolve_database().url
+    name = "scoi_bench_1m"
+    url = server_url(base, name)
+    with psycopg.connect(base, autocommit=True) as c:
+        exists = c.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+    if args.rebuild or not exists:
+        t0 = time.perf_counter()
+        url = create_database(base, name, template=args.source)
+        get_engine(url)
+        with psycopg.connect(url) as conn:
+            have = conn.execute("SELECT count(*) FROM pair").fetchone()[0]
+            for stmt in BUILD_SQL.split(";\n"):
+                if stmt.strip():
+                    conn.execute(stmt, {"n": max(0, args.pairs - have)} if "%(n)s" in stmt else None)
+            conn.commit()
+            conn.autocommit = True
+            conn.execute("VACUUM ANALYZE")
+        print(f"built {name} by recombination in {time.perf_counter() - t0:.0f}s")
+    params = Bm25Params()
+    params = Bm25Params(budget=args.budget or params.budget, depth=args.depth or params.depth)
+    sel = Selector("fr", "en", url=url, k=4, pool=100, bm25=params)
+    n_pairs = sel.conn.execute("SELECT count(*) FROM pair").fetchone()[0]
+    queries = held_out_queries(args.queries)
+    toks = [sel.analyze(q)[0] for q in queries]
+    for t in toks[:5]:
+        sel.preselect(t)
+    times, got = [], []
+    for t in toks:
+        t0 = time.perf_counter()
+        got.append([p for p, _ in sel.preselect(t)])
+        times.append(1000 * (time.perf_counter() - t0))
+    exact = exact_bm25_top(sel.conn, toks, 100)
+    overlap = [len(set(g) & set(e)) / len(e) for g, e in zip(got, exact) if e]
+    p50, p95 = pct(times)
+    print(f"database: {n_pairs} pairs (recombined sentences, see docstring); {len(queries)} queries; {params}")
+    print("| pairs | preselection p50 ms | p95 ms | mean overlap@100 | targets |")
+    print("| --- | --- | --- | --- | --- |")
+    print(f"| {n_pairs} | {p50:.1f} | {p95:.1f} | {np.mean(overlap):.3f} | p95 <= 50 ms, overlap >= 0.90 |")
+
+
+if __name__ == "__main__":
+    main()
