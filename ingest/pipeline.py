@@ -207,11 +207,14 @@ def _run_batches(opts: IngestOptions, fmt: str, src: str, tgt: str, url: str, wr
     in_flight = threading.Semaphore(max(2, 2 * opts.workers + 1))  # bounds memory: constant in file size
     pending: dict[int, tuple[list[Record], dict[str, list[tuple[str, bytes]]]]] = {}
     lookup = psycopg.connect(url)
+    aborted = threading.Event()
 
     def tasks() -> Iterator[tuple[int, dict[str, list[str]]]]:
         records = read_records(opts.files, fmt, src_lang=src, tgt_lang=tgt)
         for no, batch in enumerate(_batches(records, opts.batch_size)):
-            in_flight.acquire()
+            while not in_flight.acquire(timeout=0.1):
+                if aborted.is_set():
+                    return
             todo: dict[str, list[tuple[str, bytes]]] = {}
             for lang, texts in ((src, [r.src for r in batch]), (tgt, [r.tgt for r in batch])):
                 uniq = {sha(t): t for t in texts}
@@ -245,8 +248,14 @@ def _run_batches(opts: IngestOptions, fmt: str, src: str, tgt: str, url: str, wr
             return
         ctx = mp.get_context("spawn")
         with ctx.Pool(opts.workers, initializer=_init_worker, initargs=(pipelines,)) as pool:
-            for no, analyses in pool.imap(_analyze_task, tasks(), chunksize=1):
-                handle(no, analyses)
+            try:
+                for no, analyses in pool.imap(_analyze_task, tasks(), chunksize=1):
+                    handle(no, analyses)
+            except BaseException:
+                # The pool's terminate() joins the thread feeding it tasks: unblock that thread
+                # (it may be waiting for in_flight) or a failed write hangs the run forever.
+                aborted.set()
+                raise
     finally:
         lookup.close()
 

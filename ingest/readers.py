@@ -48,9 +48,11 @@ def open_text(path: str | Path) -> IO[bytes]:
 
 def _decode(raw: bytes, file: str, line: int) -> tuple[str | None, str | None]:
     try:
-        return raw.decode("utf-8"), None
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         return None, f"invalid UTF-8 at byte {e.start} of the line (expected UTF-8 text)"
+    # A byte order mark (files saved by Excel, Notepad) is not part of the first row.
+    return (text.removeprefix("\ufeff") if line == 1 else text), None
 
 
 def _strip_nl(text: str) -> str:
@@ -59,6 +61,8 @@ def _strip_nl(text: str) -> str:
 
 def _check(file: str, line: int, src: str, tgt: str) -> Record:
     src, tgt = src.strip(), tgt.strip()
+    if "\x00" in src or "\x00" in tgt:
+        return Record(file, line, None, None, "contains a NUL character (U+0000), which PostgreSQL text cannot store")
     if not src and not tgt:
         return Record(file, line, None, None, "both sides are empty")
     if not src:

@@ -70,13 +70,14 @@ def ingest(
         return
     console.print(f"corpus {summary.corpus}: {summary.inserted} pairs inserted, {summary.duplicates} duplicates, "
                   f"{summary.rejected} rejected ({summary.read} read in {summary.seconds:.1f}s, "
-                  f"{summary.pairs_per_second:.0f} pairs/s)", highlight=False)
+                  f"{summary.pairs_per_second:.0f} pairs/s)", highlight=False, soft_wrap=True, markup=False)
     for note in summary.notes:
-        console.print(f"note: {note}", highlight=False)
+        console.print(f"note: {note}", highlight=False, soft_wrap=True, markup=False)
     for r in summary.rejected_rows[:50]:
-        console.print(f"  skipped {r.file}:{r.line}: {r.reason}", highlight=False)
+        console.print(f"  skipped {r.file}:{r.line}: {r.reason}", highlight=False, soft_wrap=True, markup=False)
     if len(summary.rejected_rows) > 50:
-        console.print(f"  ... and {len(summary.rejected_rows) - 50} more (see table rejected_row, run {summary.run_id})")
+        console.print(f"  ... and {len(summary.rejected_rows) - 50} more (see table rejected_row, run {summary.run_id})",
+                      highlight=False, soft_wrap=True, markup=False)
 
 
 def corpora(json_out: bool = typer.Option(False, "--json", help="Print a JSON array.")) -> None:

