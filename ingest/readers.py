@@ -194,6 +194,8 @@ def read_tmx(file: str, src_lang: str, tgt_lang: str) -> Iterator[Record]:
                     if seg is not None:
                         segs[lang] = "".join(seg.itertext())
                 el.clear()
+                while el.getprevious() is not None:  # constant memory on huge TMX files
+                    del el.getparent()[0]
                 if src_lang not in segs or tgt_lang not in segs:
                     found = ", ".join(sorted(segs)) or "none"
                     yield Record(file, line, None, None,

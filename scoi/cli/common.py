@@ -15,7 +15,9 @@ err_console = Console(stderr=True)
 
 def fail(message: str, code: int = 1) -> NoReturn:
     """Print an actionable error and exit non-zero."""
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    from rich.text import Text
+
+    err_console.print(Text.assemble(("error: ", "bold red"), message), highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
