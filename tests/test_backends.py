@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from scoi.backends.base import Backend, BackendError, Generation, cut_at_stop, load_backend
+from tiny_model import byte_level_tokenizer, random_llama
 
 # --------------------------------------------------------------------------- cut_at_stop
 
@@ -48,43 +49,13 @@ def test_missing_gguf_file_is_a_clear_error(tmp_path):
 
 # --------------------------------------------------------------------------- tiny local models
 
-CORPUS = [
-    "Je mange une pomme.", "I eat an apple.", "Il pleut.", "It is raining.",
-    'French Sentence: "Le chat dort."\nEnglish Sentence: "The cat sleeps."\n###\n',
-] * 3
-
-
 def _byte_level_tokenizer(vocab_size: int):
-    """A byte-level BPE tokenizer trained on CORPUS (vocab_size 258 = bytes only, one
-    token per character), wrapped for transformers; no pad token, so the backend must
-    fall back to eos."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size, special_tokens=["<s>", "</s>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False,
-    )
-    tok.train_from_iterator(CORPUS, trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>")
+    """No pad token, so the backend must fall back to eos (vocab_size 258 = one token per character)."""
+    return byte_level_tokenizer(vocab_size)
 
 
 def _llama(tokenizer, seed: int):
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    config = LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-        initializer_range=0.5,  # large weights: well-separated logits, no greedy near-ties
-        tie_word_embeddings=False,
-    )
-    torch.manual_seed(seed)
-    return LlamaForCausalLM(config).float()
+    return random_llama(tokenizer, seed, max_positions=512)
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from scoi.cli import db, demo_cmd, ingest_cmd, select_cmd
+from scoi.cli import db, demo_cmd, ingest_cmd, jobs_cmd, select_cmd
 
 app = typer.Typer(
     help="SCOI in-context example selection for LLM translation, backed by PostgreSQL.",
@@ -17,6 +17,9 @@ app.command("corpora")(ingest_cmd.corpora)
 app.command("select")(select_cmd.select)
 app.command("prompt")(select_cmd.prompt)
 app.command("demo")(demo_cmd.demo)
+app.add_typer(jobs_cmd.job_app, name="job")
+app.command("worker")(jobs_cmd.worker)
+app.command("eval")(jobs_cmd.eval_jobs)
 
 
 if __name__ == "__main__":

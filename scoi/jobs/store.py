@@ -253,6 +253,18 @@ def _tsv_field(value: Any) -> str:
     return str(value).replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
 
 
+_JSON_UNSAFE = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"}
+
+
+def _json_line(row: dict[str, Any]) -> str:
+    """One JSON line; the characters some readers take as line breaks (U+2028, U+2029,
+    U+0085 — models emit them) are escaped, so each row stays on one physical line."""
+    text = json.dumps(row, ensure_ascii=False)
+    for ch, esc in _JSON_UNSAFE.items():
+        text = text.replace(ch, esc)
+    return text + "\n"
+
+
 def write_export(rows: Iterator[dict[str, Any]], fmt: str, out: Any) -> int:
     """Write rows as JSON lines or TSV (header line; tabs/newlines escaped as \\t/\\n)."""
     if fmt not in EXPORT_FORMATS:
@@ -261,7 +273,7 @@ def write_export(rows: Iterator[dict[str, Any]], fmt: str, out: Any) -> int:
     header_done = False
     for row in rows:
         if fmt == "jsonl":
-            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+            out.write(_json_line(row))
         else:
             if not header_done:
                 out.write("\t".join(row) + "\n")

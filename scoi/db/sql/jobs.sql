@@ -127,10 +127,15 @@ WHERE i.job_id = r.job_id AND i.idx = r.idx AND i.attempts = r.attempt
 RETURNING i.job_id, i.idx, i.status;
 
 -- name: release_items
--- A worker stopping without finishing (second Ctrl-C, crash in the loop) hands its items
--- back at once instead of waiting for the stall timeout; the attempt is not counted.
+-- A worker stopping mid-batch hands its items back at once instead of waiting for the
+-- stall timeout. Interrupted (second Ctrl-C): the attempt is not counted. Crashed: it is,
+-- with the error, so an item that crashes every worker still ends failed.
 UPDATE job_item
-SET status = 'queued', attempts = greatest(attempts - 1, 0), heartbeat_at = NULL
+SET status = CASE WHEN NOT %(uncount)s AND attempts >= max_attempts THEN 'failed' ELSE 'queued' END,
+    finished_at = CASE WHEN NOT %(uncount)s AND attempts >= max_attempts THEN now() END,
+    attempts = CASE WHEN %(uncount)s THEN greatest(attempts - 1, 0) ELSE attempts END,
+    last_error = coalesce(%(error)s, last_error),
+    heartbeat_at = NULL
 WHERE locked_by = %(worker)s AND status = 'running';
 
 -- name: export_items
@@ -161,7 +166,7 @@ SELECT coalesce(max(idx) + 1, 0) AS next_idx, coalesce(array_agg(DISTINCT source
 FROM job_item WHERE job_id = %(id)s;
 
 -- name: eval_items
-SELECT idx, output, reference, status FROM job_item
+SELECT source, output, reference, status FROM job_item
 WHERE job_id = %(id)s AND reference IS NOT NULL
 ORDER BY idx;
 

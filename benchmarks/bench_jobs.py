@@ -1,0 +1,185 @@
+"""Per-item cost of scoi's batch jobs around the model, and throughput with 1 and 2 workers.
+
+For each item the worker stores select_ms (SCOI selection), generate_ms
+(the model) and overhead_ms (everything but generation: claim, selection, prompt,
+answer extraction, result writes). This prints their p50/p95 on a tiny random-weight
+model (so generation is cheap and scoi's own cost is visible) and items/s with one worker
+and with two (separate processes, as on two machines). Target: overhead <= 20 ms/item.
+
+Database: $SCOI_DATABASE_URL if set (e.g. one holding the ../shared/data fr-en corpus;
+the demo corpus is ingested there only if it has no fr-en pairs), else a scratch
+database on the embedded server with the demo corpus. Usage:
+
+    python benchmarks/bench_jobs.py [--items 100] [--batch-size 8] [-k 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+DEMO = ROOT / "scoi" / "data" / "demo.fr-en.tsv"
+DEMO_TEST = ROOT / "scoi" / "data" / "demo_test.fr-en.tsv"
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+def queries(n: int) -> list[str]:
+    """Held-out French sentences: Multi30k test from ../shared/data if there, else the demo test set."""
+    try:
+        from shared_data import available, held_out_queries
+
+        if available():
+            qs = held_out_queries(n)
+            if len(qs) >= n:
+                return qs
+    except Exception:  # noqa: BLE001 - fall back to the shipped demo sentences
+        pass
+    demo = [line.split("\t")[0] for line in DEMO_TEST.read_text(encoding="utf-8").splitlines()[1:] if line]
+    demo += [line.split("\t")[0] for line in DEMO.read_text(encoding="utf-8").splitlines()[1:] if line]
+    return [demo[i % len(demo)] + ("" if i < len(demo) else f" ({i // len(demo)})") for i in range(n)]
+
+
+def database() -> tuple[str, callable]:
+    """(url, cleanup) of a database holding fr-en pairs."""
+    import psycopg
+
+    from scoi.db.engine import create_database, dispose_engines, drop_database, get_engine, resolve_database
+    from scoi.selector import SQL as SELECT_SQL
+
+    def has_fr_en(url: str) -> bool:
+        with psycopg.connect(url) as conn:
+            return conn.execute(SELECT_SQL["direction_exists"], {"lang": "fr", "tgt": "en"}).fetchone()[0] > 0
+
+    def ingest_demo(url: str) -> None:
+        from ingest.pipeline import IngestOptions, ingest_files
+
+        ingest_files(IngestOptions(files=[str(DEMO)], src="fr", tgt="en", fmt="tsv", workers=0), url)
+
+    if os.environ.get("SCOI_DATABASE_URL"):
+        url = resolve_database().url
+        get_engine(url)
+        if not has_fr_en(url):
+            ingest_demo(url)
+        return url, lambda: None
+    base = resolve_database().url
+    name = "scoi_bench_jobs"
+    url = create_database(base, name)
+    get_engine(url)
+    ingest_demo(url)
+
+    def cleanup() -> None:
+        dispose_engines()
+        drop_database(base, name)
+
+    return url, cleanup
+
+
+def stats_of(url: str, job_id: int) -> dict:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT select_ms, generate_ms, overhead_ms FROM job_item "
+                            "WHERE job_id = %s AND status = 'done'", (job_id,)).fetchall()
+        span = conn.execute("SELECT extract(epoch FROM max(finished_at) - min(locked_at)), count(*) FROM job_item "
+                            "WHERE job_id = %s AND status = 'done'", (job_id,)).fetchone()
+        workers = conn.execute("SELECT count(DISTINCT locked_by) FROM job_item WHERE job_id = %s",
+                               (job_id,)).fetchone()[0]
+    sel = [r[0] for r in rows]
+    gen = [r[1] for r in rows]
+    ovh = [r[2] for r in rows]
+    other = [o - s for s, o in zip(sel, ovh)]
+    return {"n": len(rows), "select": sel, "generate": gen, "overhead": ovh, "other": other,
+            "items_per_s": span[1] / float(span[0]) if span[0] else float("nan"), "workers": workers}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--items", type=int, default=100)
+    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("-k", type=int, default=4)
+    ap.add_argument("--max-new-tokens", type=int, default=16)
+    args = ap.parse_args()
+
+    import psycopg
+
+    from scoi.jobs.store import JobSpec, submit
+    from scoi.jobs.worker import Worker, WorkerOptions
+    from tiny_model import build_tiny_model
+
+    url, cleanup = database()
+    tmp = tempfile.mkdtemp(prefix="scoi_bench_jobs_")
+    model = "hf:" + str(build_tiny_model(Path(tmp) / "tiny"))
+    qs = queries(args.items)
+    print(f"{len(qs)} items, batch {args.batch_size}, k={args.k}, tiny random Llama (max {args.max_new_tokens} new "
+          f"tokens), {os.cpu_count()} cores")
+
+    def new_job(tag: str) -> int:
+        spec = JobSpec("fr", "en", model=model, k=args.k, max_new_tokens=args.max_new_tokens,
+                       name=f"bench-{tag}-{os.getpid()}-{time.time_ns()}", backend_options={"threads": 1})
+        with psycopg.connect(url, autocommit=True) as conn:
+            return submit(conn, spec, qs if tag != "warm" else qs[: args.batch_size])
+
+    job_ids = []
+    try:
+        # One worker, in this process: warm up (parser, model) on a small job first.
+        with Worker(url, WorkerOptions(batch_size=args.batch_size, burst=True)) as w:
+            job_ids.append(new_job("warm"))
+            w.opts.job_id = job_ids[-1]
+            w.run()
+            job_ids.append(new_job("one"))
+            w.opts.job_id = job_ids[-1]
+            w.stats.claimed = w.stats.done = 0
+            w.run()
+        one = stats_of(url, job_ids[-1])
+
+        # Two workers, separate processes (each loads parser and model before its first claim).
+        job_ids.append(new_job("two"))
+        env = dict(os.environ, SCOI_DATABASE_URL=url)
+        cmd = [sys.executable, "-m", "scoi.cli.main", "worker", "--burst", "--batch-size", str(args.batch_size),
+               "--job", str(job_ids[-1]), "--json"]
+        procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                 for _ in range(2)]
+        outs = [json.loads(p.communicate()[0].strip().splitlines()[-1]) for p in procs]
+        two = stats_of(url, job_ids[-1])
+        assert two["n"] == len(qs) and sum(o["done"] for o in outs) == len(qs)
+
+        print()
+        print("| per item, ms (1 worker) | p50 | p95 |")
+        print("| --- | --- | --- |")
+        for key, label in (("select", "selection (parse, preselect, coverage)"),
+                           ("other", "rest (claim, prompt, recording the selection, result writes)"),
+                           ("overhead", "**overhead = all but generation**"), ("generate", "generation")):
+            print(f"| {label} | {pct(one[key], .5):.1f} | {pct(one[key], .95):.1f} |")
+        print()
+        print("| throughput | items/s |")
+        print("| --- | --- |")
+        print(f"| 1 worker | {one['items_per_s']:.1f} |")
+        print(f"| 2 workers ({two['workers']} took items) | {two['items_per_s']:.1f} |")
+        p50 = pct(one["overhead"], .5)
+        print()
+        print(f"overhead p50 {p50:.1f} ms/item (target <= 20 ms): {'OK' if p50 <= 20 else 'ABOVE TARGET'}; "
+              f"mean {statistics.fmean(one['overhead']):.1f} ms")
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("DELETE FROM job WHERE id = ANY(%s)", (job_ids,))
+        cleanup()
+
+
+if __name__ == "__main__":
+    main()

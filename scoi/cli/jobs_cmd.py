@@ -1,0 +1,403 @@
+"""``scoi job ...`` (submit, list, status, export, retry, cancel, sync), ``scoi worker``, ``scoi eval``.
+
+JOB arguments take a job id or a job name. Every command with ``--json`` prints one JSON
+value on the last line of stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from scoi.cli.common import console, database_url, emit_json, err_console, fail
+
+job_app = typer.Typer(help="Batch translation jobs stored in PostgreSQL.", no_args_is_help=True)
+
+METHOD_HELP = "Example selection: scoi, scoi-word-first, syntax, word, poly-topk, bm25, random, zero."
+
+
+def _connect():
+    import psycopg
+
+    return psycopg.connect(database_url(), autocommit=True)
+
+
+def psycopg_error() -> type[Exception]:
+    import psycopg
+
+    return psycopg.Error
+
+
+def _backend_options(items: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            fail(f"--backend-opt {item!r}: expected KEY=VALUE, e.g. max_retries=0 or base_url=http://host:8000/v1")
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value
+    return out
+
+
+def _read_inputs(input_file: Path, references: Path | None) -> tuple[list[str], list[str] | None]:
+    from scoi.jobs.store import JobError, read_lines
+
+    try:
+        sources = read_lines(input_file)
+        refs = read_lines(references) if references else None
+    except JobError as e:
+        fail(str(e))
+    return sources, refs
+
+
+def _job(conn, ref: str):
+    from scoi.jobs.store import JobError, get_job
+
+    try:
+        return get_job(conn, ref)
+    except JobError as e:
+        fail(str(e))
+
+
+# --------------------------------------------------------------------------- job submit
+@job_app.command("submit")
+def submit(
+    input_file: Path = typer.Option(..., "--input", "-i", help="Text file, one source sentence per line."),
+    src: str = typer.Option(..., "--src", help="Source language code, e.g. fr."),
+    tgt: str = typer.Option(..., "--tgt", help="Target language code, e.g. en."),
+    model: str = typer.Option(..., "--model", "-m", help="Backend spec: hf:DIR, gguf:FILE, openai:MODEL, ..."),
+    method: str = typer.Option("scoi", "--method", help=METHOD_HELP),
+    k: int = typer.Option(4, "-k", "--k", min=0, help="Examples per prompt."),
+    references: Path | None = typer.Option(None, "--references", "-r", help="Reference translations, line-aligned."),
+    name: str | None = typer.Option(None, "--name", help="Unique job name (usable instead of the id)."),
+    template: str = typer.Option("xglm", "--template", help="xglm | alpaca | path of a Jinja2 template."),
+    max_attempts: int = typer.Option(3, "--max-attempts", min=1, help="Attempts per item before it fails."),
+    pool: int = typer.Option(100, "--pool", min=1, help="Preselected candidates per sentence."),
+    corpus: list[str] = typer.Option([], "--corpus", help="Pick examples from this corpus only (repeatable)."),
+    fill: str = typer.Option("none", "--fill", help="none | random: fill up to k with random examples."),
+    order: str = typer.Option("selection", "--order", help="Example order in the prompt: selection|reversed|random."),
+    seed: int = typer.Option(0, "--seed", help="Seed for random selection / order."),
+    max_new_tokens: int = typer.Option(128, "--max-new-tokens", min=1, help="Generation limit per item."),
+    backend_opt: list[str] = typer.Option([], "--backend-opt", help="Backend option KEY=VALUE (repeatable)."),
+    json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the job as JSON."),
+) -> None:
+    """Create a job with one item per input line; `scoi worker` translates them."""
+    from scoi.jobs.store import JobError, JobSpec, submit as submit_job
+
+    sources, refs = _read_inputs(input_file, references)
+    spec = JobSpec(src=src, tgt=tgt, model=model, method=method, k=k, template=template, name=name,
+                   max_attempts=max_attempts, pool=pool, fill=fill, corpora=corpus or None, order=order, seed=seed,
+                   max_new_tokens=max_new_tokens, backend_options=_backend_options(backend_opt))
+    with _connect() as conn:
+        try:
+            job_id = submit_job(conn, spec, sources, refs, input_path=str(input_file.resolve()),
+                                references_path=str(references.resolve()) if references else None)
+        except JobError as e:
+            fail(str(e))
+    out = {"job_id": job_id, "name": name, "items": len(sources), "signature": spec.signature()}
+    if json_out:
+        emit_json(out)
+    else:
+        console.print(f"job {job_id}{f' ({name})' if name else ''}: {len(sources)} items queued; "
+                      f"run `scoi worker --burst` to translate them", highlight=False)
+
+
+# --------------------------------------------------------------------------- job sync
+@job_app.command("sync")
+def sync(
+    input_file: Path = typer.Option(..., "--input", "-i", help="Text file, one source sentence per line."),
+    name: str = typer.Option(..., "--name", help="The recurring job's name (created on the first run)."),
+    src: str | None = typer.Option(None, "--src", help="Source language code (needed on the first run)."),
+    tgt: str | None = typer.Option(None, "--tgt", help="Target language code (needed on the first run)."),
+    model: str | None = typer.Option(None, "--model", "-m", help="Backend spec (needed on the first run)."),
+    method: str | None = typer.Option(None, "--method", help=METHOD_HELP + " Default scoi."),
+    k: int | None = typer.Option(None, "-k", "--k", min=0, help="Examples per prompt (default 4)."),
+    references: Path | None = typer.Option(None, "--references", "-r", help="Reference translations, line-aligned."),
+    template: str | None = typer.Option(None, "--template", help="xglm | alpaca | PATH (default xglm)."),
+    max_attempts: int = typer.Option(3, "--max-attempts", min=1, help="Attempts per item (first run)."),
+    backend_opt: list[str] = typer.Option([], "--backend-opt", help="Backend option KEY=VALUE (first run)."),
+    json_out: bool = typer.Option(False, "--json", help="Last line of stdout: what was added, as JSON."),
+) -> None:
+    """Add to the named job the input lines it does not hold yet (idempotent; for cron).
+
+    Lines are matched by content, so rerunning adds nothing, and appending lines to the
+    file adds exactly those. Follow with `scoi worker --burst --job NAME`.
+    """
+    from scoi.jobs.schedule import sync as sync_job
+    from scoi.jobs.store import JobError, JobSpec, find_job_by_name
+
+    sources, refs = _read_inputs(input_file, references)
+    given = {a for a, v in (("src", src), ("tgt", tgt), ("model", model), ("method", method), ("k", k),
+                            ("template", template)) if v is not None}
+    with _connect() as conn:
+        if find_job_by_name(conn, name) is None and not {"src", "tgt", "model"} <= given:
+            fail(f"job {name!r} does not exist yet: its first sync needs --src, --tgt and --model")
+        spec = JobSpec(src=src or "", tgt=tgt or "", model=model or "", method=method or "scoi",
+                       k=4 if k is None else k, template=template or "xglm", name=name, max_attempts=max_attempts,
+                       backend_options=_backend_options(backend_opt))
+        try:
+            result = sync_job(conn, spec, sources, refs, input_path=str(input_file.resolve()),
+                              references_path=str(references.resolve()) if references else None, check=given)
+        except JobError as e:
+            fail(str(e))
+    if json_out:
+        emit_json(result.to_dict())
+    else:
+        console.print(f"job {result.job_id} ({name}){' created' if result.created else ''}: {result.added} new "
+                      f"items, {result.skipped} lines already there or blank", highlight=False)
+
+
+# --------------------------------------------------------------------------- job list / status
+@job_app.command("list")
+def list_cmd(json_out: bool = typer.Option(False, "--json", help="Print a JSON array.")) -> None:
+    """Jobs with their item counts by status."""
+    from scoi.jobs.store import list_jobs
+
+    with _connect() as conn:
+        rows = list_jobs(conn)
+    if json_out:
+        emit_json(rows)
+        return
+    if not rows:
+        console.print("no jobs yet: create one with `scoi job submit --input FILE --src fr --tgt en --model M`")
+        return
+    from rich.table import Table
+
+    table = Table("id", "name", "pair", "method", "k", "state", "done", "queued", "failed", "model")
+    for r in rows:
+        table.add_row(str(r["job_id"]), r["name"] or "", f"{r['src_lang']}-{r['tgt_lang']}", r["method"], str(r["k"]),
+                      r["state"], f"{r['done']}/{r['total']}", str(r["queued"] + r["running"]), str(r["failed"]),
+                      r["model"])
+    console.print(table)
+
+
+@job_app.command("status")
+def status_cmd(job: str = typer.Argument(..., help="Job id or name."),
+               json_out: bool = typer.Option(False, "--json", help="Print a JSON object.")) -> None:
+    """Progress of a job: items by status, mean timings, recent errors, latest scores."""
+    from scoi.jobs.store import status
+
+    with _connect() as conn:
+        j = _job(conn, job)
+        st = status(conn, j.id)
+    st.update(signature=j.signature, max_attempts=j.max_attempts, input_path=j.input_path)
+    if json_out:
+        emit_json(st)
+        return
+    console.print(f"job {j.id}{f' ({j.name})' if j.name else ''}: {st['state']} — {st['done']}/{st['total']} done, "
+                  f"{st['queued']} queued, {st['running']} running, {st['failed']} failed, "
+                  f"{st['cancelled']} cancelled", highlight=False)
+    console.print(f"  {j.signature}", highlight=False)
+    if st["avg_generate_ms"] is not None:
+        console.print(f"  per item: select {st['avg_select_ms']} ms, generate {st['avg_generate_ms']} ms, "
+                      f"overhead {st['avg_overhead_ms']} ms", highlight=False)
+    for s in st["scores"]:
+        console.print(f"  {s['metric']}: {s['score']:.2f}  ({s['signature']})", highlight=False)
+    for e in st["errors"]:
+        console.print(f"  item {e['idx']} [{e['status']}, {e['attempts']} attempts]: {e['last_error']}",
+                      highlight=False)
+
+
+# --------------------------------------------------------------------------- job export / retry / cancel
+@job_app.command("export")
+def export_cmd(
+    job: str = typer.Argument(..., help="Job id or name."),
+    fmt: str = typer.Option("jsonl", "--format", "-f", help="jsonl | tsv."),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
+    with_prompt: bool = typer.Option(False, "--with-prompt", help="Add each item's prompt and raw output."),
+    json_out: bool = typer.Option(False, "--json", help="With -o: last line of stdout is a JSON summary."),
+) -> None:
+    """One row per item in input order: index, source, output, reference, status, ..."""
+    from scoi.jobs.store import EXPORT_FORMATS, export_rows, write_export
+
+    if fmt not in EXPORT_FORMATS:
+        fail(f"unknown format {fmt!r}; expected one of {', '.join(EXPORT_FORMATS)}")
+    with _connect() as conn:
+        j = _job(conn, job)
+        rows = export_rows(conn, j.id, with_prompt=with_prompt)
+        if output is None:
+            n = write_export(rows, fmt, sys.stdout)
+            sys.stdout.flush()
+            return
+        tmp = output.with_name(output.name + ".part")
+        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+            n = write_export(rows, fmt, fh)
+        tmp.replace(output)  # readers never see a half-written export
+    if json_out:
+        emit_json({"job_id": j.id, "rows": n, "output": str(output), "format": fmt})
+    else:
+        console.print(f"{n} rows written to {output}", highlight=False)
+
+
+@job_app.command("retry")
+def retry_cmd(job: str = typer.Argument(..., help="Job id or name."),
+              failed_only: bool = typer.Option(False, "--failed-only", help="Leave cancelled items alone."),
+              json_out: bool = typer.Option(False, "--json")) -> None:
+    """Queue the failed (and cancelled) items again, with fresh attempts."""
+    from scoi.jobs.store import retry
+
+    with _connect() as conn:
+        j = _job(conn, job)
+        n = retry(conn, j.id, include_cancelled=not failed_only)
+    if json_out:
+        emit_json({"job_id": j.id, "requeued": n})
+    else:
+        console.print(f"job {j.id}: {n} items queued again", highlight=False)
+
+
+@job_app.command("cancel")
+def cancel_cmd(job: str = typer.Argument(..., help="Job id or name."),
+               json_out: bool = typer.Option(False, "--json")) -> None:
+    """Stop a job: queued and running items become cancelled (`scoi job retry` resumes)."""
+    from scoi.jobs.store import cancel
+
+    with _connect() as conn:
+        j = _job(conn, job)
+        n = cancel(conn, j.id)
+    if json_out:
+        emit_json({"job_id": j.id, "cancelled": n})
+    else:
+        console.print(f"job {j.id}: cancelled, {n} items stopped", highlight=False)
+
+
+# --------------------------------------------------------------------------- worker
+def worker(
+    burst: bool = typer.Option(False, "--burst", help="Exit once no item is claimable (cron, CI)."),
+    batch_size: int = typer.Option(8, "--batch-size", min=1, help="Items claimed and generated together."),
+    concurrency: int = typer.Option(1, "--concurrency", min=1, help="Worker processes to run (each loads the model)."),
+    stall_timeout: float = typer.Option(300.0, "--stall-timeout", min=0.1,
+                                        help="Seconds without heartbeat before an item is re-claimed; use one value "
+                                             "for all workers (each beats every min(timeout/3, 10) s)."),
+    job: str | None = typer.Option(None, "--job", help="Only this job's items (id or name)."),
+    max_items: int | None = typer.Option(None, "--max-items", min=1, help="Stop after claiming this many items."),
+    poll: float = typer.Option(2.0, "--poll", min=0.05, help="Idle wait between claims, seconds."),
+    json_out: bool = typer.Option(False, "--json", help="Last line of stdout: a JSON summary."),
+) -> None:
+    """Translate queued items: claim a batch, select examples, prompt, generate, store; repeat.
+
+    SIGTERM / Ctrl-C finish the current batch and exit; kill -9 loses nothing (items are
+    re-claimed after the stall timeout).
+    """
+    from scoi.jobs.worker import Worker, WorkerOptions
+
+    url = database_url()
+    job_id = None
+    if job is not None:
+        with _connect() as conn:
+            job_id = _job(conn, job).id
+    if concurrency > 1:
+        summary = _run_pool(concurrency)
+    else:
+        opts = WorkerOptions(batch_size=batch_size, stall_timeout=stall_timeout, burst=burst, job_id=job_id,
+                             poll_seconds=poll, max_items=max_items)
+        log = lambda msg: err_console.print(msg, highlight=False)  # noqa: E731 - stderr; stdout stays clean
+        try:
+            with Worker(url, opts, log=log) as w:
+                summary = w.run().to_dict()
+        except KeyboardInterrupt:
+            fail("interrupted; unfinished items were handed back to the queue", code=130)
+        except (ValueError, psycopg_error()) as e:
+            fail(f"worker stopped: {e}")
+    if json_out:
+        emit_json(summary)
+    else:
+        console.print(f"{summary['worker']}: {summary['done']} done, {summary['failed']} failed, "
+                      f"{summary['requeued']} requeued, {summary['lost']} lost to other workers in "
+                      f"{summary['seconds']:.1f}s ({summary['items_per_second']:.2f} items/s, overhead "
+                      f"{summary['overhead_ms_per_item']:.1f} ms/item)", highlight=False)
+
+
+def _run_pool(n: int) -> dict[str, Any]:
+    """Run ``n`` single-process workers with this command's other arguments; sum their summaries."""
+    args = list(sys.argv[1:])
+    cleaned: list[str] = []
+    skip = False
+    for a in args:  # drop --concurrency N / --concurrency=N and --json; each child reports in JSON
+        if skip:
+            skip = False
+            continue
+        if a == "--concurrency":
+            skip = True
+            continue
+        if a.startswith("--concurrency=") or a == "--json":
+            continue
+        cleaned.append(a)
+    cmd = [sys.executable, "-m", "scoi.cli.main", *cleaned, "--json"]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for _ in range(n)]
+
+    def forward(signum: int, frame: Any) -> None:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signum)
+
+    old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        outs = [p.communicate()[0] for p in procs]
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    summaries = []
+    for p, out in zip(procs, outs):
+        lines = [ln for ln in out.splitlines() if ln.strip()]
+        if p.returncode != 0 or not lines:
+            fail(f"a worker process exited with status {p.returncode}")
+        summaries.append(json.loads(lines[-1]))
+    total: dict[str, Any] = {"worker": f"{n} processes", "workers": summaries}
+    for key in ("claimed", "done", "requeued", "failed", "lost", "batches", "generate_ms", "overhead_ms"):
+        total[key] = sum(s[key] for s in summaries)
+    total["seconds"] = max(s["seconds"] for s in summaries)
+    total["items_per_second"] = round(total["done"] / total["seconds"], 3) if total["seconds"] else 0.0
+    total["overhead_ms_per_item"] = round(total["overhead_ms"] / total["claimed"], 3) if total["claimed"] else 0.0
+    total["errors"] = sorted({e for s in summaries for e in s["errors"]})[:5]
+    return total
+
+
+# --------------------------------------------------------------------------- eval
+def eval_jobs(
+    jobs: list[str] = typer.Argument(..., help="Job ids or names."),
+    compare: bool = typer.Option(False, "--compare", help="One table: a row per job, a column per metric."),
+    comet: str | None = typer.Option(None, "--comet",
+                                     help="COMET checkpoint: a .ckpt file, a model directory, or a cached hub name."),
+    partial: bool = typer.Option(False, "--partial", help="Score the done items even if others are not."),
+    json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the scores as JSON."),
+) -> None:
+    """BLEU and chrF (sacrebleu) of a job against its references, COMET with --comet; stored."""
+    from scoi.eval import EvalError, compare as compare_jobs, evaluate
+
+    with _connect() as conn:
+        found = [_job(conn, ref) for ref in jobs]
+        try:
+            if compare:
+                columns, rows = compare_jobs(conn, found, comet=comet, partial=partial)
+            else:
+                results = [(j, evaluate(conn, j, comet=comet, partial=partial)) for j in found]
+        except EvalError as e:
+            fail(str(e))
+    if compare:
+        if json_out:
+            emit_json({"columns": columns, "rows": rows})
+            return
+        from rich.table import Table
+
+        table = Table("job", "method", "k", "model", "template", *columns, "items")
+        for r in rows:
+            table.add_row(r["name"] or str(r["job_id"]), r["method"], str(r["k"]), r["model"], r["template"],
+                          *(f"{r[c]:.2f}" if c in r else "-" for c in columns), str(r["n_items"]))
+        console.print(table)
+        return
+    if json_out:
+        out = [{"job_id": j.id, "name": j.name, "scores": [s.to_dict() for s in scores]} for j, scores in results]
+        emit_json(out[0] if len(out) == 1 else out)
+        return
+    for j, scores in results:
+        console.print(f"{j.label} ({j.method}, k={j.k}, {len(scores) and scores[0].n_items} items):", highlight=False)
+        for s in scores:
+            console.print(f"  {s.metric:6s} {s.score:7.2f}  {s.signature}", highlight=False)

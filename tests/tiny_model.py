@@ -1,0 +1,57 @@
+"""A tiny random-weight causal LM saved in a directory, for tests and benchmarks.
+
+Built from nothing (a byte-level BPE tokenizer trained on a few sentences, a 2-layer
+Llama with random weights), so no weights are ever downloaded; load it with the backend
+spec ``hf:<directory>``. Its outputs are gibberish, but generation is real: the same
+code path, tokenizer, batching and stopping as with a real model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+CORPUS = [
+    "Je mange une pomme.", "I eat an apple.", "Il pleut.", "It is raining.",
+    'French Sentence: "Le chat dort."\nEnglish Sentence: "The cat sleeps."\n###\n',
+] * 3
+
+
+def byte_level_tokenizer(vocab_size: int = 320):
+    """A byte-level BPE tokenizer trained on CORPUS, wrapped for transformers (no pad token)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=["<s>", "</s>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False,
+    )
+    tok.train_from_iterator(CORPUS, trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>")
+
+
+def random_llama(tokenizer, seed: int = 0, *, hidden: int = 32, layers: int = 2, max_positions: int = 2048):
+    """A small Llama with random weights (large init: well-separated logits, no greedy ties)."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=max_positions,
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+        initializer_range=0.5, tie_word_embeddings=False,
+    )
+    torch.manual_seed(seed)
+    return LlamaForCausalLM(config).float()
+
+
+def build_tiny_model(out: str | Path, seed: int = 0) -> Path:
+    """Write tokenizer + random model to ``out``; returns the directory (spec: ``hf:<out>``)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer = byte_level_tokenizer()
+    tokenizer.save_pretrained(out)
+    random_llama(tokenizer, seed=seed).save_pretrained(out)
+    return out
