@@ -86,8 +86,8 @@ def _translate_and_score(url: str, model: str, k: int, tests: list[tuple[str, st
                          say: Callable[[str], None]) -> tuple[list[dict[str, Any]], dict[str, int]]:
     import psycopg
 
-    from scoi.eval import compare, evaluate_job
-    from scoi.jobs.store import JobSpec, submit
+    from scoi.eval import compare
+    from scoi.jobs.store import JobSpec, get_job, submit
     from scoi.jobs.worker import Worker, WorkerOptions
 
     jobs = {}
@@ -96,15 +96,13 @@ def _translate_and_score(url: str, model: str, k: int, tests: list[tuple[str, st
             spec = JobSpec(src="fr", tgt="en", model=model, method=method, k=k, corpora=[DEMO_CORPUS])
             jobs[method] = submit(conn, spec, [s for s, _ in tests], references=[t for _, t in tests])
     say(f"\n3. translating {len(tests)} sentences x 2 methods with {model} (jobs {list(jobs.values())})")
-    for method, job_id in jobs.items():
+    for job_id in jobs.values():
         with Worker(url, WorkerOptions(burst=True, job_id=job_id, batch_size=8)) as w:
             w.run()
     with psycopg.connect(url) as conn:
-        for job_id in jobs.values():
-            evaluate_job(conn, job_id)
-        table = compare(conn, list(jobs.values()))
-    say("   | method | " + " | ".join(k for k in table[0] if k not in ("job", "method")) + " |")
+        columns, table = compare(conn, [get_job(conn, j) for j in jobs.values()])
+    say("   | method | " + " | ".join(columns) + " |")
     for row in table:
-        say(f"   | {row['method']} | " + " | ".join(f"{v:.2f}" if isinstance(v, float) else str(v)
-                                                 for key, v in row.items() if key not in ("job", "method")) + " |")
+        say(f"   | {row['method']} | " + " | ".join(f"{row[c]:.2f}" for c in columns) + " |")
+    say(f"   trace any output to its prompt and examples: SELECT * FROM job_item_trace WHERE job_id = {jobs['scoi']};")
     return table, jobs
