@@ -101,25 +101,33 @@ def read_records(files: list[str], fmt: str, *, src_lang: str = "", tgt_lang: st
         raise InputError(files[0], None, f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
 
 
-def read_tsv(file: str) -> Iterator[Record]:
-    """Two tab-separated columns; a first line ``src<TAB>tgt`` (or similar header) is skipped."""
+def _text_lines(file: str) -> Iterator[tuple[int, str] | Record]:
+    """Numbered, decoded, non-blank lines of a one-record-per-line file; undecodable
+    lines come as bad Records (blank lines carry no pair and are skipped)."""
     with open_text(file) as fh:
         for n, raw in enumerate(fh, 1):
             text, err = _decode(raw, file, n)
             if err:
                 yield Record(file, n, None, None, err)
-                continue
-            text = _strip_nl(text)
-            if not text.strip():
-                continue  # blank lines carry no pair
-            cols = text.split("\t")
-            if len(cols) != 2:
-                what = "no tab" if len(cols) == 1 else f"{len(cols)} columns"
-                yield Record(file, n, None, None, f"expected 2 tab-separated columns (source<TAB>target), found {what}")
-                continue
-            if n == 1 and _looks_like_header(cols):
-                continue
-            yield _check(file, n, cols[0], cols[1])
+            elif text.strip():
+                yield n, _strip_nl(text)
+
+
+def read_tsv(file: str) -> Iterator[Record]:
+    """Two tab-separated columns; a first line ``src<TAB>tgt`` (or similar header) is skipped."""
+    for item in _text_lines(file):
+        if isinstance(item, Record):
+            yield item
+            continue
+        n, text = item
+        cols = text.split("\t")
+        if len(cols) != 2:
+            what = "no tab" if len(cols) == 1 else f"{len(cols)} columns"
+            yield Record(file, n, None, None, f"expected 2 tab-separated columns (source<TAB>target), found {what}")
+            continue
+        if n == 1 and _looks_like_header(cols):
+            continue
+        yield _check(file, n, cols[0], cols[1])
 
 
 def _looks_like_header(cols: list[str]) -> bool:
@@ -150,23 +158,20 @@ def read_moses(src_file: str, tgt_file: str) -> Iterator[Record]:
 
 def read_jsonl(file: str) -> Iterator[Record]:
     """One JSON object per line: ``{"src": ..., "tgt": ...}``."""
-    with open_text(file) as fh:
-        for n, raw in enumerate(fh, 1):
-            text, err = _decode(raw, file, n)
-            if err:
-                yield Record(file, n, None, None, err)
-                continue
-            if not text.strip():
-                continue
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as e:
-                yield Record(file, n, None, None, f"invalid JSON ({e.msg} at column {e.colno}); expected {{\"src\": ..., \"tgt\": ...}}")
-                continue
-            if not isinstance(obj, dict) or not isinstance(obj.get("src"), str) or not isinstance(obj.get("tgt"), str):
-                yield Record(file, n, None, None, 'expected an object with string fields "src" and "tgt"')
-                continue
-            yield _check(file, n, obj["src"], obj["tgt"])
+    for item in _text_lines(file):
+        if isinstance(item, Record):
+            yield item
+            continue
+        n, text = item
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as e:
+            yield Record(file, n, None, None, f"invalid JSON ({e.msg} at column {e.colno}); expected {{\"src\": ..., \"tgt\": ...}}")
+            continue
+        if not isinstance(obj, dict) or not isinstance(obj.get("src"), str) or not isinstance(obj.get("tgt"), str):
+            yield Record(file, n, None, None, 'expected an object with string fields "src" and "tgt"')
+            continue
+        yield _check(file, n, obj["src"], obj["tgt"])
 
 
 def read_tmx(file: str, src_lang: str, tgt_lang: str) -> Iterator[Record]:

@@ -10,6 +10,8 @@ import os
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -39,16 +41,25 @@ def template_url(server_url: str) -> str:
     return url
 
 
-@pytest.fixture()
-def db_url(server_url: str, template_url: str):
-    """A fresh, migrated database for one test."""
+@contextmanager
+def fresh_database(server_url: str, template: str = TEMPLATE) -> Iterator[str]:
+    """A new database copied from ``template``, dropped afterwards."""
     from scoi.db.engine import create_database, dispose_engines, drop_database
 
     name = f"scoi_test_{uuid.uuid4().hex[:10]}"
-    url = create_database(server_url, name, template=TEMPLATE, drop=False)
-    yield url
-    dispose_engines()
-    drop_database(server_url, name)
+    url = create_database(server_url, name, template=template, drop=False)
+    try:
+        yield url
+    finally:
+        dispose_engines()
+        drop_database(server_url, name)
+
+
+@pytest.fixture()
+def db_url(server_url: str, template_url: str):
+    """A fresh, migrated database for one test."""
+    with fresh_database(server_url) as url:
+        yield url
 
 
 def scoi_env(db_url: str, **extra: str) -> dict[str, str]:

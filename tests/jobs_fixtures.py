@@ -14,6 +14,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from conftest import fresh_database
 
 from conftest import TEMPLATE, run_scoi
 
@@ -53,13 +54,8 @@ def corpus_template(server_url: str, template_url: str):
 @pytest.fixture()
 def job_db(server_url: str, corpus_template: str):
     """A fresh database holding the demo corpus, for one test."""
-    from scoi.db.engine import create_database, dispose_engines, drop_database
-
-    name = f"scoi_test_{uuid.uuid4().hex[:10]}"
-    url = create_database(server_url, name, template=corpus_template, drop=False)
-    yield url
-    dispose_engines()
-    drop_database(server_url, name)
+    with fresh_database(server_url, corpus_template) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
