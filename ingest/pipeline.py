@@ -58,6 +58,8 @@ class IngestSummary:
     rejected: int = 0
     seconds: float = 0.0
     parsed_sentences: int = 0
+    parse_seconds: float = 0.0   # summed over workers: time spent in Moses + spaCy + terms
+    write_seconds: float = 0.0   # main process: building rows, COPY and SQL per batch
     parsers: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     rejected_rows: list[Rejected] = field(default_factory=list)
@@ -86,9 +88,12 @@ def _init_worker(pipelines: dict[str, str]) -> None:
         _ANALYZERS[lang] = Analyzer(lang, name)
 
 
-def _analyze_task(task: tuple[int, dict[str, list[str]]]) -> tuple[int, dict[str, list[Analysis]]]:
+def _analyze_task(task: tuple[int, dict[str, list[str]]]) -> tuple[int, dict[str, list[Analysis]], float]:
+    """Parse one batch; also return the seconds it took (to report how busy workers were)."""
     batch_no, texts = task
-    return batch_no, {lang: _ANALYZERS[lang].analyze(items) for lang, items in texts.items()}
+    t0 = time.perf_counter()
+    out = {lang: _ANALYZERS[lang].analyze(items) for lang, items in texts.items()}
+    return batch_no, out, time.perf_counter() - t0
 
 
 # ---------------------------------------------------------------- the pipeline
@@ -223,7 +228,9 @@ def _run_batches(opts: IngestOptions, fmt: str, src: str, tgt: str, url: str, wr
             pending[no] = (batch, todo)
             yield no, {lang: [t for t, _ in items] for lang, items in todo.items()}
 
-    def handle(no: int, analyses: dict[str, list[Analysis]]) -> None:
+    def handle(no: int, analyses: dict[str, list[Analysis]], seconds: float) -> None:
+        summary.parse_seconds += seconds
+        t0 = time.perf_counter()
         batch, todo = pending.pop(no)
         sentences = [ParsedSentence(lang, text, h, a)
                      for lang, items in todo.items() for (text, h), a in zip(items, analyses[lang])]
@@ -236,6 +243,7 @@ def _run_batches(opts: IngestOptions, fmt: str, src: str, tgt: str, url: str, wr
         summary.inserted += inserted
         summary.duplicates += len(batch) - inserted
         summary.parsed_sentences += len(sentences)
+        summary.write_seconds += time.perf_counter() - t0
         in_flight.release()
         if progress:
             progress(len(batch))
@@ -249,8 +257,8 @@ def _run_batches(opts: IngestOptions, fmt: str, src: str, tgt: str, url: str, wr
         ctx = mp.get_context("spawn")
         with ctx.Pool(opts.workers, initializer=_init_worker, initargs=(pipelines,)) as pool:
             try:
-                for no, analyses in pool.imap(_analyze_task, tasks(), chunksize=1):
-                    handle(no, analyses)
+                for no, analyses, seconds in pool.imap(_analyze_task, tasks(), chunksize=1):
+                    handle(no, analyses, seconds)
             except BaseException:
                 # The pool's terminate() joins the thread feeding it tasks: unblock that thread
                 # (it may be waiting for in_flight) or a failed write hangs the run forever.
