@@ -9,9 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
-import uuid
 from collections import Counter
-from contextlib import contextmanager
 from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
@@ -92,19 +90,11 @@ def long_french_sentence(min_tokens: int = 121) -> str:
 
 
 # ------------------------------------------------------------------ databases
-@contextmanager
 def scratch_database(server_url: str):
     """A fresh migrated database (copy of the session template) for a module or a block."""
-    from conftest import TEMPLATE
-    from scoi.db.engine import create_database, dispose_engines, drop_database
+    from conftest import fresh_database
 
-    name = f"scoi_test_{uuid.uuid4().hex[:10]}"
-    url = create_database(server_url, name, template=TEMPLATE, drop=False)
-    try:
-        yield url
-    finally:
-        dispose_engines()
-        drop_database(server_url, name)
+    return fresh_database(server_url)
 
 
 def ingest_json(args: list[str], db_url: str, **kwargs) -> dict:
