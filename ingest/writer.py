@@ -48,6 +48,7 @@ class LabelRegistry:
         rows = conn.execute(SQL["parser_labels"], {"parser_id": parser_id}).fetchall()
         self.space = LabelSpace([name for _, name in rows])
         self.pending: list[tuple[int, str]] = []
+        self._vectors: dict[str, tuple[str, int]] = {}
         for name in initial:
             self.idx(name)
 
@@ -67,7 +68,14 @@ class LabelRegistry:
         self.pending.clear()
 
     def sparsevec(self, key: str) -> tuple[str, int]:
-        """pgvector sparsevec literal (1-based indices) and degree of a term key."""
+        """pgvector sparsevec literal (1-based indices) and degree of a term key (memoised:
+        a label's dimension never changes, and the same terms recur in every batch)."""
+        cached = self._vectors.get(key)
+        if cached is None:
+            cached = self._vectors[key] = self._sparsevec(key)
+        return cached
+
+    def _sparsevec(self, key: str) -> tuple[str, int]:
         exps = parse_key(key)
         items = sorted((self.idx(name), power) for name, power in exps.items())
         body = ",".join(f"{i + 1}:{p}" for i, p in items)
@@ -106,7 +114,7 @@ class BatchWriter:
                     pid = self.parsers[s.lang]
                     for key, mult in s.analysis.terms.items():
                         cp.write_row((s.lang, s.sha, pid, key, mult))
-                        if (pid, key) not in self._known_keys:
+                        if (pid, key) not in self._known_keys and (pid, key) not in term_defs:
                             term_defs[(pid, key)] = self.labels[s.lang].sparsevec(key)
             for reg in self.labels.values():
                 reg.flush(self.conn)
