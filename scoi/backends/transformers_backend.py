@@ -111,7 +111,7 @@ class TransformersBackend:
         try:
             import torch
             import transformers
-        except ImportError as exc:  # pragma: no cover - depends on the install
+        except ImportError as exc:  # torch/transformers are the optional "llm" extra
             raise BackendError(
                 f"the transformers backend needs torch and transformers ({exc}); "
                 "install them with: pip install 'scoi[llm]'"
