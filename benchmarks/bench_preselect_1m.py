@@ -3,8 +3,8 @@
 The 1M-pair database is built by RECOMBINING real sentences of ../shared/data: each
 synthetic French sentence is the first half of one real eligible sentence's Moses tokens
 followed by the second half of another's, paired with the first one's English side.
-Only what preselection reads is synthesised (sentence, pair, posting, vocab.df,
-bm25_stats) — the synthetic rows reuse the first sentence's polynomial terms, so this
+Only what preselection reads is synthesised (sentence, pair, bm25_doc, posting,
+vocab.df, bm25_stats) — the synthetic rows reuse the first sentence's polynomial terms, so this
 database is for preselection only. It is built server-side in SQL from a copy of the
 42k database (``--source`` = database name on the same server, default ``scoi``).
 
@@ -61,11 +61,17 @@ INSERT INTO pair (corpus_id, a_lang, b_lang, a_id, b_id, line)
 SELECT (SELECT min(id) FROM corpus), 'en', 'fr', ss.en_id, nf.id, NULL
 FROM new_fr nf JOIN synth_sent ss ON ss.sha = nf.sha
 ON CONFLICT DO NOTHING;
-INSERT INTO posting (token_id, sentence_id, tf, dl)
-SELECT v.id, nf.id, count(*), nf.n_tokens
-FROM new_fr nf, unnest(nf.tokens) t(tok)
-JOIN vocab v ON v.lang = 'fr' AND v.token = lower(t.tok)
-GROUP BY v.id, nf.id, nf.n_tokens;
+INSERT INTO bm25_doc (sentence_id, dl, token_ids, tfs, sig)
+SELECT nf.id, nf.n_tokens, array_agg(v.id ORDER BY v.id), array_agg(t.tf ORDER BY v.id),
+       bit_or(bm25_token_bit(v.id))
+FROM new_fr nf
+CROSS JOIN LATERAL (SELECT lower(tok) AS tok, count(*)::smallint AS tf FROM unnest(nf.tokens) tok GROUP BY 1) t
+JOIN vocab v ON v.lang = 'fr' AND v.token = t.tok
+GROUP BY nf.id, nf.n_tokens;
+INSERT INTO posting (token_id, sentence_id, tf, dl, sig)
+SELECT u.token_id, d.sentence_id, u.tf, d.dl, d.sig
+FROM new_fr nf JOIN bm25_doc d ON d.sentence_id = nf.id
+CROSS JOIN LATERAL unnest(d.token_ids, d.tfs) AS u(token_id, tf);
 UPDATE vocab v SET df = c.n FROM (SELECT token_id, count(*) n FROM posting GROUP BY token_id) c
 WHERE v.id = c.token_id;
 UPDATE bm25_stats b SET n_docs = x.n, total_len = x.l
@@ -80,6 +86,7 @@ def main() -> None:
     ap.add_argument("--rebuild", action="store_true")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--budget", type=int, default=None, help="override Bm25Params.budget")
+    ap.add_argument("--budget-frac", type=float, default=None, help="override Bm25Params.budget_frac")
     ap.add_argument("--depth", type=int, default=None, help="override Bm25Params.depth")
     args = ap.parse_args()
     import psycopg
@@ -106,7 +113,8 @@ def main() -> None:
             conn.execute("VACUUM ANALYZE")
         print(f"built {name} by recombination in {time.perf_counter() - t0:.0f}s")
     params = Bm25Params()
-    params = Bm25Params(budget=args.budget or params.budget, depth=args.depth or params.depth)
+    params = Bm25Params(budget=args.budget or params.budget, budget_frac=args.budget_frac or params.budget_frac,
+                        depth=args.depth or params.depth)
     sel = Selector("fr", "en", url=url, k=4, pool=100, bm25=params)
     n_pairs = sel.conn.execute("SELECT count(*) FROM pair").fetchone()[0]
     queries = held_out_queries(args.queries)

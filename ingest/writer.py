@@ -130,7 +130,7 @@ class BatchWriter:
                 for p in pairs:
                     cp.write_row((p.line, p.a_sha, p.b_sha))
             for name in ("insert_sentences", "insert_terms", "insert_sentence_terms", "insert_vocab",
-                         "insert_postings", "update_df", "update_bm25_stats"):
+                         "insert_bm25_docs", "insert_postings", "update_df", "update_bm25_stats"):
                 cur.execute(SQL[name])
             cur.execute(SQL["insert_pairs"], {"corpus_id": self.corpus_id, "run_id": self.run_id,
                                               "a_lang": self.a_lang, "b_lang": self.b_lang})

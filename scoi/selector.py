@@ -32,12 +32,19 @@ class SelectionError(RuntimeError):
 
 @dataclass(frozen=True)
 class Bm25Params:
-    """Preselection settings (see docs/preselection.md)."""
+    """Preselection settings (see docs/preselection.md).
+
+    The query reads the postings of the query's rarest tokens, at most
+    ``max(budget, budget_frac * N)`` of them (N = eligible sentences of the language), and
+    gives the best ``depth`` sentences found their exact score. Larger values: closer to
+    exact BM25, slower; ``budget=10**9, depth=10**9`` is exact BM25.
+    """
 
     k1: float = 1.5
     b: float = 0.75
-    budget: int = 20000  # postings read for the essential (rare) tokens
-    depth: int = 300     # sentences re-scored with the common tokens
+    budget: int = 5000         # postings read at least
+    budget_frac: float = 0.02  # ... or this share of N, whichever is larger
+    depth: int = 400           # sentences re-scored exactly
 
 
 @dataclass
@@ -151,7 +158,8 @@ class Selector:
     def preselect_params(self, tokens: list[str]) -> dict[str, Any]:
         return {"lang": self.src, "tgt": self.tgt, "tokens": [t.lower() for t in tokens], "n": self.pool,
                 "corpora": self.corpus_ids, "k1": self.bm25.k1, "b": self.bm25.b,
-                "budget": self.bm25.budget, "depth": max(self.bm25.depth, self.pool)}
+                "budget": self.bm25.budget, "budget_frac": self.bm25.budget_frac,
+                "depth": max(self.bm25.depth, self.pool)}
 
     def preselect(self, tokens: list[str]) -> list[tuple[int, float]]:
         """(pair_id, score) of the top ``pool`` candidates, best first."""
@@ -230,7 +238,7 @@ class Selector:
         b = self.bm25
         parts = [f"{self.src}-{self.tgt}", f"method:{method}", f"k:{k}", f"pool:{self.pool}",
                  f"sim:{self.similarity}", f"words:{self.word_overlap}", f"fill:{self.fill}", f"seed:{self.seed}",
-                 f"bm25:k1={b.k1},b={b.b},budget={b.budget},depth={b.depth}",
+                 f"bm25:k1={b.k1},b={b.b},budget={b.budget},frac={b.budget_frac},depth={b.depth}",
                  f"corpora:{','.join(self.corpora) if self.corpora else 'all'}",
                  f"parser:{getattr(self, 'parser_name', '?')}", f"scoi:{__version__}"]
         return "|".join(parts)

@@ -61,23 +61,35 @@ FROM stage_token stk
 JOIN new_sentence ns ON ns.lang = stk.lang AND ns.sha = stk.sha AND ns.eligible
 ON CONFLICT (lang, token) DO NOTHING;
 
--- name: insert_postings
-INSERT INTO posting (token_id, sentence_id, tf, dl)
-SELECT v.id, ns.id, stk.tf, ns.n_tokens
+-- name: insert_bm25_docs
+-- The forward-index row of each new eligible sentence: its distinct lowercased tokens
+-- with their tf, sorted by token id, and its token signature (see migration 0004).
+INSERT INTO bm25_doc (sentence_id, dl, token_ids, tfs, sig)
+SELECT ns.id, ns.n_tokens, array_agg(v.id ORDER BY v.id), array_agg(stk.tf ORDER BY v.id),
+       bit_or(bm25_token_bit(v.id))
 FROM stage_token stk
 JOIN new_sentence ns ON ns.lang = stk.lang AND ns.sha = stk.sha AND ns.eligible
-JOIN vocab v ON v.lang = stk.lang AND v.token = stk.token;
+JOIN vocab v ON v.lang = stk.lang AND v.token = stk.token
+GROUP BY ns.id, ns.n_tokens;
+
+-- name: insert_postings
+-- The same rows, inverted: one posting per (token, new sentence), carrying the signature.
+INSERT INTO posting (token_id, sentence_id, tf, dl, sig)
+SELECT u.token_id, d.sentence_id, u.tf, d.dl, d.sig
+FROM new_sentence ns
+JOIN bm25_doc d ON d.sentence_id = ns.id
+CROSS JOIN LATERAL unnest(d.token_ids, d.tfs) AS u(token_id, tf);
 
 -- name: update_df
 UPDATE vocab v SET df = v.df + d.n
 FROM (
-    SELECT v2.id, count(*) AS n
-    FROM stage_token stk
-    JOIN new_sentence ns ON ns.lang = stk.lang AND ns.sha = stk.sha AND ns.eligible
-    JOIN vocab v2 ON v2.lang = stk.lang AND v2.token = stk.token
-    GROUP BY v2.id
+    SELECT u.token_id, count(*) AS n
+    FROM new_sentence ns
+    JOIN bm25_doc d ON d.sentence_id = ns.id
+    CROSS JOIN LATERAL unnest(d.token_ids) AS u(token_id)
+    GROUP BY u.token_id
 ) d
-WHERE v.id = d.id;
+WHERE v.id = d.token_id;
 
 -- name: update_bm25_stats
 INSERT INTO bm25_stats AS b (lang, n_docs, total_len)
@@ -149,7 +161,7 @@ VALUES (%(run_id)s, %(file)s, %(line)s, %(reason)s, %(content)s)
 ON CONFLICT DO NOTHING;
 
 -- name: vacuum_after_ingest
-VACUUM (ANALYZE) posting, sentence, sentence_term, pair, vocab, term;
+VACUUM (ANALYZE) posting, bm25_doc, sentence, sentence_term, pair, vocab, term;
 
 -- name: list_corpora
 SELECT name, src_lang, tgt_lang, pairs, both_sides_eligible, runs, created_at, last_ingest
