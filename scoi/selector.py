@@ -171,7 +171,8 @@ class Selector:
         """Texts, tokens and terms of the candidates, in one round trip, in pool order."""
         if not scored:
             return []
-        rows = self.conn.execute(SQL["fetch_candidates"], {
+        # Binary results: arrays of text come back without text-format parsing (2-3x faster).
+        rows = self.conn.cursor(binary=True).execute(SQL["fetch_candidates"], {
             "pair_ids": [p for p, _ in scored], "lang": self.src, "tgt": self.tgt}).fetchall()
         scores = dict(scored)
         return [CandidateRow(r[0], scores.get(r[0], 0.0), r[1], r[2], list(r[3]), list(r[4]), list(r[5]))
@@ -181,9 +182,18 @@ class Selector:
                   rows: list[CandidateRow]) -> tuple[np.ndarray, list[Candidate], np.ndarray]:
         """Query term matrix, candidates (term rows of the shared table), and the table."""
         q_ids = self.terms.ids_of(expand(query_terms))
-        cand_ids = [np.repeat(self.terms.ids_of(r.term_keys), r.term_mults) for r in rows]
+        # All candidates' terms in one pass: one id lookup over the concatenated keys, one
+        # repeat by multiplicity, then per-candidate slices (views) of the stacked arrays.
+        keys = [key for r in rows for key in r.term_keys]
+        mults = np.fromiter((m for r in rows for m in r.term_mults), dtype=np.int64, count=len(keys))
+        ids = np.repeat(self.terms.ids_of(keys), mults)
+        ends = np.cumsum([sum(r.term_mults) for r in rows], dtype=np.int64)
         table = self.terms.matrix
-        cands = [Candidate(terms=table[ids], tokens=r.tokens, term_ids=ids) for r, ids in zip(rows, cand_ids)]
+        stacked = table[ids]
+        cands, start = [], 0
+        for r, end in zip(rows, ends.tolist()):
+            cands.append(Candidate(terms=stacked[start:end], tokens=r.tokens, term_ids=ids[start:end]))
+            start = end
         return table[q_ids], cands, table
 
     # ------------------------------------------------------------------ API

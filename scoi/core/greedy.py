@@ -139,9 +139,9 @@ class _Covers:
         if need_word and qcount:
             row = {w: i for i, w in enumerate(qcount)}
             for z, cand in enumerate(candidates):
-                for tok, c in Counter(cand.tokens).items():
-                    if tok in row:
-                        self.hits[row[tok], z] = c if self.multiset else 1
+                # Only the query's words matter: a C-level set intersection per candidate.
+                for tok in row.keys() & set(cand.tokens):
+                    self.hits[row[tok], z] = list(cand.tokens).count(tok) if self.multiset else 1
         self.reset()
 
     def reset(self) -> None:

@@ -146,6 +146,9 @@ class TermTable:
         self._matrix = np.zeros((0, 0), dtype=np.int64)
 
     def ids_of(self, keys: Sequence[str]) -> np.ndarray:
+        known = list(map(self.ids.get, keys))  # the common case: every key seen before
+        if None not in known:
+            return np.array(known, dtype=np.int64)
         out = np.empty(len(keys), dtype=np.int64)
         for i, key in enumerate(keys):
             row = self.ids.get(key)
