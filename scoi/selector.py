@@ -42,7 +42,7 @@ class Bm25Params:
 
     k1: float = 1.5
     b: float = 0.75
-    budget: int = 5000         # postings read at least
+    budget: int = 3000         # postings read at least
     budget_frac: float = 0.02  # ... or this share of N, whichever is larger
     depth: int = 400           # sentences re-scored exactly
 

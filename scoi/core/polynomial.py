@@ -143,7 +143,8 @@ class TermTable:
         self.labels = labels
         self.ids: dict[str, int] = {}
         self._keys: list[str] = []
-        self._matrix = np.zeros((0, 0), dtype=np.int64)
+        self._buffer = np.zeros((0, 0), dtype=np.int64)  # capacity rows >= len(_keys)
+        self._filled = 0  # rows of _buffer holding their term's vector
 
     def ids_of(self, keys: Sequence[str]) -> np.ndarray:
         known = list(map(self.ids.get, keys))  # the common case: every key seen before
@@ -161,13 +162,16 @@ class TermTable:
 
     @property
     def matrix(self) -> np.ndarray:
-        """(n_terms, n_labels) exponent vectors, rebuilt only when terms or labels were added."""
+        """(n_terms, n_labels) exponent vectors (a view of a buffer that grows by doubling,
+        so a query bringing a few new terms does not copy the whole table)."""
         width = len(self.labels.index)
-        if self._matrix.shape != (len(self._keys), width):
-            old_rows, old_width = self._matrix.shape
-            grown = np.zeros((len(self._keys), width), dtype=np.int64)
-            grown[:old_rows, :old_width] = self._matrix
-            for row in range(old_rows, len(self._keys)):
-                grown[row] = self.labels.vector(self._keys[row], width)
-            self._matrix = grown
-        return self._matrix
+        rows = len(self._keys)
+        cap, old_width = self._buffer.shape
+        if rows > cap or width != old_width:
+            grown = np.zeros((max(rows, 2 * cap, 1024), width), dtype=np.int64)
+            grown[:self._filled, :old_width] = self._buffer[:self._filled]
+            self._buffer = grown
+        for row in range(self._filled, rows):
+            self._buffer[row] = self.labels.vector(self._keys[row], width)
+        self._filled = rows
+        return self._buffer[:rows]
