@@ -14,7 +14,8 @@
 --      bit is set, in three weight classes (mean weight of the class, tf taken as 1);
 --      keep the best %(depth)s;
 --   3. give those their exact BM25 score from their forward-index rows (bm25_doc) and map
---      them to pairs of the direction in score order (pair id breaks ties).
+--      them to pairs of the direction in score order until n pairs, with every pair tied
+--      with the n-th (pair id breaks ties).
 -- idf and avgdl are computed here from vocab.df and bm25_stats, which ingest keeps exact
 -- in the same transaction as the postings; signatures and forward rows depend on the
 -- sentence alone. Nothing goes stale as corpora are added. What is approximate is which
@@ -88,10 +89,10 @@ scored AS (  -- exact BM25 of the kept sentences from their forward-index rows
     CROSS JOIN stats st
     GROUP BY d.sentence_id
 ),
-firstn AS MATERIALIZED (  -- pairs of the best sentences, mapped in score order until n
+ranked_pairs AS (  -- pairs of the best sentences in score order, until n (and the pairs tied with the n-th)
     SELECT e.pair_id, s.score
     FROM (SELECT * FROM scored ORDER BY score DESC OFFSET 0) s
-    CROSS JOIN LATERAL (
+    CROSS JOIN LATERAL (  -- a nested loop in score order: stops as soon as n pairs are found
         SELECT id AS pair_id, corpus_id FROM pair
         WHERE a_id = s.sentence_id AND a_lang = %(lang)s AND b_lang = %(tgt)s
         UNION ALL
@@ -99,22 +100,10 @@ firstn AS MATERIALIZED (  -- pairs of the best sentences, mapped in score order 
         WHERE b_id = s.sentence_id AND b_lang = %(lang)s AND a_lang = %(tgt)s
     ) e
     WHERE %(corpora)s::int[] IS NULL OR e.corpus_id = ANY(%(corpora)s::int[])
-    LIMIT %(n)s
-),
-ties AS (  -- sentences tied with the last one taken: their pairs compete on pair id
-    SELECT e.pair_id, s.score
-    FROM scored s
-    CROSS JOIN LATERAL (
-        SELECT id AS pair_id, corpus_id FROM pair
-        WHERE a_id = s.sentence_id AND a_lang = %(lang)s AND b_lang = %(tgt)s
-        UNION ALL
-        SELECT id, corpus_id FROM pair
-        WHERE b_id = s.sentence_id AND b_lang = %(lang)s AND a_lang = %(tgt)s
-    ) e
-    WHERE s.score = (SELECT min(score) FROM firstn)
-      AND (%(corpora)s::int[] IS NULL OR e.corpus_id = ANY(%(corpora)s::int[]))
+    ORDER BY s.score DESC
+    FETCH FIRST %(n)s ROWS WITH TIES
 )
-SELECT pair_id, score FROM (SELECT * FROM firstn UNION SELECT * FROM ties) x
+SELECT pair_id, score FROM ranked_pairs
 ORDER BY score DESC, pair_id
 LIMIT %(n)s;
 
