@@ -193,6 +193,22 @@ def integrity_problems(db_url: str) -> dict[str, int]:
                 SELECT lang, count(*) AS n, sum(n_tokens) AS len FROM sentence WHERE eligible GROUP BY lang) e
             FULL JOIN bm25_stats b USING (lang)
             WHERE b.n_docs IS DISTINCT FROM e.n OR b.total_len IS DISTINCT FROM e.len""",
+        "eligible sentences without exactly one forward row (bm25_doc)": """
+            SELECT count(*) FROM sentence s
+            WHERE s.eligible <> EXISTS (SELECT 1 FROM bm25_doc d WHERE d.sentence_id = s.id)""",
+        "forward rows that are not the sentence's postings": """
+            SELECT count(*) FROM bm25_doc d
+            LEFT JOIN LATERAL (
+                SELECT array_agg(p.token_id ORDER BY p.token_id) AS token_ids,
+                       array_agg(p.tf ORDER BY p.token_id) AS tfs, min(p.dl) AS dl
+                FROM posting p WHERE p.sentence_id = d.sentence_id) x ON true
+            WHERE (d.token_ids, d.tfs, d.dl) IS DISTINCT FROM (x.token_ids, x.tfs, x.dl)""",
+        "signatures that are not the OR of the sentence's token bits": """
+            SELECT count(*) FROM bm25_doc d
+            WHERE d.sig <> (SELECT bit_or(bm25_token_bit(t)) FROM unnest(d.token_ids) t)""",
+        "postings whose signature differs from their sentence's": """
+            SELECT count(*) FROM posting p JOIN bm25_doc d ON d.sentence_id = p.sentence_id
+            WHERE p.sig <> d.sig""",
         "sentences in no pair": """
             SELECT count(*) FROM sentence s
             WHERE NOT EXISTS (SELECT 1 FROM pair p WHERE p.a_id = s.id OR p.b_id = s.id)""",
