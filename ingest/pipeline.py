@@ -83,9 +83,10 @@ class IngestError(RuntimeError):
 # ---------------------------------------------------------------- worker processes
 _ANALYZERS: dict[str, Analyzer] = {}
 # BLAS/OpenMP thread pools of numpy (thinc's matrix products). One parse process is best
-# served by one thread: measured here, fr_core_news_sm parses ~800 sentences/s with one
-# BLAS thread and ~620/s with OpenBLAS's default of one thread per core (the threads
-# contend), and N workers with N threads each oversubscribe the cores.
+# served by one thread: measured here (benchmarks/bench_ingest.py), raw nlp.pipe went from
+# 725 to 1145 sentences/s and 1-worker ingest from 581 to 807 with one BLAS thread instead
+# of OpenBLAS's default of one per core (the threads contend), and N workers with N
+# threads each oversubscribe the cores.
 SINGLE_THREAD_ENV = {name: "1" for name in (
     "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")}
 

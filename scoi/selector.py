@@ -171,7 +171,8 @@ class Selector:
         """Texts, tokens and terms of the candidates, in one round trip, in pool order."""
         if not scored:
             return []
-        # Binary results: arrays of text come back without text-format parsing (2-3x faster).
+        # Binary results: text arrays come back without text-format parsing (isolated, on
+        # the same pools: 1.5 ms vs 2.4 ms per fetch).
         rows = self.conn.cursor(binary=True).execute(SQL["fetch_candidates"], {
             "pair_ids": [p for p, _ in scored], "lang": self.src, "tgt": self.tgt}).fetchall()
         scores = dict(scored)

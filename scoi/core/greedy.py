@@ -141,7 +141,7 @@ class _Covers:
             for z, cand in enumerate(candidates):
                 # Only the query's words matter: a C-level set intersection per candidate.
                 for tok in row.keys() & set(cand.tokens):
-                    self.hits[row[tok], z] = list(cand.tokens).count(tok) if self.multiset else 1
+                    self.hits[row[tok], z] = cand.tokens.count(tok) if self.multiset else 1
         self.reset()
 
     def reset(self) -> None:
