@@ -254,6 +254,19 @@ def test_small_budget_still_returns_exact_scores(demo_db, py_bm25, queries):
     assert sum(top10) / len(top10) >= 0.9
 
 
+def test_depth_is_the_larger_of_depth_and_its_share_of_n(demo_db, queries):
+    """depth_frac x N raises the number of sentences re-scored exactly: depth_frac = 1
+    re-scores every sentence met, like an unbounded depth, and that differs from depth 5."""
+    pools = {}
+    for name, params in {"frac": Bm25Params(budget=100, depth=1, depth_frac=1.0),
+                         "unbounded": Bm25Params(budget=100, depth=10**6, depth_frac=0.0),
+                         "5": Bm25Params(budget=100, depth=5, depth_frac=0.0)}.items():
+        with Selector("fr", "en", url=demo_db, pool=5, bm25=params) as s:
+            pools[name] = [s.preselect(moses_tokens(q, "fr")) for q in queries]
+    assert pools["frac"] == pools["unbounded"]
+    assert pools["frac"] != pools["5"]
+
+
 def test_bm25s_lucene_agrees(exact_sel, py_bm25, queries):
     import bm25s
 
@@ -336,6 +349,15 @@ def test_fetch_candidates(sel, demo_db, demo, queries):
     ids = [(p, 0.0) for p, _ in sel.preselect(moses_tokens(queries[0], "fr"))[:10]][::-1]
     assert [r.pair_id for r in sel.fetch(ids)] == [p for p, _ in ids]
     assert sel.fetch([]) == []
+
+
+def test_one_statement_pool_equals_preselect_then_fetch(sel, queries):
+    """select() runs preselection and fetch as one statement: same rows, same order."""
+    for q in queries[:10] + ["zzz-inconnu", "."]:
+        toks = moses_tokens(q, "fr")
+        assert sel.pool_candidates(toks) == sel.fetch(sel.preselect(toks))
+        assert [c.pair_id for c in sel.select(q).candidates] == [p for p, _ in sel.preselect(toks)]
+    assert sel.pool_candidates([]) == []
 
 
 # ------------------------------------------------------------------ 4. selector == reference

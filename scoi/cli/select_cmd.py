@@ -39,17 +39,17 @@ def select(
     record: bool = typer.Option(False, "--record", help="Store the selection for inspection in SQL."),
     explain: bool = typer.Option(False, "--explain", help="JSON candidates as objects with score and text."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
-    show_sql: bool = typer.Option(False, "--sql", help="Print the preselection SQL and its parameters; run nothing else."),
+    show_sql: bool = typer.Option(False, "--sql", help="Print the SQL that preselects and fetches the candidates (one statement) and its parameters; run nothing else."),
 ) -> None:
     """Select the k examples that best cover a sentence (SCOI), from the database."""
     if (text is None) == (file is None):
         fail("give either a TEXT argument or --file FILE")
     sel = _selector(src, tgt, k, method, pool, similarity, word_overlap, fill, seed, corpus)
     if show_sql:
-        from scoi.selector import SQL
+        from scoi.selector import PRESELECT_FETCH
 
         tokens, _ = sel.analyze(text or "")
-        console.print(SQL["preselect"], highlight=False, markup=False)
+        console.print(PRESELECT_FETCH, highlight=False, markup=False)
         console.print("-- parameters:", sel.preselect_params(tokens), highlight=False, markup=False)
         return
     if file is not None:
@@ -79,7 +79,7 @@ def _print_result(result) -> None:
         table.add_row(str(i), p.criterion, cov, str(p.pair_id), p.src, p.tgt)
     console.print(table)
     t = result.timings_ms
-    console.print(f"preselect {t['preselect']:.1f} ms, fetch {t['fetch']:.1f} ms, coverage {t['coverage']:.1f} ms"
+    console.print(f"preselection + fetch {t['pool']:.1f} ms, coverage {t['coverage']:.1f} ms"
                   + (f"; recorded as selection {result.selection_id}" if result.selection_id else ""),
                   highlight=False)
 

@@ -12,7 +12,7 @@
 --      an estimate of the other tokens from the sentence's 256-bit token signature
 --      (stored in each posting row): f(dl) x the summed weights of the query tokens whose
 --      bit is set, in three weight classes (mean weight of the class, tf taken as 1);
---      keep the best %(depth)s;
+--      keep the best greatest(%(depth)s, %(depth_frac)s x N);
 --   3. give those their exact BM25 score from their forward-index rows (bm25_doc) and map
 --      them to pairs of the direction in score order until n pairs, with every pair tied
 --      with the n-th (pair id breaks ties).
@@ -26,6 +26,7 @@
 WITH stats AS (
     SELECT n_docs, total_len::float8 / greatest(n_docs, 1) AS avgdl,
            greatest(%(budget)s, %(budget_frac)s * n_docs) AS budget,
+           greatest(%(depth)s, ceil(%(depth_frac)s * n_docs))::bigint AS depth,
            -- the BM25 length norm K(dl) = k1 (1 - b + b dl / avgdl) = ka + kc dl
            %(k1)s * (1 - %(b)s) AS ka,
            %(k1)s * %(b)s * greatest(n_docs, 1) / greatest(total_len, 1)::float8 AS kc
@@ -77,7 +78,7 @@ partial AS (  -- exact score of the tokens read + signature estimate of the othe
     GROUP BY p.sentence_id
     -- (the token read in part counts through the signature only, for all sentences alike)
     ORDER BY sum(p.s) + max(p.est) DESC, p.sentence_id
-    LIMIT %(depth)s
+    LIMIT (SELECT depth FROM stats)
 ),
 scored AS (  -- exact BM25 of the kept sentences from their forward-index rows
     SELECT d.sentence_id,
@@ -116,6 +117,18 @@ JOIN pair e ON e.id = c.pair_id
 JOIN sentence src ON src.id = CASE WHEN e.a_lang = %(lang)s THEN e.a_id ELSE e.b_id END
 JOIN sentence tgt ON tgt.id = CASE WHEN e.a_lang = %(lang)s THEN e.b_id ELSE e.a_id END
 ORDER BY c.ord;
+
+-- name: preselect_fetch
+-- What `Selector.select` runs: the preselection above and the candidate fetch below in
+-- one round trip (measured: a tenth less time than two statements). The selector puts
+-- the `preselect` statement in place of the braces; `scoi select --sql` prints the result.
+WITH pool AS MATERIALIZED ({preselect})
+SELECT e.id AS pair_id, pool.score, src.text AS src, tgt.text AS tgt, src.tokens, src.term_keys, src.term_mults
+FROM pool
+JOIN pair e ON e.id = pool.pair_id
+JOIN sentence src ON src.id = CASE WHEN e.a_lang = %(lang)s THEN e.a_id ELSE e.b_id END
+JOIN sentence tgt ON tgt.id = CASE WHEN e.a_lang = %(lang)s THEN e.b_id ELSE e.a_id END
+ORDER BY pool.score DESC, pool.pair_id;
 
 -- name: random_examples
 -- Fill examples: a seeded random draw among eligible pairs of the direction.
