@@ -118,9 +118,9 @@ def main() -> None:
 
     fast_t, ref_t = [], []
     for toks, terms, cands in pools[: args.reference_queries]:
-        q, cs, table = sel._matrices(terms, cands)
+        q, q_ids, cs, table = sel._matrices(terms, cands)
         t0 = time.perf_counter()
-        a = fast_select(q, toks, cs, k=4, method="scoi", term_table=table)
+        a = fast_select(q, toks, cs, k=4, method="scoi", term_table=table, query_term_ids=q_ids)
         t1 = time.perf_counter()
         b = reference.select(q, toks, cs, k=4, method="scoi")
         t2 = time.perf_counter()

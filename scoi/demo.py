@@ -57,7 +57,7 @@ def run_demo(url: str, *, model: str | None = None, k: int = 4, say: Callable[[s
             syn, word = [], []
             for i, (src, _) in enumerate(tests):
                 r = sel.select(src, method=method, record=True)
-                q, cands, table = sel._matrices(r.query_terms, r.candidates)
+                q, _, cands, _ = sel._matrices(r.query_terms, r.candidates)
                 chosen = [next(c for c, row in zip(cands, r.candidates) if row.pair_id == p.pair_id)
                           for p in r.selected]
                 syn.append(syn_set_cov(q, [c.terms for c in chosen]))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -191,23 +192,24 @@ class Selector:
         return [CandidateRow(r[0], scores.get(r[0], 0.0), r[1], r[2], list(r[3]), list(r[4]), list(r[5]))
                 for r in rows]
 
-    def _matrices(self, query_terms: dict[str, int],
-                  rows: list[CandidateRow]) -> tuple[np.ndarray, list[Candidate], np.ndarray]:
-        """Query term matrix, candidates (term rows of the shared table), and the table."""
+    def _matrices(self, query_terms: dict[str, int], rows: list[CandidateRow]
+                  ) -> tuple[np.ndarray, np.ndarray, list[Candidate], np.ndarray]:
+        """Query term matrix and its rows of the shared table, candidates (term rows of the
+        table), and the table."""
         q_ids = self.terms.ids_of(expand(query_terms))
         # All candidates' terms in one pass: one id lookup over the concatenated keys, one
         # repeat by multiplicity, then per-candidate slices (views) of the stacked arrays.
-        keys = [key for r in rows for key in r.term_keys]
-        mults = np.fromiter((m for r in rows for m in r.term_mults), dtype=np.int64, count=len(keys))
+        keys = list(chain.from_iterable(r.term_keys for r in rows))
+        mults = np.fromiter(chain.from_iterable(r.term_mults for r in rows), dtype=np.int64, count=len(keys))
         ids = np.repeat(self.terms.ids_of(keys), mults)
-        ends = np.cumsum([sum(r.term_mults) for r in rows], dtype=np.int64)
+        ends = np.cumsum(np.fromiter(map(sum, (r.term_mults for r in rows)), dtype=np.int64, count=len(rows)))
         table = self.terms.matrix
         stacked = table[ids]
         cands, start = [], 0
         for r, end in zip(rows, ends.tolist()):
-            cands.append(Candidate(terms=stacked[start:end], tokens=r.tokens, term_ids=ids[start:end]))
+            cands.append(Candidate(stacked[start:end], r.tokens, ids[start:end]))
             start = end
-        return table[q_ids], cands, table
+        return table[q_ids], q_ids, cands, table
 
     # ------------------------------------------------------------------ API
     def select(self, text: str, *, k: int | None = None, method: str | None = None, record: bool = False,
@@ -221,9 +223,10 @@ class Selector:
         t1 = time.perf_counter()
         rows = [] if method == "zero" else self.pool_candidates(tokens)
         t3 = time.perf_counter()
-        q, cands, table = self._matrices(terms, rows)
+        q, q_ids, cands, table = self._matrices(terms, rows)
         picks = greedy_select(q, tokens, cands, k=k, method=method, similarity=self.similarity,
-                              word_overlap=self.word_overlap, seed=self.seed, term_table=table)
+                              word_overlap=self.word_overlap, seed=self.seed, term_table=table,
+                              query_term_ids=q_ids)
         selected = [Picked(rows[p.index].pair_id, rows[p.index].src, rows[p.index].tgt, p.criterion, p.coverage)
                     for p in picks]
         t4 = time.perf_counter()

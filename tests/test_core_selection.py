@@ -217,6 +217,22 @@ def test_fast_matches_reference(method, problem, k, similarity, overlap, seed) -
     fast = select(*args)
     same_picks(fast, ref.select(*args))
     assert len({p.index for p in fast}) == len(fast) == (0 if method == "zero" else min(k, len(pool)))
+    # The selector's path: terms as rows of a shared table, distinct terms found by row id.
+    table, ids = with_term_table(query, [c.terms for c in pool])
+    by_id = [Candidate(c.terms, c.tokens, i) for c, i in zip(pool, ids[1:])]
+    same_picks(select(query, tokens, by_id, k, method, similarity, overlap, seed,
+                      term_table=table, query_term_ids=ids[0]), fast)
+
+
+def with_term_table(*term_arrays) -> tuple[np.ndarray, list[np.ndarray]]:
+    """One table of the distinct term vectors (in a shuffled order, so row ids do not
+    follow vector order) and, per input array, its rows' ids in that table."""
+    arrays = [np.asarray(a) for a in term_arrays[:1]] + list(term_arrays[1])
+    d = arrays[0].shape[1]
+    rows = sorted({tuple(r) for a in arrays for r in a.reshape(-1, d).tolist()}, key=lambda r: hash(r) % 7919)
+    index = {r: i for i, r in enumerate(rows)}
+    table = np.array(rows, dtype=np.int64).reshape(len(rows), d)
+    return table, [np.array([index[tuple(r)] for r in a.reshape(-1, d).tolist()], dtype=np.int64) for a in arrays]
 
 
 @settings(max_examples=200, deadline=None)

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain, repeat
+from typing import NamedTuple
 
 import numpy as np
 
@@ -31,9 +33,11 @@ SIMILARITIES = ("distance", "cosine")
 WORD_OVERLAPS = ("set", "multiset")
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """One candidate example: its term multiset (n_terms, d) and its Moses tokens."""
+class Candidate(NamedTuple):
+    """One candidate example: its term multiset (n_terms, d) and its Moses tokens.
+
+    (A NamedTuple: the selector builds a hundred per query, and a tuple is the cheapest.)
+    """
 
     terms: np.ndarray
     tokens: Sequence[str]
@@ -119,6 +123,7 @@ class _Covers:
         need_syntax: bool,
         need_word: bool,
         term_table: np.ndarray | None = None,
+        query_term_ids: np.ndarray | None = None,
     ) -> None:
         n = len(candidates)
         q = as_terms(query_terms)
@@ -126,7 +131,12 @@ class _Covers:
         self.syn = np.zeros((0, n))
         self.weights = np.zeros(0)
         if need_syntax and len(q):
-            uq, counts = np.unique(q, axis=0, return_counts=True)
+            if term_table is not None and query_term_ids is not None:
+                # Distinct query terms by table row id (a 1-D unique, not a sort of vectors).
+                uq_ids, counts = np.unique(query_term_ids, return_counts=True)
+                uq = as_terms(term_table)[uq_ids]
+            else:
+                uq, counts = np.unique(q, axis=0, return_counts=True)
             self.weights = counts.astype(np.float64)
             uc, inv, starts, nonempty = _unique_candidate_terms(candidates, q.shape[1], term_table)
             self.syn = np.zeros((len(uq), n))  # 0 is the neutral max: similarities >= 0
@@ -137,11 +147,18 @@ class _Covers:
         self.qcount = np.array(list(qcount.values()), dtype=np.int64)
         self.hits = np.zeros((len(qcount), n), dtype=np.int64)
         if need_word and qcount:
+            # Every candidate token at once: its query-word row (-1 for other words) and its
+            # candidate, then one scatter (set: present; multiset: occurrences counted).
             row = {w: i for i, w in enumerate(qcount)}
-            for z, cand in enumerate(candidates):
-                # Only the query's words matter: a C-level set intersection per candidate.
-                for tok in row.keys() & set(cand.tokens):
-                    self.hits[row[tok], z] = cand.tokens.count(tok) if self.multiset else 1
+            lengths = [len(c.tokens) for c in candidates]
+            flat = chain.from_iterable(c.tokens for c in candidates)
+            rows = np.fromiter(map(row.get, flat, repeat(-1)), dtype=np.int64, count=sum(lengths))
+            cands = np.repeat(np.arange(n), lengths)
+            found = rows >= 0
+            if self.multiset:
+                np.add.at(self.hits, (rows[found], cands[found]), 1)
+            else:
+                self.hits[rows[found], cands[found]] = 1
         self.reset()
 
     def reset(self) -> None:
@@ -228,12 +245,14 @@ def select(
     word_overlap: str = "set",
     seed: int = 0,
     term_table: np.ndarray | None = None,
+    query_term_ids: np.ndarray | None = None,
 ) -> list[Pick]:
     """Select up to k candidates for one query with ``method`` (one of :data:`METHODS`).
 
     Pools smaller than k return every candidate; ``zero`` and k = 0 return [].
     ``term_table``: when every candidate carries ``term_ids`` (rows of this table, the
-    same multiset as its ``terms``), distinct terms are found by id — same result, faster.
+    same multiset as its ``terms``), distinct terms are found by id — same result, faster;
+    likewise for the query with ``query_term_ids`` (the rows of ``query_terms``).
     """
     check_args(method, similarity, word_overlap, k)
     n = len(candidates)
@@ -257,5 +276,6 @@ def select(
         need_syntax=method != "word",
         need_word=method != "syntax",
         term_table=term_table,
+        query_term_ids=query_term_ids,
     )
     return greedy_cover(covers, n, k, method)
