@@ -1,99 +1,66 @@
--- Ingest: one transaction per batch. The pipeline COPYs the batch into the stage_*
--- temp tables, then these statements move it into the real tables. Every insert is
--- idempotent (ON CONFLICT DO NOTHING), so reruns and concurrent runs never duplicate.
+-- Ingest: one transaction per batch, under the ingest lock. The writer (ingest/writer.py)
+-- checks which sentences are already stored, resolves term and token ids, draws sentence
+-- ids from the sequence and COPYs the rows straight into the tables; pairs go through a
+-- staging table and ON CONFLICT DO NOTHING. Reruns and concurrent runs never duplicate.
 
 -- name: create_stage_tables
-CREATE TEMP TABLE IF NOT EXISTS stage_sentence (
-    lang text, text text, sha bytea, tokens text[], n_tokens int, parser_id int, eligible bool,
-    term_keys text[], term_mults int[]
-) ON COMMIT DELETE ROWS;
-CREATE TEMP TABLE IF NOT EXISTS stage_term (
-    lang text, sha bytea, parser_id int, key text, mult int
-) ON COMMIT DELETE ROWS;
-CREATE TEMP TABLE IF NOT EXISTS stage_term_def (
-    parser_id int, key text, exps sparsevec(1024), degree smallint
-) ON COMMIT DELETE ROWS;
-CREATE TEMP TABLE IF NOT EXISTS stage_token (
-    lang text, sha bytea, token text, tf smallint
-) ON COMMIT DELETE ROWS;
 CREATE TEMP TABLE IF NOT EXISTS stage_pair (
     line int, a_sha bytea, b_sha bytea
 ) ON COMMIT DELETE ROWS;
-CREATE TEMP TABLE IF NOT EXISTS new_sentence (
-    id bigint, lang text, sha bytea, eligible bool, n_tokens int
-) ON COMMIT DELETE ROWS;
 
 -- name: lock_writes
--- Concurrent ingests parse in parallel but write one batch at a time: this keeps the
--- df counters and unique-key waits free of deadlocks. Released at commit.
+-- Concurrent ingests parse in parallel but write one batch at a time: what a batch
+-- checks (stored sentences, known terms and tokens) stays true until it commits, and the
+-- df counters and unique keys are free of deadlocks. Released at commit.
 SELECT pg_advisory_xact_lock(4242001);
 
 -- name: existing_sentences
 SELECT text_sha FROM sentence WHERE lang = %(lang)s AND text_sha = ANY(%(shas)s);
 
--- name: insert_sentences
-WITH ins AS (
-    INSERT INTO sentence (lang, text, text_sha, tokens, n_tokens, parser_id, eligible, term_keys, term_mults)
-    SELECT DISTINCT ON (lang, sha) lang, text, sha, tokens, n_tokens, parser_id, eligible, term_keys, term_mults
-    FROM stage_sentence
-    ORDER BY lang, sha
-    ON CONFLICT (lang, text_sha) DO NOTHING
-    RETURNING id, lang, text_sha, eligible, n_tokens
-)
-INSERT INTO new_sentence SELECT * FROM ins;
+-- name: next_sentence_ids
+SELECT nextval(pg_get_serial_sequence('sentence', 'id')) FROM generate_series(1, %(n)s);
+
+-- name: copy_sentences
+COPY sentence (id, lang, text, text_sha, tokens, n_tokens, parser_id, eligible, term_keys, term_mults)
+FROM STDIN;
+
+-- name: copy_sentence_terms
+COPY sentence_term (sentence_id, term_id, mult) FROM STDIN;
+
+-- name: copy_bm25_docs
+-- The forward-index row of each new eligible sentence: its distinct lowercased tokens
+-- with their tf, sorted by token id, and its token signature (see migration 0004).
+COPY bm25_doc (sentence_id, dl, token_ids, tfs, sig) FROM STDIN;
+
+-- name: copy_postings
+-- The same rows, inverted: one posting per (token, new sentence), carrying the signature.
+COPY posting (token_id, sentence_id, tf, dl, sig) FROM STDIN;
 
 -- name: insert_terms
 INSERT INTO term (parser_id, key, exps, degree)
-SELECT parser_id, key, exps, degree FROM stage_term_def
+SELECT %(parser_id)s, k, e::sparsevec, d
+FROM unnest(%(keys)s::text[], %(exps)s::text[], %(degrees)s::smallint[]) AS u(k, e, d)
 ON CONFLICT (parser_id, key) DO NOTHING;
 
--- name: insert_sentence_terms
-INSERT INTO sentence_term (sentence_id, term_id, mult)
-SELECT ns.id, t.id, st.mult
-FROM stage_term st
-JOIN new_sentence ns ON ns.lang = st.lang AND ns.sha = st.sha
-JOIN term t ON t.parser_id = st.parser_id AND t.key = st.key;
+-- name: term_ids
+SELECT key, id FROM term WHERE parser_id = %(parser_id)s AND key = ANY(%(keys)s::text[]);
 
 -- name: insert_vocab
 INSERT INTO vocab (lang, token)
-SELECT DISTINCT stk.lang, stk.token
-FROM stage_token stk
-JOIN new_sentence ns ON ns.lang = stk.lang AND ns.sha = stk.sha AND ns.eligible
+SELECT %(lang)s, tok FROM unnest(%(tokens)s::text[]) AS tok
 ON CONFLICT (lang, token) DO NOTHING;
 
--- name: insert_bm25_docs
--- The forward-index row of each new eligible sentence: its distinct lowercased tokens
--- with their tf, sorted by token id, and its token signature (see migration 0004).
-INSERT INTO bm25_doc (sentence_id, dl, token_ids, tfs, sig)
-SELECT ns.id, ns.n_tokens, array_agg(v.id ORDER BY v.id), array_agg(stk.tf ORDER BY v.id),
-       bit_or(bm25_token_bit(v.id))
-FROM stage_token stk
-JOIN new_sentence ns ON ns.lang = stk.lang AND ns.sha = stk.sha AND ns.eligible
-JOIN vocab v ON v.lang = stk.lang AND v.token = stk.token
-GROUP BY ns.id, ns.n_tokens;
+-- name: vocab_ids
+-- Each token's id and the bit it sets in a signature (bm25_token_bit, migration 0004).
+SELECT token, id, hashint4(id) & 255 FROM vocab WHERE lang = %(lang)s AND token = ANY(%(tokens)s::text[]);
 
--- name: insert_postings
--- The same rows, inverted: one posting per (token, new sentence), carrying the signature.
-INSERT INTO posting (token_id, sentence_id, tf, dl, sig)
-SELECT u.token_id, d.sentence_id, u.tf, d.dl, d.sig
-FROM new_sentence ns
-JOIN bm25_doc d ON d.sentence_id = ns.id
-CROSS JOIN LATERAL unnest(d.token_ids, d.tfs) AS u(token_id, tf);
+-- name: add_df
+UPDATE vocab v SET df = v.df + u.n
+FROM unnest(%(ids)s::int[], %(n)s::int[]) AS u(id, n)
+WHERE v.id = u.id;
 
--- name: update_df
-UPDATE vocab v SET df = v.df + d.n
-FROM (
-    SELECT u.token_id, count(*) AS n
-    FROM new_sentence ns
-    JOIN bm25_doc d ON d.sentence_id = ns.id
-    CROSS JOIN LATERAL unnest(d.token_ids) AS u(token_id)
-    GROUP BY u.token_id
-) d
-WHERE v.id = d.token_id;
-
--- name: update_bm25_stats
-INSERT INTO bm25_stats AS b (lang, n_docs, total_len)
-SELECT lang, count(*), sum(n_tokens) FROM new_sentence WHERE eligible GROUP BY lang
+-- name: add_bm25_stats
+INSERT INTO bm25_stats AS b (lang, n_docs, total_len) VALUES (%(lang)s, %(n_docs)s, %(total_len)s)
 ON CONFLICT (lang) DO UPDATE
 SET n_docs = b.n_docs + excluded.n_docs, total_len = b.total_len + excluded.total_len;
 
