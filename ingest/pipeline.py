@@ -198,7 +198,8 @@ def ingest_files(opts: IngestOptions, url: str, *, progress: Callable[[int], Non
         conn.commit()
         if summary.inserted:
             # Bulk load, then VACUUM ANALYZE (pgvector-python's recipe): fresh statistics for
-            # the planner, and a visibility map so postings are read by index-only scans.
+            # the planner everywhere, and a visibility map for posting, the table read by
+            # index-only scans (the rest is left to autovacuum: less time at the end of a run).
             conn.autocommit = True
             conn.execute(SQL["vacuum_after_ingest"])
             conn.execute(SQL["analyze_after_ingest"])

@@ -178,3 +178,19 @@ def test_db_status_prints_a_psql_url(demo, pairs):
         assert conn.execute("SELECT count(*) FROM pair").fetchone()[0] == len(pairs)
     status = json.loads(run_scoi(["db", "status", "--json"], url, check=True).stdout.strip().splitlines()[-1])
     assert status["revision"] == status["head"] and status["url"].startswith("postgresql://")
+
+
+def test_embedded_server_gets_bulk_load_settings(server_url):
+    """The embedded server is set up for bulk ingest (fewer checkpoints mid-run); a user's
+    own server (SCOI_DATABASE_URL) is left as it is."""
+    import os
+
+    import psycopg
+
+    from scoi.db.engine import EMBEDDED_SETTINGS
+
+    if os.environ.get("SCOI_DATABASE_URL"):
+        pytest.skip("runs against the embedded server only")
+    with psycopg.connect(server_url) as conn:
+        got = {n: conn.execute("SELECT current_setting(%s)", (n,)).fetchone()[0] for n in EMBEDDED_SETTINGS}
+    assert got == EMBEDDED_SETTINGS
