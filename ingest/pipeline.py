@@ -25,7 +25,7 @@ import psycopg
 
 from ingest.analysis import Analysis, Analyzer, ParserChoice, choose_parser, needs_torch, parser_labels
 from ingest.readers import InputError, Record, detect_format, read_records
-from ingest.writer import SQL, BatchWriter, LabelRegistry, PairRow, ParsedSentence, sha
+from ingest.writer import SQL, BatchWriter, LabelRegistry, PairRow, ParsedSentence, bytea_array, sha
 
 DEFAULT_BATCH = 512
 
@@ -303,6 +303,6 @@ def _run_batches(opts: IngestOptions, fmt: str, src: str, tgt: str, url: str, wr
 
 
 def _existing(conn: psycopg.Connection, lang: str, shas: list[bytes]) -> set[bytes]:
-    rows = conn.execute(SQL["existing_sentences"], {"lang": lang, "shas": shas}).fetchall()
+    rows = conn.execute(SQL["existing_sentences"], {"lang": lang, "shas": bytea_array(shas)}).fetchall()
     conn.commit()
     return {bytes(r[0]) for r in rows}

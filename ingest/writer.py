@@ -1,4 +1,4 @@
-"""Write analysed batches to PostgreSQL: COPY into staging tables, then idempotent SQL.
+"""Write analysed batches to PostgreSQL: COPY straight into the tables, one transaction per batch.
 
 One batch is one transaction, so a crash (even ``kill -9``) leaves whole batches or
 nothing; a rerun skips what is already there. Sentences that already exist are neither
@@ -25,20 +25,44 @@ def sha(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8")).digest()
 
 
+# ---------------------------------------------------------------- literals
+# Rows and array parameters are written as PostgreSQL text by hand: psycopg's
+# ``write_row`` and list dumping work field by field and element by element in Python,
+# which was most of the writer's client time (a million postings per 42k pairs).
 def text_array(values: list[str]) -> str:
-    """PostgreSQL array literal of strings, every element quoted.
-
-    Written by hand because psycopg dumps list values element by element in Python (a
-    regex test per element): this was a third of the writer's client time.
-    """
+    """PostgreSQL array literal of strings, every element quoted."""
     if not values:
         return "{}"
-    return '{"' + '","'.join(v.replace("\\", "\\\\").replace('"', '\\"') for v in values) + '"}'
+    body = '","'.join(values)
+    if "\\" in body or '"' in body:  # rare: escape element by element
+        body = '","'.join(v.replace("\\", "\\\\").replace('"', '\\"') for v in values)
+    return '{"' + body + '"}'
 
 
 def int_array(values: list[int]) -> str:
     """PostgreSQL array literal of integers."""
     return "{" + ",".join(map(str, values)) + "}"
+
+
+def bytea_array(values: list[bytes]) -> str:
+    """PostgreSQL array literal of byte strings (bytea hex format)."""
+    return "{" + ",".join(f'"\\\\x{v.hex()}"' for v in values) + "}"
+
+
+def copy_text(value: str) -> str:
+    """A text field escaped for COPY's text format (backslash, tab, newline, carriage return)."""
+    if "\\" in value or "\t" in value or "\n" in value or "\r" in value:
+        return value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+    return value
+
+
+def signature(bits: list[int]) -> str:
+    """A token signature as a ``bit(256)`` literal in hex: bit ``b`` counted from the left,
+    as ``bm25_token_bit`` sets it (migration 0004)."""
+    sig = 0
+    for b in bits:
+        sig |= 1 << (255 - b)
+    return f"x{sig:064x}"
 
 
 @dataclass
@@ -102,11 +126,11 @@ class BatchWriter:
     """Owns the writing connection of one ingest run.
 
     A batch is written under the ingest lock (``lock_writes``), so no other ingest writes
-    between this writer's check of which sentences already exist and its inserts. That
+    between this writer's look-up of the batch's stored sentences and its inserts. That
     lets it COPY rows straight into the real tables, with sentence ids drawn from the
-    sequence and term and token ids resolved on the client, instead of staging every row
-    and joining it back on the server: measured on the same 16k parsed pairs, writing went
-    from 0.22 to 0.15 ms per sentence. The unique keys stay the last line of defence.
+    sequence, term and token ids resolved on the client and pairs inserted by id, instead
+    of staging every row and joining it back on the server. The unique keys stay the
+    last line of defence.
     """
 
     def __init__(self, conn: psycopg.Connection, *, corpus_id: int, run_id: int,
@@ -120,86 +144,99 @@ class BatchWriter:
         # (lang, token) -> (vocab.id, signature bit). Filled only after a commit.
         self._term_ids: dict[tuple[int, str], int] = {}
         self._vocab: dict[tuple[str, str], tuple[int, int]] = {}
-        conn.execute(SQL["create_stage_tables"])
-        conn.commit()
 
     def write(self, sentences: list[ParsedSentence], pairs: list[PairRow], *, read: int, rejected: int) -> int:
-        """Write one batch in one transaction; returns the number of pairs inserted."""
+        """Write one batch in one transaction; returns the number of pairs inserted.
+
+        ``sentences`` are the batch's parsed sentences (those not stored when the batch
+        was read); every sentence a pair names is either among them or already stored.
+        """
         with self.conn.transaction():
             cur = self.conn.cursor()
             cur.execute(SQL["lock_writes"])
-            new = self._not_stored(cur, sentences)
+            ids = self._stored_ids(cur, pairs)
+            new = list({(s.lang, s.sha): s for s in sentences if (s.lang, s.sha) not in ids}.values())
             term_ids = self._resolve_terms(cur, new)
             vocab = self._resolve_tokens(cur, new)
-            ids = [r[0] for r in cur.execute(SQL["next_sentence_ids"], {"n": len(new)})] if new else []
-            with cur.copy(SQL["copy_sentences"]) as cp:
-                for sid, s in zip(ids, new):
-                    n = len(s.analysis.tokens)
-                    keys = sorted(s.analysis.terms)
-                    cp.write_row((sid, s.lang, s.text, s.sha, text_array(s.analysis.tokens), n, self.parsers[s.lang],
-                                  n <= MAX_EXAMPLE_TOKENS, text_array(keys),
-                                  int_array([s.analysis.terms[k] for k in keys])))
-            with cur.copy(SQL["copy_sentence_terms"]) as cp:
-                for sid, s in zip(ids, new):
-                    pid = self.parsers[s.lang]
-                    for key, mult in s.analysis.terms.items():
-                        cp.write_row((sid, term_ids[(pid, key)], mult))
-            self._write_bm25(cur, ids, new, vocab)
-            with cur.copy("COPY stage_pair (line, a_sha, b_sha) FROM STDIN") as cp:
-                for p in pairs:
-                    cp.write_row((p.line, p.a_sha, p.b_sha))
-            cur.execute(SQL["insert_pairs"], {"corpus_id": self.corpus_id, "run_id": self.run_id,
-                                              "a_lang": self.a_lang, "b_lang": self.b_lang})
-            inserted = cur.fetchone()[0]
+            new_ids = [r[0] for r in cur.execute(SQL["next_sentence_ids"], {"n": len(new)})] if new else []
+            self._write_sentences(cur, new_ids, new, term_ids)
+            self._write_bm25(cur, new_ids, new, vocab)
+            ids.update(((s.lang, s.sha), sid) for sid, s in zip(new_ids, new))
+            inserted = self._write_pairs(cur, pairs, ids)
             cur.execute(SQL["add_run_counts"], {"run_id": self.run_id, "read": read, "inserted": inserted,
                                                 "duplicates": len(pairs) - inserted, "rejected": rejected})
         self._term_ids.update(term_ids)
         self._vocab.update(vocab)
         return inserted
 
+    def _stored_ids(self, cur: psycopg.Cursor, pairs: list[PairRow]) -> dict[tuple[str, bytes], int]:
+        """(lang, sha) -> sentence.id of the batch's sentences already in the table (looked
+        up under the lock: another ingest may have written some since the batch was read)."""
+        ids: dict[tuple[str, bytes], int] = {}
+        for lang, shas in ((self.a_lang, {p.a_sha for p in pairs}), (self.b_lang, {p.b_sha for p in pairs})):
+            for h, sid in cur.execute(SQL["stored_sentences"], {"lang": lang, "shas": bytea_array(list(shas))}):
+                ids[(lang, bytes(h))] = sid
+        return ids
+
+    def _write_sentences(self, cur: psycopg.Cursor, ids: list[int], new: list[ParsedSentence],
+                         term_ids: dict[tuple[int, str], int]) -> None:
+        """The sentence rows and their polynomials (one ``sentence_term`` row per distinct term)."""
+        rows, term_rows = [], []
+        for sid, s in zip(ids, new):
+            pid = self.parsers[s.lang]
+            tokens, terms = s.analysis.tokens, s.analysis.terms
+            n = len(tokens)
+            keys = sorted(terms)
+            rows.append(f"{sid}\t{s.lang}\t{copy_text(s.text)}\t\\\\x{s.sha.hex()}\t{copy_text(text_array(tokens))}\t"
+                        f"{n}\t{pid}\t{'t' if n <= MAX_EXAMPLE_TOKENS else 'f'}\t{copy_text(text_array(keys))}\t"
+                        f"{int_array([terms[k] for k in keys])}\n")
+            term_rows.extend(f"{sid}\t{term_ids[(pid, key)]}\t{mult}\n" for key, mult in terms.items())
+        with cur.copy(SQL["copy_sentences"]) as cp:
+            cp.write("".join(rows))
+        with cur.copy(SQL["copy_sentence_terms"]) as cp:
+            cp.write("".join(term_rows))
+
     def _write_bm25(self, cur: psycopg.Cursor, ids: list[int], new: list[ParsedSentence],
                     vocab: dict[tuple[str, str], tuple[int, int]]) -> None:
         """Forward-index rows, postings, df and N/total length of the new eligible sentences."""
         df: Counter[int] = Counter()
         stats: dict[str, list[int]] = {}
-        postings = []  # (one COPY at a time per connection: postings follow the docs)
+        docs, postings = [], []
+        for sid, s in zip(ids, new):
+            n = len(s.analysis.tokens)
+            if n > MAX_EXAMPLE_TOKENS:
+                continue
+            counts = sorted((*vocab[(s.lang, tok)], tf) for tok, tf in Counter(t.lower() for t in s.analysis.tokens).items())
+            sig = signature([bit for _, bit, _ in counts])
+            docs.append(f"{sid}\t{n}\t{int_array([tid for tid, _, _ in counts])}\t"
+                        f"{int_array([tf for _, _, tf in counts])}\t{sig}\n")
+            postings.extend(f"{tid}\t{sid}\t{tf}\t{n}\t{sig}\n" for tid, _, tf in counts)
+            df.update(tid for tid, _, _ in counts)
+            lang_stats = stats.setdefault(s.lang, [0, 0])
+            lang_stats[0] += 1
+            lang_stats[1] += n
         with cur.copy(SQL["copy_bm25_docs"]) as cp:
-            for sid, s in zip(ids, new):
-                n = len(s.analysis.tokens)
-                if n > MAX_EXAMPLE_TOKENS:
-                    continue
-                counts = sorted((vocab[(s.lang, tok)], tf)
-                                for tok, tf in Counter(t.lower() for t in s.analysis.tokens).items())
-                sig = 0
-                for (_, bit), _ in counts:
-                    sig |= 1 << (255 - bit)
-                bits = format(sig, "0256b")
-                cp.write_row((sid, n, int_array([tid for (tid, _), _ in counts]),
-                              int_array([tf for _, tf in counts]), bits))
-                postings.extend((tid, sid, tf, n, bits) for (tid, _), tf in counts)
-                df.update(tid for (tid, _), _ in counts)
-                lang_stats = stats.setdefault(s.lang, [0, 0])
-                lang_stats[0] += 1
-                lang_stats[1] += n
+            cp.write("".join(docs))
         with cur.copy(SQL["copy_postings"]) as cp:
-            for row in postings:
-                cp.write_row(row)
+            cp.write("".join(postings))
         if df:
-            cur.execute(SQL["add_df"], {"ids": list(df), "n": list(df.values())})
+            cur.execute(SQL["add_df"], {"ids": int_array(list(df)), "n": int_array(list(df.values()))})
         for lang, (n_docs, total_len) in stats.items():
             cur.execute(SQL["add_bm25_stats"], {"lang": lang, "n_docs": n_docs, "total_len": total_len})
 
-    def _not_stored(self, cur: psycopg.Cursor, sentences: list[ParsedSentence]) -> list[ParsedSentence]:
-        """The batch's sentences that are not in the table (checked under the lock: another
-        ingest may have written some since they were parsed), one per (lang, sha)."""
-        by_lang: dict[str, dict[bytes, ParsedSentence]] = {}
-        for s in sentences:
-            by_lang.setdefault(s.lang, {}).setdefault(s.sha, s)
-        new = []
-        for lang, todo in by_lang.items():
-            stored = {bytes(r[0]) for r in cur.execute(SQL["existing_sentences"], {"lang": lang, "shas": list(todo)})}
-            new.extend(s for h, s in todo.items() if h not in stored)
-        return new
+    def _write_pairs(self, cur: psycopg.Cursor, pairs: list[PairRow], ids: dict[tuple[str, bytes], int]) -> int:
+        """Insert the batch's pairs by sentence id; returns how many were new."""
+        try:
+            a_ids = [ids[(self.a_lang, p.a_sha)] for p in pairs]
+            b_ids = [ids[(self.b_lang, p.b_sha)] for p in pairs]
+        except KeyError:
+            # Only possible if sentences were deleted while this ingest ran.
+            raise RuntimeError("a sentence of this batch vanished from the database during the ingest; "
+                               "rerun the ingest") from None
+        cur.execute(SQL["insert_pairs"], {"corpus_id": self.corpus_id, "run_id": self.run_id, "a_lang": self.a_lang,
+                                          "b_lang": self.b_lang, "a_ids": int_array(a_ids), "b_ids": int_array(b_ids),
+                                          "lines": int_array([p.line for p in pairs])})
+        return cur.fetchone()[0]
 
     def _resolve_terms(self, cur: psycopg.Cursor, new: list[ParsedSentence]) -> dict[tuple[int, str], int]:
         """term.id of every term of ``new``, inserting the terms the table does not have."""
@@ -214,9 +251,10 @@ class BatchWriter:
             defs = [(key, *self.labels[lang].sparsevec(key)) for key, lang in keys.items()]
             for reg in self.labels.values():
                 reg.flush(self.conn)  # labels first: a term's dimensions must be interpretable
-            cur.execute(SQL["insert_terms"], {"parser_id": pid, "keys": [d[0] for d in defs],
-                                              "exps": [d[1] for d in defs], "degrees": [d[2] for d in defs]})
-            for key, tid in cur.execute(SQL["term_ids"], {"parser_id": pid, "keys": list(keys)}):
+            cur.execute(SQL["insert_terms"], {"parser_id": pid, "keys": text_array([d[0] for d in defs]),
+                                              "exps": text_array([d[1] for d in defs]),
+                                              "degrees": int_array([d[2] for d in defs])})
+            for key, tid in cur.execute(SQL["term_ids"], {"parser_id": pid, "keys": text_array(list(keys))}):
                 ids[(pid, key)] = tid
         return ids
 
@@ -232,7 +270,7 @@ class BatchWriter:
                     if (s.lang, low) not in vocab:
                         missing.setdefault(s.lang, set()).add(low)
         for lang, tokens in missing.items():
-            toks = sorted(tokens)
+            toks = text_array(sorted(tokens))
             cur.execute(SQL["insert_vocab"], {"lang": lang, "tokens": toks})
             for tok, vid, bit in cur.execute(SQL["vocab_ids"], {"lang": lang, "tokens": toks}):
                 vocab[(lang, tok)] = (vid, bit)

@@ -1,4 +1,4 @@
-"""The writer's hand-written array literals read back as the lists they came from."""
+"""The writer's hand-written literals (arrays, COPY fields, signatures) read back as what they came from."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import psycopg
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ingest.writer import int_array, text_array
+from ingest.writer import bytea_array, copy_text, int_array, signature, text_array
 
 # Any text the readers can hand over (decoded UTF-8, so no lone surrogates; NUL rows are
 # rejected): quotes, backslashes, braces, commas, spaces, "NULL", empty strings, non-ASCII.
@@ -17,12 +17,37 @@ TOKENS = st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs",), b
 
 
 @settings(max_examples=300, deadline=None)
-@given(tokens=TOKENS, ints=st.lists(st.integers(-2**31, 2**31 - 1), max_size=8))
-def test_array_literals_round_trip(server_url, tokens, ints) -> None:
+@given(tokens=TOKENS, ints=st.lists(st.integers(-2**31, 2**31 - 1), max_size=8),
+       blobs=st.lists(st.binary(max_size=33), max_size=5))
+def test_array_literals_round_trip(server_url, tokens, ints, blobs) -> None:
     with psycopg.connect(server_url) as conn:
-        got_text, got_int = conn.execute("SELECT %s::text[], %s::int[]", (text_array(tokens), int_array(ints))).fetchone()
+        got_text, got_int, got_bytes = conn.execute(
+            "SELECT %s::text[], %s::int[], %s::bytea[]", (text_array(tokens), int_array(ints), bytea_array(blobs))).fetchone()
     assert got_text == tokens
     assert got_int == ints
+    assert got_bytes == blobs
+
+
+@settings(max_examples=100, deadline=None)
+@given(rows=st.lists(st.tuples(TOKENS.map(lambda t: "".join(t)), TOKENS), min_size=1, max_size=5))
+def test_copy_text_rows_round_trip(server_url, rows) -> None:
+    """Hand-built COPY rows (the writer's path): a text field and a text[] field."""
+    with psycopg.connect(server_url) as conn:
+        conn.execute("CREATE TEMP TABLE t (i int, s text, a text[])")
+        with conn.cursor().copy("COPY t (i, s, a) FROM STDIN") as cp:
+            cp.write("".join(f"{i}\t{copy_text(s)}\t{copy_text(text_array(a))}\n" for i, (s, a) in enumerate(rows)))
+        assert conn.execute("SELECT s, a FROM t ORDER BY i").fetchall() == rows
+
+
+@settings(max_examples=50, deadline=None)
+@given(token_ids=st.lists(st.integers(1, 2**31 - 1), min_size=1, max_size=30))
+def test_signature_matches_sql(template_url, token_ids) -> None:
+    """The client-side signature equals bit_or(bm25_token_bit(id)) computed by PostgreSQL."""
+    with psycopg.connect(template_url) as conn:
+        bits = [b for (b,) in conn.execute("SELECT hashint4(t) & 255 FROM unnest(%s::int[]) t", (token_ids,))]
+        same = conn.execute("SELECT %s::bit(256) = (SELECT bit_or(bm25_token_bit(t)) FROM unnest(%s::int[]) t)",
+                            (signature(bits), token_ids)).fetchone()[0]
+    assert same
 
 
 def test_array_literals_through_copy(db_url) -> None:

@@ -1,12 +1,8 @@
 -- Ingest: one transaction per batch, under the ingest lock. The writer (ingest/writer.py)
--- checks which sentences are already stored, resolves term and token ids, draws sentence
--- ids from the sequence and COPYs the rows straight into the tables; pairs go through a
--- staging table and ON CONFLICT DO NOTHING. Reruns and concurrent runs never duplicate.
-
--- name: create_stage_tables
-CREATE TEMP TABLE IF NOT EXISTS stage_pair (
-    line int, a_sha bytea, b_sha bytea
-) ON COMMIT DELETE ROWS;
+-- looks up which of the batch's sentences are already stored, resolves term and token
+-- ids, draws sentence ids from the sequence, COPYs the rows straight into the tables and
+-- inserts the pairs by id with ON CONFLICT DO NOTHING. Reruns and concurrent runs never
+-- duplicate. Array parameters arrive as array literals (text), cast here.
 
 -- name: lock_writes
 -- Concurrent ingests parse in parallel but write one batch at a time: what a batch
@@ -15,7 +11,10 @@ CREATE TEMP TABLE IF NOT EXISTS stage_pair (
 SELECT pg_advisory_xact_lock(4242001);
 
 -- name: existing_sentences
-SELECT text_sha FROM sentence WHERE lang = %(lang)s AND text_sha = ANY(%(shas)s);
+SELECT text_sha FROM sentence WHERE lang = %(lang)s AND text_sha = ANY(%(shas)s::bytea[]);
+
+-- name: stored_sentences
+SELECT text_sha, id FROM sentence WHERE lang = %(lang)s AND text_sha = ANY(%(shas)s::bytea[]);
 
 -- name: next_sentence_ids
 SELECT nextval(pg_get_serial_sequence('sentence', 'id')) FROM generate_series(1, %(n)s);
@@ -30,6 +29,7 @@ COPY sentence_term (sentence_id, term_id, mult) FROM STDIN;
 -- name: copy_bm25_docs
 -- The forward-index row of each new eligible sentence: its distinct lowercased tokens
 -- with their tf, sorted by token id, and its token signature (see migration 0004).
+-- Signatures arrive in bit(256)'s hex input form ('x' and 64 hex digits).
 COPY bm25_doc (sentence_id, dl, token_ids, tfs, sig) FROM STDIN;
 
 -- name: copy_postings
@@ -65,14 +65,13 @@ ON CONFLICT (lang) DO UPDATE
 SET n_docs = b.n_docs + excluded.n_docs, total_len = b.total_len + excluded.total_len;
 
 -- name: insert_pairs
--- a_* is the side whose language code sorts first (see the pair table).
+-- a_* is the side whose language code sorts first (see the pair table). Pair ids follow
+-- the input's line order (ties in selection go to the lower pair id).
 WITH ins AS (
     INSERT INTO pair (corpus_id, a_lang, b_lang, a_id, b_id, run_id, line)
-    SELECT %(corpus_id)s, %(a_lang)s, %(b_lang)s, sa.id, sb.id, %(run_id)s, sp.line
-    FROM stage_pair sp
-    JOIN sentence sa ON sa.lang = %(a_lang)s AND sa.text_sha = sp.a_sha
-    JOIN sentence sb ON sb.lang = %(b_lang)s AND sb.text_sha = sp.b_sha
-    ORDER BY sp.line
+    SELECT %(corpus_id)s, %(a_lang)s, %(b_lang)s, u.a_id, u.b_id, %(run_id)s, u.line
+    FROM unnest(%(a_ids)s::bigint[], %(b_ids)s::bigint[], %(lines)s::int[]) AS u(a_id, b_id, line)
+    ORDER BY u.line
     ON CONFLICT (a_id, b_id) DO NOTHING
     RETURNING 1
 )
