@@ -166,3 +166,32 @@ def test_failed_write_with_workers_fails_fast_and_keeps_whole_batches(db_url, tm
     assert (again.inserted, again.duplicates) == (90, 10)
     assert stored_pairs(db_url) == Counter(pairs[:100])
     assert_consistent(db_url)
+
+
+WORKER_PROBE = """
+import json, os, sys
+import ingest.pipeline as P
+from ingest.analysis import choose_parser, load_pipeline
+
+def probe(_):
+    info = load_pipeline.cache_info()
+    return info.hits, info.misses, sorted(P._ANALYZERS), "torch" in sys.modules and sys.modules["torch"] is not None
+
+if __name__ == "__main__":
+    pipelines = {lang: choose_parser(lang).name for lang in ("fr", "en")}
+    with P.worker_pool(2, pipelines) as pool:
+        print(json.dumps(pool.map(probe, range(2), chunksize=1)))
+    print(P.PRELOAD_ENV in os.environ, "spacy" in sys.modules)
+"""
+
+
+def test_workers_are_forked_with_the_pipelines_loaded(tmp_path):
+    """The fork server loads the pipelines once; each worker's own load is a cache hit
+    (two pipelines: two hits, and the two misses are the fork server's)."""
+    script = tmp_path / "probe.py"
+    script.write_text(WORKER_PROBE)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    workers, main = out.stdout.strip().splitlines()
+    assert json.loads(workers) == [[2, 2, ["en", "fr"], False]] * 2
+    assert main == "False False"  # nothing leaks into, or gets loaded in, the main process
