@@ -12,6 +12,8 @@ import time
 from collections import Counter
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from conftest import scoi_env
 from fixtures_ingest import (
     assert_consistent,
@@ -195,3 +197,13 @@ def test_workers_are_forked_with_the_pipelines_loaded(tmp_path):
     workers, main = out.stdout.strip().splitlines()
     assert json.loads(workers) == [[2, 2, ["en", "fr"], False]] * 2
     assert main == "False False"  # nothing leaks into, or gets loaded in, the main process
+
+
+@given(n=st.integers(1, 60), parts=st.integers(1, 6))
+def test_a_batch_splits_into_near_equal_consecutive_tasks(n, parts):
+    from ingest.pipeline import _split
+
+    batch = list(range(n))
+    pieces = _split(batch, parts)
+    assert [x for p in pieces for x in p] == batch
+    assert len(pieces) == min(n, parts) and max(map(len, pieces)) - min(map(len, pieces)) <= 1

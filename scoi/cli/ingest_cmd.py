@@ -20,7 +20,8 @@ def ingest(
     workers: int = typer.Option(1, "--workers", min=0, help="Parser processes (0 = parse in this process)."),
     parser: list[str] = typer.Option([], "--parser", help="Override a language's spaCy pipeline: fr=fr_core_news_md."),
     skip_bad: bool = typer.Option(False, "--skip-bad", help="Skip and list bad rows instead of stopping."),
-    batch_size: int = typer.Option(512, "--batch-size", min=1, help="Pairs per transaction."),
+    batch_size: int | None = typer.Option(None, "--batch-size", min=1,
+                                          help="Pairs per transaction, parsed as 4 tasks (default: 2048)."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: one JSON summary object."),
 ) -> None:
     """Load a parallel corpus: pairs, Moses tokens, polynomial terms and the BM25 index.
@@ -38,7 +39,9 @@ def ingest(
     except ValueError as e:
         fail(str(e))
     opts = IngestOptions(files=files, src=src, tgt=tgt, corpus=corpus, fmt=fmt, workers=workers,
-                         skip_bad=skip_bad, batch_size=batch_size, parsers=overrides)
+                         skip_bad=skip_bad, parsers=overrides)
+    if batch_size:
+        opts.batch_size = batch_size
     url = database_url()
     show_bar = not json_out and sys.stdout.isatty()
     try:
