@@ -157,6 +157,17 @@ def integrity_problems(db_url: str) -> dict[str, int]:
     checks = {
         "duplicate pairs": "SELECT count(*) - count(DISTINCT (a_id, b_id)) FROM pair",
         "duplicate sentences": "SELECT count(*) - count(DISTINCT (lang, text)) FROM sentence",
+        # References that ingest keeps without foreign-key triggers (migration 0005).
+        "pairs whose sentences are missing or in another language": """
+            SELECT count(*) FROM pair p
+            WHERE NOT EXISTS (SELECT 1 FROM sentence s WHERE s.id = p.a_id AND s.lang = p.a_lang)
+               OR NOT EXISTS (SELECT 1 FROM sentence s WHERE s.id = p.b_id AND s.lang = p.b_lang)""",
+        "pairs without their ingest run": """
+            SELECT count(*) FROM pair p WHERE NOT EXISTS (
+                SELECT 1 FROM ingest_run r WHERE r.id = p.run_id AND r.corpus_id = p.corpus_id)""",
+        "sentences without a parser of their language": """
+            SELECT count(*) FROM sentence s
+            WHERE NOT EXISTS (SELECT 1 FROM parser p WHERE p.id = s.parser_id AND p.lang = s.lang)""",
         "sentences whose term multiplicities do not sum to n_tokens + 1": """
             SELECT count(*) FROM sentence s
             WHERE coalesce((SELECT sum(mult) FROM sentence_term st WHERE st.sentence_id = s.id), 0)

@@ -25,16 +25,20 @@ def test_vector_extension_and_l1_operator(db_url):
     assert d == 3
 
 
-def test_vocab_pages_keep_room_for_hot_df_updates(db_url):
-    """0005: ingest updates vocab.df every batch; with free space in the pages those are
-    HOT updates (no index entries), and the setting goes away on downgrade."""
-    def options():
+def test_bulk_write_settings_up_and_down(db_url):
+    """0005: vocab pages keep room for HOT df updates; pair and sentence lose their per-row
+    foreign-key triggers (except pair -> corpus); downgrade restores both."""
+    def state():
         with psycopg.connect(db_url) as conn:
-            return conn.execute("SELECT reloptions FROM pg_class WHERE relname = 'vocab'").fetchone()[0]
+            options = conn.execute("SELECT reloptions FROM pg_class WHERE relname = 'vocab'").fetchone()[0]
+            fks = conn.execute("SELECT conname FROM pg_constraint WHERE contype = 'f' "
+                               "AND conrelid IN ('pair'::regclass, 'sentence'::regclass) ORDER BY 1").fetchall()
+        return options, [name for (name,) in fks]
 
-    assert options() == ["fillfactor=50"]
+    assert state() == (["fillfactor=50"], ["pair_corpus_id_fkey"])
     engine = get_engine(db_url)
     downgrade(engine, "0004")
-    assert options() is None
+    assert state() == (None, ["pair_a_id_fkey", "pair_b_id_fkey", "pair_corpus_id_fkey", "pair_run_id_fkey",
+                              "sentence_parser_id_fkey"])
     upgrade(engine)
-    assert options() == ["fillfactor=50"]
+    assert state() == (["fillfactor=50"], ["pair_corpus_id_fkey"])
