@@ -3,9 +3,11 @@
 Flow (data only moves forward):
   1. a validation pass over the whole input (cheap, no parsing): bad rows stop the run
      before anything is written, or with ``skip_bad`` are listed and skipped;
-  2. batches of pairs; sentences already in the database are not parsed again;
-  3. worker processes parse (``nlp.pipe``) while the main process writes the previous
-     batch with COPY, one transaction per batch.
+  2. batches of pairs (one transaction each), cut into parse tasks; sentences already in
+     the database are not parsed again;
+  3. worker processes, forked from a fork server that loaded the spaCy pipelines once,
+     parse the tasks (Moses, then ``nlp.pipe``) while the main process writes the
+     previous batch with COPY.
 """
 
 from __future__ import annotations
