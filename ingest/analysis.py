@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import json
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -134,14 +135,36 @@ def parser_labels(name: str) -> list[str]:
     return [ROOT] + sorted(lb for lb in labels if lb != ROOT)
 
 
+class PunctNormalizer:
+    """sacremoses' ``MosesPunctNormalizer`` (default options) with its patterns compiled once.
+
+    sacremoses runs ``re.sub(pattern_string, ...)`` for each of its ~45 substitutions, a
+    pattern-cache lookup every time: 32 us per sentence here against 19 us for the same
+    substitutions, in the same order, precompiled (identical output on all 86k sentences
+    of ../shared/data; tests/test_ingest_terms.py checks it on arbitrary text).
+    """
+
+    def __init__(self, lang: str) -> None:
+        from sacremoses import MosesPunctNormalizer
+
+        moses = MosesPunctNormalizer(lang=lang)
+        assert not moses.pre_replace_unicode_punct and not moses.post_remove_control_chars
+        self.substitutions = [(re.compile(pattern), repl) for pattern, repl in moses.substitutions]
+
+    def normalize(self, text: str) -> str:
+        for pattern, repl in self.substitutions:
+            text = pattern.sub(repl, text)
+        return text.strip()
+
+
 class Analyzer:
     """Moses tokeniser + spaCy parser for one language. Build one per process."""
 
     def __init__(self, lang: str, pipeline: str, batch_size: int = 256) -> None:
-        from sacremoses import MosesPunctNormalizer, MosesTokenizer
+        from sacremoses import MosesTokenizer
 
         self.lang = lang
-        self.normalizer = MosesPunctNormalizer(lang=lang)
+        self.normalizer = PunctNormalizer(lang)
         self.tokenizer = MosesTokenizer(lang=lang)
         self.nlp = load_pipeline(pipeline)
         self.batch_size = batch_size

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scoi.core.polynomial import ROOT, parse_key, term_key, tree_terms
 
@@ -90,3 +92,18 @@ def test_real_english_parser_gives_the_worked_example():
     (a,) = analyzer.analyze(["Cats sleep."])
     assert a.tokens == ["Cats", "sleep", "."]
     assert Counter(a.terms) == CATS_SLEEP[3]
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60)
+       | st.lists(st.sampled_from(["«", "»", "\u00a0", "’", "‘", "“", "”", "„", '"', "'", ",", ".", " ", "  ", "–",
+                                   "—", "…", "%", "1", "2,5", "l'", "M.", "(", ")", "\t", "a", "É"]),
+                  max_size=20).map("".join))
+def test_precompiled_punct_normalizer_equals_sacremoses(text):
+    """ingest's normaliser is sacremoses' own substitutions, compiled once: same output."""
+    from sacremoses import MosesPunctNormalizer
+
+    from ingest.analysis import PunctNormalizer
+
+    for lang in ("fr", "en", "de"):
+        assert PunctNormalizer(lang).normalize(text) == MosesPunctNormalizer(lang=lang).normalize(text)
