@@ -2,7 +2,7 @@
 
 Prints, in one run on the same sentences: raw ``nlp.pipe`` throughput (tok2vec+parser,
 one process, same batch size), full ingest throughput into a fresh database with one
-worker and with two, and the ratios; every run is repeated (``--rounds``, default 2) in
+worker and with two, and the ratios; every run is repeated (``--rounds``, default 3) in
 alternation and medians are reported. Usage:
 
     python benchmarks/bench_ingest.py [--limit N] [--rounds R]
@@ -70,7 +70,7 @@ def ingest_once(tsv: str, url: str, workers: int) -> tuple[float, int]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--limit", type=int, default=0, help="use only the first N pairs")
-    ap.add_argument("--rounds", type=int, default=2, help="repeat every run this many times (medians reported)")
+    ap.add_argument("--rounds", type=int, default=3, help="repeat every run this many times (medians reported)")
     args = ap.parse_args()
     if not available():
         sys.exit("../shared/data is not there; this benchmark needs it")
