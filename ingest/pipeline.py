@@ -29,6 +29,7 @@ import psycopg
 from ingest.analysis import Analysis, Analyzer, ParserChoice, choose_parser, needs_torch, parser_labels
 from ingest.readers import InputError, Record, detect_format, read_records
 from ingest.writer import SQL, BatchWriter, LabelRegistry, PairRow, ParsedSentence, bytea_array, sha
+from scoi.config import environment
 
 # A batch is what one transaction writes: 2,048 pairs by default. Measured on the same
 # 16k parsed pairs, writing them 2,048 at a time took 15-20% less CPU than 512 at a time
@@ -103,19 +104,12 @@ SINGLE_THREAD_ENV = {name: "1" for name in (
     "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")}
 
 
-@contextlib.contextmanager
-def single_threaded_children() -> Iterator[None]:
+def single_threaded_children() -> contextlib.AbstractContextManager[None]:
     """Processes started inside this block get one BLAS thread each (read at their start).
 
     The user's own setting wins: a variable already set is left alone.
     """
-    added = {k: v for k, v in SINGLE_THREAD_ENV.items() if k not in os.environ}
-    os.environ.update(added)
-    try:
-        yield
-    finally:
-        for k in added:
-            os.environ.pop(k, None)
+    return environment(SINGLE_THREAD_ENV, keep_set=True)
 
 
 def _init_worker(pipelines: dict[str, str], without_torch: bool) -> None:
@@ -128,21 +122,11 @@ def _init_worker(pipelines: dict[str, str], without_torch: bool) -> None:
         _ANALYZERS[lang] = Analyzer(lang, name)
 
 
-@contextlib.contextmanager
-def _preloading(pipelines: dict[str, str], without_torch: bool) -> Iterator[None]:
+def _preloading(pipelines: dict[str, str], without_torch: bool) -> contextlib.AbstractContextManager[None]:
     """Environment for the fork server, if this block starts it: the pipelines to load
     once for all workers (ingest/preload.py)."""
-    added = {PRELOAD_ENV: ",".join(sorted(set(pipelines.values()))), WITHOUT_TORCH_ENV: "1" if without_torch else "0"}
-    saved = {k: os.environ.get(k) for k in added}
-    os.environ.update(added)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    return environment({PRELOAD_ENV: ",".join(sorted(set(pipelines.values()))),
+                        WITHOUT_TORCH_ENV: "1" if without_torch else "0"})
 
 
 _fork_server_without_torch: bool | None = None  # how this process started its fork server

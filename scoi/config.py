@@ -6,7 +6,9 @@ tests, workers) resolves the database and the parsers the same way.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 ENV_DATABASE_URL = "SCOI_DATABASE_URL"
@@ -47,3 +49,24 @@ def parse_parser_overrides(items: list[str] | tuple[str, ...]) -> dict[str, str]
             raise ValueError(f"parser override {item!r}: expected LANG=PIPELINE, e.g. fr=fr_core_news_md")
         out[lang.strip()] = name.strip()
     return out
+
+
+@contextlib.contextmanager
+def environment(values: dict[str, str], *, keep_set: bool = False) -> Iterator[None]:
+    """Set environment variables for the duration of a block, then restore them.
+
+    For settings read by processes started (or libraries imported) inside the block.
+    ``keep_set``: a variable the user already set is left alone.
+    """
+    if keep_set:
+        values = {k: v for k, v in values.items() if k not in os.environ}
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

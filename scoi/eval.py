@@ -10,7 +10,6 @@ per job (method), one column per metric, like the SPEC §8 figures.
 
 from __future__ import annotations
 
-import os
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any, Iterator, Sequence
 
 import psycopg
 
+from scoi.config import environment
 from scoi.db.queries import load
 from scoi.jobs.store import Job
 
@@ -59,10 +59,6 @@ def sacrebleu_scores(hypotheses: Sequence[str], references: Sequence[str], tgt_l
 @contextmanager
 def _offline() -> Iterator[None]:
     """Hugging Face libraries in offline mode: a missing file fails at once, no download."""
-    keys = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
-    saved = {k: os.environ.get(k) for k in keys}
-    for k in keys:
-        os.environ[k] = "1"
     patched = None
     try:  # huggingface_hub reads HF_HUB_OFFLINE at import: patch it if already imported
         import huggingface_hub.constants as hc
@@ -71,13 +67,9 @@ def _offline() -> Iterator[None]:
     except Exception:  # noqa: BLE001 - not installed: nothing to patch
         hc = None
     try:
-        yield
+        with environment({k: "1" for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")}):
+            yield
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
         if hc is not None and patched is not None:
             hc.HF_HUB_OFFLINE = patched
 
