@@ -335,8 +335,8 @@ def _run_batches(opts: IngestOptions, fmt: str, src: str, tgt: str, url: str, wr
     try:
         if opts.workers <= 0:  # in-process, for debugging and tiny inputs
             _init_worker(pipelines, without_torch=False)
-            for no, batch_done, texts in tasks():
-                handle(*_analyze_task((no, batch_done, texts)))
+            for task in tasks():
+                handle(*_analyze_task(task))
             return
         with worker_pool(opts.workers, pipelines) as pool:
             try:
@@ -364,6 +364,6 @@ def _split(batch: list[Record], parts: int) -> list[list[Record]]:
 
 
 def _existing(conn: psycopg.Connection, lang: str, shas: list[bytes]) -> set[bytes]:
-    rows = conn.execute(SQL["existing_sentences"], {"lang": lang, "shas": bytea_array(shas)}).fetchall()
+    rows = conn.execute(SQL["stored_sentences"], {"lang": lang, "shas": bytea_array(shas)}).fetchall()
     conn.commit()
     return {bytes(r[0]) for r in rows}

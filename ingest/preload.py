@@ -25,7 +25,8 @@ def _preload() -> None:
         return
     if os.environ.get(WITHOUT_TORCH_ENV) == "1":
         # thinc imports torch, when installed, only to offer torch-based layers (about
-        # 1.2 s per process here); workers that need it undo this (pipeline._init_worker).
+        # 1.2 s per process here). A later ingest in this process whose pipelines need
+        # torch gets spawned workers instead (pipeline.worker_pool).
         sys.modules.setdefault("torch", None)  # type: ignore[arg-type]
     from ingest.analysis import load_pipeline
 

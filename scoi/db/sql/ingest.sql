@@ -10,10 +10,8 @@
 -- df counters and unique keys are free of deadlocks. Released at commit.
 SELECT pg_advisory_xact_lock(4242001);
 
--- name: existing_sentences
-SELECT text_sha FROM sentence WHERE lang = %(lang)s AND text_sha = ANY(%(shas)s::bytea[]);
-
 -- name: stored_sentences
+-- Which of these sentences are stored already, and their ids.
 SELECT text_sha, id FROM sentence WHERE lang = %(lang)s AND text_sha = ANY(%(shas)s::bytea[]);
 
 -- name: next_sentence_ids
