@@ -107,3 +107,19 @@ def test_precompiled_punct_normalizer_equals_sacremoses(text):
 
     for lang in ("fr", "en", "de"):
         assert PunctNormalizer(lang).normalize(text) == MosesPunctNormalizer(lang=lang).normalize(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(words=st.lists(st.sampled_from(["M.", "Mr.", "No.", "art.", "p.", "etc.", "U.S.", "a.b.", "1.", "5", "12",
+                                       "word.", "Word.", "é.", "É", "x", "le", "Le", ".", "..", "...", "l'", "'s",
+                                       "(", ")", ",", "«", "»", "?", "n°", "Nr.", "S.", "z.B.", "a.m.", "A"])
+                      | st.text(alphabet="aZé.1 ", min_size=1, max_size=6), max_size=15))
+def test_moses_tokenizer_equals_sacremoses(words):
+    """ingest's Moses tokeniser (cheaper non-breaking-prefix step) gives sacremoses' tokens."""
+    from sacremoses import MosesTokenizer
+
+    from ingest.analysis import moses_tokenizer
+
+    text = " ".join(words)
+    for lang in ("fr", "en", "de"):
+        assert moses_tokenizer(lang).tokenize(text, escape=False) == MosesTokenizer(lang=lang).tokenize(text, escape=False)
