@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 
 import psycopg
 
-from ingest.analysis import Analysis, Analyzer, ParserChoice, choose_parser, needs_torch, parser_labels
+from ingest.analysis import Analysis, Analyzer, ParserChoice, analyzer, choose_parser, needs_torch, parser_labels
 from ingest.readers import InputError, Record, detect_format, read_records
 from ingest.writer import SQL, BatchWriter, LabelRegistry, PairRow, ParsedSentence, bytea_array, sha
 from scoi.config import environment
@@ -38,7 +38,7 @@ from scoi.config import environment
 DEFAULT_BATCH = 2048
 TASKS_PER_BATCH = 4
 # Read by the fork server the parse workers are forked from (ingest/preload.py).
-PRELOAD_ENV = "SCOI_PRELOAD_PIPELINES"  # comma-separated pipeline package names
+PRELOAD_ENV = "SCOI_PRELOAD_PIPELINES"  # comma-separated lang=pipeline, e.g. "en=en_core_web_sm,fr=..."
 WITHOUT_TORCH_ENV = "SCOI_PRELOAD_WITHOUT_TORCH"  # "1": no pipeline needs torch, skip its import
 
 
@@ -119,13 +119,13 @@ def _init_worker(pipelines: dict[str, str], without_torch: bool) -> None:
         # worker's start by about 1.2 s of the 4 s it takes (measured here).
         sys.modules.setdefault("torch", None)  # type: ignore[arg-type]
     for lang, name in pipelines.items():
-        _ANALYZERS[lang] = Analyzer(lang, name)
+        _ANALYZERS[lang] = analyzer(lang, name)
 
 
 def _preloading(pipelines: dict[str, str], without_torch: bool) -> contextlib.AbstractContextManager[None]:
-    """Environment for the fork server, if this block starts it: the pipelines to load
-    once for all workers (ingest/preload.py)."""
-    return environment({PRELOAD_ENV: ",".join(sorted(set(pipelines.values()))),
+    """Environment for the fork server, if this block starts it: the analysers (pipelines,
+    Moses) to build once for all workers (ingest/preload.py)."""
+    return environment({PRELOAD_ENV: ",".join(f"{lang}={name}" for lang, name in sorted(pipelines.items())),
                         WITHOUT_TORCH_ENV: "1" if without_torch else "0"})
 
 
@@ -287,7 +287,7 @@ def _run_batches(opts: IngestOptions, fmt: str, src: str, tgt: str, url: str, wr
         """(task no, last task of its batch?, texts to parse per language)."""
         records = read_records(opts.files, fmt, src_lang=src, tgt_lang=tgt)
         no = 0
-        for batch in _batches(records, opts.batch_size):
+        for batch, last in _with_last(_batches(records, opts.batch_size)):
             parts = _split(batch, TASKS_PER_BATCH)
             for i, part in enumerate(parts):
                 while not in_flight.acquire(timeout=0.1):
@@ -299,7 +299,9 @@ def _run_batches(opts: IngestOptions, fmt: str, src: str, tgt: str, url: str, wr
                     have = _existing(lookup, lang, list(uniq))
                     todo[lang] = [(t, h) for h, t in uniq.items() if h not in have]
                 pending[no] = (part, todo)
-                yield no, i == len(parts) - 1, {lang: [t for t, _ in items] for lang, items in todo.items()}
+                # The last batch is written task by task: nothing is left to parse while
+                # it is written, so a short last write is a shorter run.
+                yield no, last or i == len(parts) - 1, {lang: [t for t, _ in items] for lang, items in todo.items()}
                 no += 1
 
     def handle(no: int, batch_done: bool, analyses: dict[str, list[Analysis]], seconds: float) -> None:
@@ -349,6 +351,14 @@ def _run_batches(opts: IngestOptions, fmt: str, src: str, tgt: str, url: str, wr
                 raise
     finally:
         lookup.close()
+
+
+def _with_last(items: Iterator[list[Record]]) -> Iterator[tuple[list[Record], bool]]:
+    """(item, is it the last one?), looking one item ahead."""
+    ahead = next(items, None)
+    while ahead is not None:
+        item, ahead = ahead, next(items, None)
+        yield item, ahead is None
 
 
 def _split(batch: list[Record], parts: int) -> list[list[Record]]:

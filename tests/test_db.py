@@ -25,6 +25,25 @@ def test_vector_extension_and_l1_operator(db_url):
     assert d == 3
 
 
+def test_array_columns_without_statistics_up_and_down(db_url):
+    """0006: ANALYZE skips the array columns no query filters on; downgrade restores the default."""
+    def targets():
+        with psycopg.connect(db_url) as conn:
+            return dict(conn.execute(
+                "SELECT attrelid::regclass::text || '.' || attname, attstattarget FROM pg_attribute "
+                "WHERE attrelid IN ('sentence'::regclass, 'bm25_doc'::regclass) AND attnum > 0 "
+                "AND NOT attisdropped AND atttypid::regtype::text LIKE '%[]'").fetchall())
+
+    skipped = {"sentence.tokens": 0, "sentence.term_keys": 0, "sentence.term_mults": 0,
+               "bm25_doc.token_ids": 0, "bm25_doc.tfs": 0}
+    assert targets() == skipped
+    engine = get_engine(db_url)
+    downgrade(engine, "0005")
+    assert set(targets().values()) <= {-1, None}  # the default (NULL from PostgreSQL 17 on)
+    upgrade(engine)
+    assert targets() == skipped
+
+
 def test_bulk_write_settings_up_and_down(db_url):
     """0005: vocab pages keep room for HOT df updates; pair and sentence lose their per-row
     foreign-key triggers (except pair -> corpus); downgrade restores both."""

@@ -173,10 +173,10 @@ def test_failed_write_with_workers_fails_fast_and_keeps_whole_batches(db_url, tm
 WORKER_PROBE = """
 import json, os, sys
 import ingest.pipeline as P
-from ingest.analysis import choose_parser, load_pipeline
+from ingest.analysis import analyzer, choose_parser
 
 def probe(_):
-    info = load_pipeline.cache_info()
+    info = analyzer.cache_info()
     return info.hits, info.misses, sorted(P._ANALYZERS), "torch" in sys.modules and sys.modules["torch"] is not None
 
 if __name__ == "__main__":
@@ -188,8 +188,8 @@ if __name__ == "__main__":
 
 
 def test_workers_are_forked_with_the_pipelines_loaded(tmp_path):
-    """The fork server loads the pipelines once; each worker's own load is a cache hit
-    (two pipelines: two hits, and the two misses are the fork server's)."""
+    """The fork server builds the analysers (pipelines + Moses) once; each worker's own
+    request is a cache hit (two languages: two hits, and the two misses are the fork server's)."""
     script = tmp_path / "probe.py"
     script.write_text(WORKER_PROBE)
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
@@ -207,3 +207,29 @@ def test_a_batch_splits_into_near_equal_consecutive_tasks(n, parts):
     pieces = _split(batch, parts)
     assert [x for p in pieces for x in p] == batch
     assert len(pieces) == min(n, parts) and max(map(len, pieces)) - min(map(len, pieces)) <= 1
+
+
+@given(n=st.integers(0, 6))
+def test_with_last_flags_only_the_last_item(n):
+    from ingest.pipeline import _with_last
+
+    assert list(_with_last(iter([[i] for i in range(n)]))) == [([i], i == n - 1) for i in range(n)]
+
+
+def test_last_batch_is_written_task_by_task(db_url, tmp_path, pairs, monkeypatch):
+    """Batches are one transaction each, except the last, written as each of its tasks is
+    parsed (so a run does not end waiting for one big write); the result is the same."""
+    from ingest.writer import BatchWriter
+
+    real_write, sizes = BatchWriter.write, []
+
+    def counting_write(self, sentences, pair_rows, **kwargs):
+        sizes.append(len(pair_rows))
+        return real_write(self, sentences, pair_rows, **kwargs)
+
+    monkeypatch.setattr(BatchWriter, "write", counting_write)
+    path = write_tsv(tmp_path / "f.tsv", pairs[:50])
+    summary = ingest_inprocess(db_url, [path], workers=0, batch_size=20)
+    assert sizes == [20, 20, 3, 3, 2, 2]  # the last 10 pairs: 4 tasks
+    assert summary.inserted == 50 and stored_pairs(db_url) == Counter(pairs[:50])
+    assert_consistent(db_url)
