@@ -13,6 +13,7 @@ Flow (data only moves forward):
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import multiprocessing as mp
 import multiprocessing.pool
@@ -340,9 +341,19 @@ def _run_batches(opts: IngestOptions, fmt: str, src: str, tgt: str, url: str, wr
             for task in tasks():
                 handle(*_analyze_task(task))
             return
+        # Tasks whose sentences are all stored already (a rerun, the known head of a grown
+        # file) are written here; worker processes start at the first one with something to
+        # parse, so a rerun that parses nothing does not pay their 3-4 s start.
+        pending_tasks = tasks()
+        for first in pending_tasks:
+            if any(first[2].values()):
+                break
+            handle(first[0], first[1], {lang: [] for lang in first[2]}, 0.0)
+        else:
+            return
         with worker_pool(opts.workers, pipelines) as pool:
             try:
-                for result in pool.imap(_analyze_task, tasks(), chunksize=1):
+                for result in pool.imap(_analyze_task, itertools.chain([first], pending_tasks), chunksize=1):
                     handle(*result)
             except BaseException:
                 # The pool's terminate() joins the thread feeding it tasks: unblock that thread

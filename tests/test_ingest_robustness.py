@@ -233,3 +233,26 @@ def test_last_batch_is_written_task_by_task(db_url, tmp_path, pairs, monkeypatch
     assert sizes == [20, 20, 3, 3, 2, 2]  # the last 10 pairs: 4 tasks
     assert summary.inserted == 50 and stored_pairs(db_url) == Counter(pairs[:50])
     assert_consistent(db_url)
+
+
+def test_rerun_with_nothing_to_parse_starts_no_workers(db_url, tmp_path, pairs, monkeypatch):
+    """A rerun of a stored file writes its (duplicate) pairs without starting parse workers;
+    a grown file starts them at the first task with new sentences."""
+    import ingest.pipeline as P
+
+    path = write_tsv(tmp_path / "f.tsv", pairs[:40])
+    assert ingest_inprocess(db_url, [path], workers=0, batch_size=20).inserted == 40
+
+    def no_pool(*args, **kwargs):
+        raise AssertionError("worker processes started although nothing needs parsing")
+
+    with monkeypatch.context() as m:
+        m.setattr(P, "worker_pool", no_pool)
+        again = ingest_inprocess(db_url, [path], workers=2, batch_size=20)
+    assert (again.inserted, again.duplicates, again.parsed_sentences) == (0, 40, 0)
+
+    grown = write_tsv(tmp_path / "g.tsv", pairs[:60])
+    more = ingest_inprocess(db_url, [grown], workers=1, batch_size=20)
+    assert (more.inserted, more.duplicates) == (20, 40)
+    assert stored_pairs(db_url) == Counter(pairs[:60])
+    assert_consistent(db_url)
