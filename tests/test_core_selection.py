@@ -15,6 +15,7 @@ from scoi.core.coverage import (
     COV_TOL,
     argmax_first,
     improves,
+    l1_matrix,
     poly_distance,
     syn_set_cov,
     term_similarity,
@@ -246,3 +247,26 @@ def test_coverage_functions_match_reference(problem, similarity) -> None:
         assert word_set_cov(tokens, toks, overlap) == ref.word_set_cov(tokens, toks, overlap)
     for t in terms:
         assert poly_distance(query, t) == ref.poly_distance(query, t)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    dims=st.integers(1, 8),
+    a_rows=st.integers(0, 6),
+    b_rows=st.integers(0, 6),
+    low=st.sampled_from([0, 0, -3]),  # negative entries (not term vectors) take the other path
+    high=st.integers(1, 9),
+    data=st.data(),
+)
+def test_l1_matrix_is_the_literal_l1(dims, a_rows, b_rows, low, high, data) -> None:
+    """The unary-code matrix product equals Σ_l |s_l - t_l| for every pair of rows."""
+    ints = st.integers(low, high)
+    a = np.array(data.draw(st.lists(st.lists(ints, min_size=dims, max_size=dims), min_size=a_rows, max_size=a_rows)),
+                 dtype=np.int64).reshape(a_rows, dims)
+    b = np.array(data.draw(st.lists(st.lists(ints, min_size=dims, max_size=dims), min_size=b_rows, max_size=b_rows)),
+                 dtype=np.int64).reshape(b_rows, dims)
+    got = l1_matrix(a, b)
+    assert got.shape == (a_rows, b_rows) and got.dtype == np.int64
+    for i in range(a_rows):
+        for j in range(b_rows):
+            assert got[i, j] == sum(abs(int(x) - int(y)) for x, y in zip(a[i], b[j]))
