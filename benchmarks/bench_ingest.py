@@ -26,7 +26,7 @@ from shared_data import available, corpus_pairs  # noqa: E402
 
 def _pipe(job: tuple[dict[str, list[str]], dict[str, str]]) -> tuple[int, float]:
     """Sentences parsed and seconds spent by plain ``nlp.pipe`` (tok2vec+parser) in this process."""
-    from ingest.analysis import load_pipeline
+    from scoi.analysis import load_pipeline
 
     texts_by_lang, pipelines = job
     n, seconds = 0, 0.0
@@ -75,7 +75,7 @@ def main() -> None:
     args = ap.parse_args()
     if not available():
         sys.exit("../shared/data is not there; this benchmark needs it")
-    from ingest.analysis import choose_parser
+    from scoi.analysis import choose_parser
     from scoi.db.engine import create_database, drop_database, get_engine, resolve_database
 
     pairs = [(f.strip(), e.strip()) for f, e in corpus_pairs() if f.strip() and e.strip()]

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 
 import psycopg
 
-from ingest.analysis import Analysis, Analyzer, ParserChoice, analyzer, choose_parser, needs_torch, parser_labels
+from scoi.analysis import Analysis, Analyzer, ParserChoice, analyzer, choose_parser, needs_torch, parser_labels
 from ingest.readers import InputError, Record, detect_format, read_records
 from ingest.writer import SQL, BatchWriter, LabelRegistry, PairRow, ParsedSentence, bytea_array, sha
 from scoi.config import environment

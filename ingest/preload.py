@@ -29,7 +29,7 @@ def _preload() -> None:
         # 1.2 s per process here). A later ingest in this process whose pipelines need
         # torch gets spawned workers instead (pipeline.worker_pool).
         sys.modules.setdefault("torch", None)  # type: ignore[arg-type]
-    from ingest.analysis import analyzer
+    from scoi.analysis import analyzer
 
     for lang, name in wanted:
         try:

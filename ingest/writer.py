@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import psycopg
 
-from ingest.analysis import MAX_EXAMPLE_TOKENS, Analysis
+from scoi.analysis import MAX_EXAMPLE_TOKENS, Analysis
 from scoi.core.polynomial import LabelSpace, parse_key
 from scoi.db.queries import load
 

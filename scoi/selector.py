@@ -150,7 +150,7 @@ class Selector:
     @property
     def analyzer(self):
         if self._analyzer is None:
-            from ingest.analysis import Analyzer, choose_parser
+            from scoi.analysis import Analyzer, choose_parser
 
             choice = choose_parser(self.src, self._parser_override)
             self._analyzer = Analyzer(self.src, choice.name)

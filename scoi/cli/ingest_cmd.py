@@ -28,7 +28,7 @@ def ingest(
 
     Safe to rerun (already-stored pairs are skipped) and to run concurrently.
     """
-    from ingest.analysis import ParserNotAvailable
+    from scoi.analysis import ParserNotAvailable
     from ingest.pipeline import IngestError, IngestOptions, ingest_files
     from ingest.readers import InputError
     from scoi.config import parse_parser_overrides, parser_overrides_from_env

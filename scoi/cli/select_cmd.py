@@ -13,7 +13,7 @@ METHOD_HELP = "scoi | scoi-word-first | syntax | word | poly-topk | bm25 | rando
 
 def _selector(src: str, tgt: str, k: int, method: str, pool: int, similarity: str, word_overlap: str,
               fill: str, seed: int, corpus: list[str]):
-    from ingest.analysis import ParserNotAvailable
+    from scoi.analysis import ParserNotAvailable
     from scoi.selector import SelectionError, Selector
 
     try:
