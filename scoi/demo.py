@@ -57,14 +57,15 @@ def run_demo(url: str, *, model: str | None = None, k: int = 4, say: Callable[[s
             syn, word = [], []
             for i, (src, _) in enumerate(tests):
                 r = sel.select(src, method=method, record=True)
-                q, _, cands, _ = sel._matrices(r.query_terms, r.candidates)
+                q, _, cands, _ = sel.coverage_inputs(r.query_terms, r.candidates)
                 chosen = [next(c for c, row in zip(cands, r.candidates) if row.pair_id == p.pair_id)
                           for p in r.selected]
                 syn.append(syn_set_cov(q, [c.terms for c in chosen]))
                 word.append(word_set_cov(r.query_tokens, [c.tokens for c in chosen]))
                 if i == 0 and method == "scoi":
                     report.example_prompt = render_prompt(src, [Example(p.src, p.tgt) for p in r.selected], "fr", "en")
-                    say(f"\n   prompt for: {src}\n")
+                    say(f"\n   prompt for: {src}\n   (examples in reverse selection order, as published: "
+                        f"the best one comes last, right before the sentence)\n")
                     say("\n".join("   | " + line for line in report.example_prompt.split("\n")))
                     say(f"\n   (selection recorded as id {r.selection_id}: "
                         f"SELECT * FROM selection_term_coverage WHERE selection_id = {r.selection_id};)\n")
