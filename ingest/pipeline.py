@@ -6,8 +6,8 @@ Flow (data only moves forward):
   2. batches of pairs (one transaction each), cut into parse tasks; sentences already in
      the database are not parsed again;
   3. worker processes, forked from a fork server that loaded the spaCy pipelines once,
-     parse the tasks (Moses, then ``nlp.pipe``) while the main process writes the
-     previous batch with COPY.
+     parse the tasks (Moses tokens; ``nlp.pipe`` over the stripped texts for the trees)
+     while the main process writes the previous batch with COPY.
 """
 
 from __future__ import annotations
@@ -209,11 +209,11 @@ def ingest_files(opts: IngestOptions, url: str, *, progress: Callable[[int], Non
         corpus_id, parsers, labels = _prepare(conn, corpus_name, src, tgt, choices)
         run_id = conn.execute(SQL["start_run"], {
             "corpus_id": corpus_id, "files": [os.path.abspath(f) for f in opts.files], "format": fmt,
-            "workers": opts.workers, "parsers": json.dumps({k: f"{c.name}=={c.version}" for k, c in choices.items()}),
+            "workers": opts.workers, "parsers": json.dumps({k: str(c.scheme) for k, c in choices.items()}),
             "host": socket.gethostname(), "pid": os.getpid()}).fetchone()[0]
         conn.commit()
         summary = IngestSummary(corpus=corpus_name, run_id=run_id,
-                                parsers={k: f"{c.name}=={c.version}" for k, c in choices.items()},
+                                parsers={k: str(c.scheme) for k, c in choices.items()},
                                 notes=[c.note for c in choices.values() if c.note],
                                 rejected_rows=rejected, rejected=len(rejected))
         with conn.transaction():
@@ -266,12 +266,19 @@ def _prepare(conn: psycopg.Connection, corpus_name: str, src: str, tgt: str,
                               "choose another --corpus name")
         parsers, labels = {}, {}
         for lang, choice in choices.items():
-            pid = conn.execute(SQL["get_or_create_parser"],
-                               {"lang": lang, "name": choice.name, "version": choice.version}).fetchone()[0]
-            parsers[lang] = pid
-            labels[lang] = LabelRegistry(conn, pid, parser_labels(choice.name))
-            labels[lang].flush(conn)
+            labels[lang] = scheme_parser(conn, lang, choice)
+            parsers[lang] = labels[lang].parser_id
     return corpus_id, parsers, labels
+
+
+def scheme_parser(conn: psycopg.Connection, lang: str, choice: ParserChoice) -> LabelRegistry:
+    """The parser row of ``choice``'s analysis scheme (created if new) and its label
+    registry, labels written. Call inside a transaction holding ``lock_writes``."""
+    pid = conn.execute(SQL["get_or_create_parser"], {"lang": lang, "name": choice.name, "version": choice.version,
+                                                     "tree_tokens": choice.scheme.tree_tokens}).fetchone()[0]
+    registry = LabelRegistry(conn, pid, parser_labels(choice.name))
+    registry.flush(conn)
+    return registry
 
 
 def _run_batches(opts: IngestOptions, fmt: str, src: str, tgt: str, url: str, writer: BatchWriter,

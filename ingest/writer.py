@@ -122,6 +122,54 @@ class LabelRegistry:
         return f"{{{body}}}/{VECTOR_WIDTH}", sum(exps.values())
 
 
+def term_arrays(terms: dict[str, int]) -> tuple[str, str]:
+    """``sentence.term_keys`` and ``term_mults`` of a polynomial, as array literals (keys sorted)."""
+    keys = sorted(terms)
+    return text_array(keys), int_array([terms[k] for k in keys])
+
+
+def sentence_term_rows(sid: int, pid: int, terms: dict[str, int], term_ids: dict[tuple[int, str], int]) -> list[str]:
+    """COPY rows of ``sentence_term`` for one sentence (one per distinct term)."""
+    return [f"{sid}\t{term_ids[(pid, key)]}\t{mult}\n" for key, mult in terms.items()]
+
+
+class TermResolver:
+    """term.id of polynomial terms, per parser row, inserting the terms the table lacks
+    (their labels first). Used by ingest's BatchWriter and by ``scoi reanalyze``."""
+
+    def __init__(self, conn: psycopg.Connection, parsers: dict[str, int], labels: dict[str, LabelRegistry]) -> None:
+        self.conn = conn
+        self.parsers = parsers  # lang -> parser row the sentences are written with
+        self.labels = labels    # lang -> that row's label registry
+        # (parser_id, key) -> term.id: ids never change once a row exists. Filled only
+        # after a commit (committed()).
+        self._known: dict[tuple[int, str], int] = {}
+
+    def resolve(self, cur: psycopg.Cursor, new: list[ParsedSentence]) -> dict[tuple[int, str], int]:
+        """term.id of every term of ``new``, inserting the terms the table does not have."""
+        ids = dict(self._known)
+        missing: dict[int, dict[str, str]] = {}  # parser_id -> key -> lang
+        for s in new:
+            pid = self.parsers[s.lang]
+            for key in s.analysis.terms:
+                if (pid, key) not in ids:
+                    missing.setdefault(pid, {})[key] = s.lang
+        for pid, keys in missing.items():
+            defs = [(key, *self.labels[lang].sparsevec(key)) for key, lang in keys.items()]
+            for reg in self.labels.values():
+                reg.flush(self.conn)  # labels first: a term's dimensions must be interpretable
+            cur.execute(SQL["insert_terms"], {"parser_id": pid, "keys": text_array([d[0] for d in defs]),
+                                              "exps": text_array([d[1] for d in defs]),
+                                              "degrees": int_array([d[2] for d in defs])})
+            for key, tid in cur.execute(SQL["term_ids"], {"parser_id": pid, "keys": text_array(list(keys))}):
+                ids[(pid, key)] = tid
+        return ids
+
+    def committed(self, ids: dict[tuple[int, str], int]) -> None:
+        """Remember ids resolved in a transaction that has committed."""
+        self._known.update(ids)
+
+
 class BatchWriter:
     """Owns the writing connection of one ingest run.
 
@@ -140,9 +188,9 @@ class BatchWriter:
         self.a_lang, self.b_lang = a_lang, b_lang
         self.parsers = parsers
         self.labels = labels
-        # Ids never change once a row exists: (parser_id, key) -> term.id and
-        # (lang, token) -> (vocab.id, signature bit). Filled only after a commit.
-        self._term_ids: dict[tuple[int, str], int] = {}
+        self.terms = TermResolver(conn, parsers, labels)
+        # Ids never change once a row exists: (lang, token) -> (vocab.id, signature bit).
+        # Filled only after a commit.
         self._vocab: dict[tuple[str, str], tuple[int, int]] = {}
 
     def write(self, sentences: list[ParsedSentence], pairs: list[PairRow], *, read: int, rejected: int) -> int:
@@ -156,7 +204,7 @@ class BatchWriter:
             cur.execute(SQL["lock_writes"])
             ids = self._stored_ids(cur, pairs)
             new = list({(s.lang, s.sha): s for s in sentences if (s.lang, s.sha) not in ids}.values())
-            term_ids = self._resolve_terms(cur, new)
+            term_ids = self.terms.resolve(cur, new)
             vocab = self._resolve_tokens(cur, new)
             new_ids = [r[0] for r in cur.execute(SQL["next_sentence_ids"], {"n": len(new)})] if new else []
             self._write_sentences(cur, new_ids, new, term_ids)
@@ -165,7 +213,7 @@ class BatchWriter:
             inserted = self._write_pairs(cur, pairs, ids)
             cur.execute(SQL["add_run_counts"], {"run_id": self.run_id, "read": read, "inserted": inserted,
                                                 "duplicates": len(pairs) - inserted, "rejected": rejected})
-        self._term_ids.update(term_ids)
+        self.terms.committed(term_ids)
         self._vocab.update(vocab)
         return inserted
 
@@ -184,13 +232,12 @@ class BatchWriter:
         rows, term_rows = [], []
         for sid, s in zip(ids, new):
             pid = self.parsers[s.lang]
-            tokens, terms = s.analysis.tokens, s.analysis.terms
+            tokens = s.analysis.tokens
             n = len(tokens)
-            keys = sorted(terms)
+            keys, mults = term_arrays(s.analysis.terms)
             rows.append(f"{sid}\t{s.lang}\t{copy_text(s.text)}\t\\\\x{s.sha.hex()}\t{copy_text(text_array(tokens))}\t"
-                        f"{n}\t{pid}\t{'t' if n <= MAX_EXAMPLE_TOKENS else 'f'}\t{copy_text(text_array(keys))}\t"
-                        f"{int_array([terms[k] for k in keys])}\n")
-            term_rows.extend(f"{sid}\t{term_ids[(pid, key)]}\t{mult}\n" for key, mult in terms.items())
+                        f"{n}\t{pid}\t{'t' if n <= MAX_EXAMPLE_TOKENS else 'f'}\t{copy_text(keys)}\t{mults}\n")
+            term_rows.extend(sentence_term_rows(sid, pid, s.analysis.terms, term_ids))
         with cur.copy(SQL["copy_sentences"]) as cp:
             cp.write("".join(rows))
         with cur.copy(SQL["copy_sentence_terms"]) as cp:
@@ -237,26 +284,6 @@ class BatchWriter:
                                           "b_lang": self.b_lang, "a_ids": int_array(a_ids), "b_ids": int_array(b_ids),
                                           "lines": int_array([p.line for p in pairs])})
         return cur.fetchone()[0]
-
-    def _resolve_terms(self, cur: psycopg.Cursor, new: list[ParsedSentence]) -> dict[tuple[int, str], int]:
-        """term.id of every term of ``new``, inserting the terms the table does not have."""
-        ids = dict(self._term_ids)
-        missing: dict[int, dict[str, str]] = {}  # parser_id -> key -> lang
-        for s in new:
-            pid = self.parsers[s.lang]
-            for key in s.analysis.terms:
-                if (pid, key) not in ids:
-                    missing.setdefault(pid, {})[key] = s.lang
-        for pid, keys in missing.items():
-            defs = [(key, *self.labels[lang].sparsevec(key)) for key, lang in keys.items()]
-            for reg in self.labels.values():
-                reg.flush(self.conn)  # labels first: a term's dimensions must be interpretable
-            cur.execute(SQL["insert_terms"], {"parser_id": pid, "keys": text_array([d[0] for d in defs]),
-                                              "exps": text_array([d[1] for d in defs]),
-                                              "degrees": int_array([d[2] for d in defs])})
-            for key, tid in cur.execute(SQL["term_ids"], {"parser_id": pid, "keys": text_array(list(keys))}):
-                ids[(pid, key)] = tid
-        return ids
 
     def _resolve_tokens(self, cur: psycopg.Cursor, new: list[ParsedSentence]) -> dict[tuple[str, str], tuple[int, int]]:
         """(vocab.id, signature bit) of every lowercased token of the eligible sentences of

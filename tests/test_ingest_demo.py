@@ -9,7 +9,15 @@ from collections import Counter
 import psycopg
 import pytest
 from conftest import run_scoi
-from fixtures_ingest import DEMO, assert_consistent, demo_pairs, ingest_json, scratch_database, stored_pairs
+from fixtures_ingest import (
+    DEMO,
+    assert_consistent,
+    demo_pairs,
+    ingest_json,
+    scratch_database,
+    stored_pairs,
+    tree_size_problems,
+)
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +41,9 @@ def test_summary(demo, pairs):
     assert set(s["parsers"]) == {"fr", "en"}
 
 
-def test_every_sentence_has_n_tokens_plus_one_terms(demo, pairs):
+def test_every_sentence_has_spacy_tokens_plus_one_terms(demo, pairs):
+    """The tree is built over the pipeline's own tokens of the stripped text (as the
+    authors parse), so its terms number spaCy tokens + 1, whatever the Moses tokens."""
     url, _ = demo
     with psycopg.connect(url) as conn:
         rows = conn.execute("""
@@ -42,9 +52,10 @@ def test_every_sentence_has_n_tokens_plus_one_terms(demo, pairs):
             GROUP BY s.id""").fetchall()
     assert len(rows) == 2 * len(pairs)  # every side of the demo is distinct
     assert Counter(lang for lang, _, _ in rows) == {"fr": len(pairs), "en": len(pairs)}
-    bad = [(lang, n, total) for lang, n, total in rows if total != n + 1]
-    assert not bad
-    assert min(n for _, n, _ in rows) >= 2
+    assert not tree_size_problems(url)
+    assert min(total for _, _, total in rows) >= 3
+    # The two tokenisations differ on a good share of the demo (apostrophes, hyphens, «»).
+    assert sum(total != n + 1 for _, n, total in rows) >= 20
 
 
 def test_tokens_are_sacremoses_output(demo, pairs):

@@ -20,11 +20,13 @@ import psycopg
 import pytest
 from fixtures_ingest import (
     DEMO,
+    PIPELINES,
     DEMO_TEST,
     demo_pairs,
     ingest_inprocess,
     long_french_sentence,
     scratch_database,
+    spacy_tokens,
     write_tsv,
 )
 
@@ -341,7 +343,7 @@ def test_fetch_candidates(sel, demo_db, demo, queries):
         for r in rows:
             assert fr_to_en[r.src] == r.tgt
             assert r.tokens == moses_tokens(r.src, "fr")
-            assert sum(r.term_mults) == len(r.tokens) + 1
+            assert sum(r.term_mults) == len(spacy_tokens(PIPELINES["fr"], r.src)) + 1  # tree over spaCy's tokens
             assert len(set(r.term_keys)) == len(r.term_keys) and all(m > 0 for m in r.term_mults)
             assert dict(zip(r.term_keys, r.term_mults)) == stored[r.src]
             assert "ROOT" in r.term_keys

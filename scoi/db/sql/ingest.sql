@@ -76,14 +76,18 @@ WITH ins AS (
 SELECT count(*) FROM ins;
 
 -- name: get_or_create_parser
+-- The parser row of an analysis scheme (pipeline, version, tokens the tree is built over;
+-- migration 0007).
 WITH ins AS (
-    INSERT INTO parser (lang, name, version) VALUES (%(lang)s, %(name)s, %(version)s)
-    ON CONFLICT (lang, name, version) DO NOTHING
+    INSERT INTO parser (lang, name, version, tree_tokens)
+    VALUES (%(lang)s, %(name)s, %(version)s, %(tree_tokens)s)
+    ON CONFLICT (lang, name, version, tree_tokens) DO NOTHING
     RETURNING id
 )
 SELECT id FROM ins
 UNION ALL
-SELECT id FROM parser WHERE lang = %(lang)s AND name = %(name)s AND version = %(version)s
+SELECT id FROM parser
+WHERE lang = %(lang)s AND name = %(name)s AND version = %(version)s AND tree_tokens = %(tree_tokens)s
 LIMIT 1;
 
 -- name: parser_labels

@@ -147,12 +147,18 @@ WHERE (src_lang = %(lang)s AND tgt_lang = %(tgt)s) OR (src_lang = %(tgt)s AND tg
 -- name: corpus_ids
 SELECT id, name FROM corpus WHERE name = ANY(%(names)s::text[]);
 
+-- name: lang_schemes
+-- The analysis schemes of a language's stored sentences: its parser rows (pipeline,
+-- version, tree tokens; migration 0007) that at least one sentence uses. One probe of
+-- sentence_parser_idx per parser row of the language, whatever the corpus size. The
+-- selector refuses to run unless this is exactly one row of the current scheme.
+SELECT p.id, p.name, p.version, p.tree_tokens FROM parser p
+WHERE p.lang = %(lang)s AND EXISTS (SELECT 1 FROM sentence s WHERE s.parser_id = p.id)
+ORDER BY p.id;
+
 -- name: labels_for_lang
--- The label inventory of the parser that parsed most sentences of the language.
-SELECT l.name FROM label l
-WHERE l.parser_id = (SELECT parser_id FROM sentence WHERE lang = %(lang)s
-                     GROUP BY parser_id ORDER BY count(*) DESC LIMIT 1)
-ORDER BY l.idx;
+-- The label inventory of the parser row the language's sentences use (lang_schemes).
+SELECT l.name FROM label l WHERE l.parser_id = %(parser_id)s ORDER BY l.idx;
 
 -- name: insert_selection
 INSERT INTO selection (query, src_lang, tgt_lang, method, k, params, signature, query_tokens)
