@@ -269,11 +269,19 @@ class Analyzer:
         out: list[Analysis] = []
         for text, s in zip(texts, stripped):
             doc = next(parsed) if s else ()
-            heads = [t.head.i for t in doc]
-            labels = [t.dep_ or "dep" for t in doc]
-            out.append(Analysis(tokens=self.tokenize(text), terms=dict(tree_terms(heads, labels)),  # {ROOT: 1} if empty
-                                tree_tokens=len(heads)))
+            out.append(Analysis(tokens=self.tokenize(text), terms=_doc_terms(doc), tree_tokens=len(doc)))
         return out
+
+    def terms(self, text: str) -> dict[str, int]:
+        """The tree's terms of one text, without the Moses step: the selector parses while
+        its preselection, which needs only the Moses tokens, runs in PostgreSQL."""
+        s = text.strip()
+        return _doc_terms(self.nlp(s) if s else ())
+
+
+def _doc_terms(doc) -> dict[str, int]:
+    """Terms of a parsed spaCy ``Doc`` ({ROOT: 1} for an empty one)."""
+    return dict(tree_terms([t.head.i for t in doc], [t.dep_ or "dep" for t in doc]))
 
 
 @lru_cache(maxsize=8)

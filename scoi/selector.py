@@ -215,7 +215,7 @@ class Selector:
 
     def tree_terms(self, text: str) -> dict[str, int]:
         """The polynomial terms of a sentence's dependency tree."""
-        return self.analyzer.analyze([text])[0].terms
+        return self.analyzer.terms(text)
 
     def preselect_params(self, tokens: list[str]) -> dict[str, Any]:
         return {"lang": self.src, "tgt": self.tgt, "tokens": [t.lower() for t in tokens], "n": self.pool,
