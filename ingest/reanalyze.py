@@ -1,0 +1,225 @@
+"""``scoi reanalyze``: move stored sentences to the current analysis scheme.
+
+Sentences stored before migration 0007 have trees built over their Moses tokens
+(scheme 'moses'); SCOI's authors parse the stripped sentence with the pipeline's own
+tokenizer (scoi.analysis), and the selector refuses a language whose sentences are not
+all on one current scheme. This re-parses exactly the sentences whose parser row is not
+the current scheme of their language (installed pipeline, its version, 'spacy' tree
+tokens) and rewrites what the tree determines: ``parser_id``, ``term_keys``,
+``term_mults`` and the ``sentence_term`` rows. Tokens, the BM25 index and pairs do not
+depend on the tree and are not touched.
+
+Parsing reuses ingest's fork-server worker pool; each batch is written in one
+transaction under the ingest lock, so ``kill -9`` loses at most the batches in flight
+and a rerun continues with what is left. Concurrent runs never write a sentence twice
+(``move_sentences`` only moves rows not already on the new parser row).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+
+import psycopg
+
+from ingest.pipeline import _analyze_task, _init_worker, scheme_parser, worker_pool
+from ingest.writer import SQL, ParsedSentence, TermResolver, int_array, sentence_term_rows, term_arrays, text_array
+from scoi.analysis import TREE_TOKENS, Analysis, ParserChoice, ParserNotAvailable, Scheme, choose_parser
+from scoi.db.queries import load
+
+RSQL = load("reanalyze")
+DEFAULT_BATCH = 512  # sentences per transaction (and per parse task)
+
+
+class ReanalyzeError(RuntimeError):
+    """A run-level problem (unknown language, no parser) with a message for the user."""
+
+
+@dataclass
+class ReanalyzeOptions:
+    langs: list[str] = field(default_factory=list)  # empty: every language with such sentences
+    workers: int = 1
+    batch_size: int = DEFAULT_BATCH
+    parsers: dict[str, str] = field(default_factory=dict)  # lang -> pipeline override
+
+
+@dataclass
+class ReanalyzeSummary:
+    schemes: dict[str, str] = field(default_factory=dict)  # lang -> scheme its sentences are moved to
+    todo: dict[str, int] = field(default_factory=dict)     # lang -> sentences left to move at the start
+    reanalyzed: int = 0  # sentences this run moved
+    skipped: int = 0     # sentences another run moved first
+    batches: int = 0
+    seconds: float = 0.0
+    parse_seconds: float = 0.0  # summed over workers
+    write_seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        d = asdict(self)
+        for key in ("seconds", "parse_seconds", "write_seconds"):
+            d[key] = round(d[key], 3)
+        return json.dumps(d, ensure_ascii=False)
+
+
+@dataclass
+class _Plan:
+    """One language's work: the scheme to move to and the parser rows to move from."""
+
+    lang: str
+    choice: ParserChoice
+    old: list[int]  # parser ids whose sentences must be re-analysed
+    ids: list[int] = field(default_factory=list)
+
+
+def plan(conn: psycopg.Connection, opts: ReanalyzeOptions) -> tuple[list[_Plan], list[str]]:
+    """The languages to re-analyse (with their old parser rows) and notes for the user.
+
+    Reads only the parser rows in use (index probes) and the installed pipelines' meta
+    files: no spaCy import, no write, so a run with nothing to do returns at once.
+    """
+    in_use: dict[str, list[tuple[int, Scheme]]] = {}
+    for lang, pid, name, version, tree_tokens in conn.execute(RSQL["schemes_in_use"]):
+        in_use.setdefault(lang, []).append((pid, Scheme(name, version, tree_tokens)))
+    conn.commit()
+    wanted = [lang.lower() for lang in opts.langs] or sorted(in_use)
+    plans, notes = [], []
+    for lang in dict.fromkeys(wanted):
+        rows = in_use.get(lang)
+        if not rows:
+            notes.append(f"no {lang} sentences are stored")
+            continue
+        try:
+            choice = choose_parser(lang, opts.parsers.get(lang))
+        except ParserNotAvailable as e:
+            if not opts.langs and all(s.tree_tokens == TREE_TOKENS for _, s in rows):
+                notes.append(f"{lang}: left on {', '.join(str(s) for _, s in rows)} ({e})")
+                continue
+            raise
+        if choice.note:
+            notes.append(choice.note)
+        old = [pid for pid, scheme in rows if scheme != choice.scheme]
+        if old:
+            plans.append(_Plan(lang, choice, old))
+    return plans, notes
+
+
+def reanalyze(opts: ReanalyzeOptions, url: str, *, progress: Callable[[int], None] | None = None,
+              on_start: Callable[[int], None] | None = None) -> ReanalyzeSummary:
+    """Re-analyse the sentences of ``opts.langs`` (default: all) not on the current scheme."""
+    if opts.batch_size < 1:
+        raise ReanalyzeError("--batch-size must be at least 1")
+    started = time.perf_counter()
+    summary = ReanalyzeSummary()
+    conn = psycopg.connect(url)
+    try:
+        plans, summary.notes = plan(conn, opts)
+        for p in plans:
+            p.ids = [r[0] for r in conn.execute(RSQL["sentences_of_parsers"], {"parser_ids": p.old})]
+        conn.commit()
+        plans = [p for p in plans if p.ids]
+        for p in plans:
+            summary.todo[p.lang] = len(p.ids)
+            summary.schemes[p.lang] = str(p.choice.scheme)
+        if not plans:
+            summary.seconds = time.perf_counter() - started
+            return summary
+        if on_start:
+            on_start(sum(len(p.ids) for p in plans))
+        with conn.transaction():
+            conn.execute(SQL["lock_writes"])
+            labels = {p.lang: scheme_parser(conn, p.lang, p.choice) for p in plans}
+        resolver = TermResolver(conn, {lang: reg.parser_id for lang, reg in labels.items()}, labels)
+        _run(opts, url, conn, plans, resolver, summary, progress)
+        conn.autocommit = True
+        conn.execute(RSQL["analyze_after_reanalyze"])
+    finally:
+        conn.close()
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def _run(opts: ReanalyzeOptions, url: str, conn: psycopg.Connection, plans: list[_Plan], resolver: TermResolver,
+         summary: ReanalyzeSummary, progress: Callable[[int], None] | None) -> None:
+    """Parse the batches in worker processes (texts read as they are needed) and write
+    each one, in order, as its parse arrives."""
+    in_flight = threading.Semaphore(max(2, 2 * opts.workers + 1))  # bounds memory, keeps workers busy
+    aborted = threading.Event()
+    pending: dict[int, tuple[str, list[int], int]] = {}  # task no -> (lang, ids to move, ids planned)
+    reader = psycopg.connect(url, autocommit=True)
+
+    def tasks() -> Iterator[tuple[int, bool, dict[str, list[str]]]]:
+        no = 0
+        for p in plans:
+            pid = resolver.parsers[p.lang]
+            for start in range(0, len(p.ids), opts.batch_size):
+                while not in_flight.acquire(timeout=0.1):
+                    if aborted.is_set():
+                        return
+                planned = p.ids[start:start + opts.batch_size]
+                rows = reader.execute(RSQL["texts_to_reanalyze"], {"ids": int_array(planned), "parser_id": pid}).fetchall()
+                pending[no] = (p.lang, [r[0] for r in rows], len(planned))
+                yield no, True, {p.lang: [r[1] for r in rows]}
+                no += 1
+
+    def handle(no: int, _done: bool, analyses: dict[str, list[Analysis]], seconds: float) -> None:
+        lang, ids, planned = pending.pop(no)
+        summary.parse_seconds += seconds
+        t0 = time.perf_counter()
+        moved = write_batch(conn, resolver, lang, ids, analyses[lang])
+        summary.write_seconds += time.perf_counter() - t0
+        summary.reanalyzed += moved
+        summary.skipped += planned - moved
+        summary.batches += 1
+        in_flight.release()
+        if progress:
+            progress(planned)
+
+    pipelines = {p.lang: p.choice.name for p in plans}
+    try:
+        if opts.workers <= 0:  # in this process
+            _init_worker(pipelines, without_torch=False)
+            for task in tasks():
+                handle(*_analyze_task(task))
+            return
+        with worker_pool(opts.workers, pipelines) as pool:
+            try:
+                for result in pool.imap(_analyze_task, tasks(), chunksize=1):
+                    handle(*result)
+            except BaseException:
+                aborted.set()  # unblock the thread feeding the pool (see ingest.pipeline)
+                raise
+    finally:
+        reader.close()
+
+
+def write_batch(conn: psycopg.Connection, resolver: TermResolver, lang: str, ids: list[int],
+                analyses: list[Analysis]) -> int:
+    """Move one batch of sentences to ``resolver``'s parser row of ``lang``, in one
+    transaction under the ingest lock; returns how many this call moved."""
+    if not ids:
+        return 0
+    pid = resolver.parsers[lang]
+    arrays = [term_arrays(a.terms) for a in analyses]
+    with conn.transaction():
+        cur = conn.cursor()
+        cur.execute(SQL["lock_writes"])
+        term_ids = resolver.resolve(cur, [ParsedSentence(lang, "", b"", a) for a in analyses])
+        moved = [r[0] for r in cur.execute(RSQL["move_sentences"], {
+            "parser_id": pid, "ids": int_array(ids), "keys": text_array([k for k, _ in arrays]),
+            "mults": text_array([m for _, m in arrays])}).fetchall()]
+        if moved:
+            cur.execute(RSQL["delete_sentence_terms"], {"ids": int_array(moved)})
+            terms = dict(zip(ids, (a.terms for a in analyses)))
+            with cur.copy(SQL["copy_sentence_terms"]) as cp:
+                cp.write("".join(itertools.chain.from_iterable(
+                    sentence_term_rows(sid, pid, terms[sid], term_ids) for sid in moved)))
+    resolver.committed(term_ids)
+    return len(moved)
+
+
+__all__ = ["ReanalyzeError", "ReanalyzeOptions", "ReanalyzeSummary", "plan", "reanalyze", "write_batch"]
