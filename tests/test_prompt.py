@@ -5,12 +5,16 @@ from __future__ import annotations
 import pytest
 
 from scoi.core.prompt import (
+    DEFAULT_ORDER,
     LANGUAGE_NAMES,
+    ORDERS,
     STOP_MARKERS,
     TEMPLATE_NAMES,
     Example,
+    canonical_order,
     extract_answer,
     language_name,
+    order_examples,
     render_prompt,
     stop_markers,
 )
@@ -32,6 +36,25 @@ def test_language_names():
 
 
 def test_xglm_exact():
+    """Default order is reverse selection order (SPEC §6): EXAMPLES[0], the first pick,
+    is the last block, right before the query."""
+    expected = (
+        'French Sentence: "Il pleut."\n'
+        'English Sentence: "It is raining."\n'
+        "###\n"
+        'French Sentence: "Je mange une pomme."\n'
+        'English Sentence: "I eat an apple."\n'
+        "###\n"
+        'French Sentence: "Le chat dort."\n'
+        "English Sentence: "
+    )
+    assert render_prompt("Le chat dort.", EXAMPLES, "fr", "en") == expected
+    assert render_prompt("Le chat dort.", EXAMPLES, "fr", "en", template="xglm") == expected
+    assert render_prompt("Le chat dort.", EXAMPLES, "fr", "en", order="reverse") == expected
+    assert render_prompt("Le chat dort.", EXAMPLES, "fr", "en", order="reversed") == expected  # old spelling
+
+
+def test_xglm_selection_order():
     expected = (
         'French Sentence: "Je mange une pomme."\n'
         'English Sentence: "I eat an apple."\n'
@@ -42,8 +65,7 @@ def test_xglm_exact():
         'French Sentence: "Le chat dort."\n'
         "English Sentence: "
     )
-    assert render_prompt("Le chat dort.", EXAMPLES, "fr", "en") == expected
-    assert render_prompt("Le chat dort.", EXAMPLES, "fr", "en", template="xglm") == expected
+    assert render_prompt("Le chat dort.", EXAMPLES, "fr", "en", order="selection") == expected
 
 
 def test_xglm_zero_shot():
@@ -51,7 +73,19 @@ def test_xglm_zero_shot():
 
 
 def test_alpaca_exact():
+    """Default order: the first pick (EXAMPLES[0]) comes last, next to the query."""
     expected = (
+        "Instruction: Translate the following French text into English.\n"
+        "\n"
+        "French: Il pleut.\n"
+        "English: It is raining.\n"
+        "French: Je mange une pomme.\n"
+        "English: I eat an apple.\n"
+        "French: Le chat dort.\n"
+        "English:"
+    )
+    assert render_prompt("Le chat dort.", EXAMPLES, "fr", "en", template="alpaca") == expected
+    selection = (
         "Instruction: Translate the following French text into English.\n"
         "\n"
         "French: Je mange une pomme.\n"
@@ -61,7 +95,7 @@ def test_alpaca_exact():
         "French: Le chat dort.\n"
         "English:"
     )
-    assert render_prompt("Le chat dort.", EXAMPLES, "fr", "en", template="alpaca") == expected
+    assert render_prompt("Le chat dort.", EXAMPLES, "fr", "en", template="alpaca", order="selection") == selection
 
 
 def test_alpaca_zero_shot():
@@ -80,17 +114,35 @@ def test_orders():
     def sources(prompt: str) -> list[str]:
         return [line.split('"')[1] for line in prompt.splitlines() if line.startswith("French")][:-1]
 
+    assert DEFAULT_ORDER == "reverse" and ORDERS == ("reverse", "selection", "random")
+    assert sources(render_prompt("q", three, "fr", "en")) == ["Oui.", "Il pleut.", "Je mange une pomme."]
     assert sources(render_prompt("q", three, "fr", "en", order="selection")) == [
         "Je mange une pomme.", "Il pleut.", "Oui."]
     assert sources(render_prompt("q", three, "fr", "en", order="reversed")) == [
         "Oui.", "Il pleut.", "Je mange une pomme."]
+    assert order_examples(three) == three[::-1]
+    assert canonical_order("reversed") == "reverse" and canonical_order("random") == "random"
     shuffled = [render_prompt("q", three, "fr", "en", order="random", seed=s) for s in range(6)]
     assert shuffled[0] == render_prompt("q", three, "fr", "en", order="random", seed=0)  # seeded
     assert len(set(shuffled)) > 1  # different seeds, different orders
     for prompt in shuffled:
         assert sorted(sources(prompt)) == sorted(e.src for e in three)
-    with pytest.raises(ValueError, match="unknown example order"):
+    with pytest.raises(ValueError, match="unknown example order 'sideways'; expected one of reverse, selection"):
         render_prompt("q", three, "fr", "en", order="sideways")
+
+
+def test_job_order_stored_explicitly():
+    """New jobs store their order (default reverse, old spelling normalised); rows stored
+    without one keep meaning selection order, scoi's default when they were submitted."""
+    from scoi.jobs.store import LEGACY_ORDER, JobSpec, job_order
+
+    assert JobSpec("fr", "en", model="m").params()["order"] == "reverse"
+    assert "order:reverse" in JobSpec("fr", "en", model="m").signature()
+    assert JobSpec("fr", "en", model="m", order="reversed").params()["order"] == "reverse"
+    assert JobSpec("fr", "en", model="m", order="selection").params()["order"] == "selection"
+    assert job_order({"seed": 0}) == LEGACY_ORDER == "selection"
+    assert job_order({"order": "reversed"}) == "reversed"  # accepted by render_prompt
+    assert order_examples(EXAMPLES, job_order({"order": "reversed"})) == EXAMPLES[::-1]
 
 
 def test_user_template(tmp_path):

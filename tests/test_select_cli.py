@@ -215,8 +215,19 @@ def test_record_through_the_cli(cli, cli_db):
 def test_prompt_xglm(cli):
     picks = last_json(cli("select", QUERY, "--src", "fr", "--tgt", "en", "-k", "2", "--json").stdout)["selected"]
     assert len(picks) == 2
+    query = f'French Sentence: "{QUERY}"\nEnglish Sentence: '
+
+    def blocks(ps: list[dict]) -> str:
+        return "".join(f'French Sentence: "{p["src"]}"\nEnglish Sentence: "{p["tgt"]}"\n###\n' for p in ps)
+
+    # Default: reverse selection order (SPEC §6), the first pick right before the query.
     out = cli("prompt", QUERY, "--src", "fr", "--tgt", "en", "-k", "2").stdout
-    expected = "".join(f'French Sentence: "{p["src"]}"\nEnglish Sentence: "{p["tgt"]}"\n###\n' for p in picks)
-    expected += f'French Sentence: "{QUERY}"\nEnglish Sentence: '
-    assert out == expected + "\n"
+    assert out == blocks(picks[::-1]) + query + "\n"
     assert out.splitlines()[-1] == "English Sentence: "
+    assert out.splitlines()[-5] == f'French Sentence: "{picks[0]["src"]}"'
+    out = cli("prompt", QUERY, "--src", "fr", "--tgt", "en", "-k", "2", "--order", "selection").stdout
+    assert out == blocks(picks) + query + "\n"
+    out = cli("prompt", QUERY, "--src", "fr", "--tgt", "en", "-k", "2", "--order", "random", "--seed", "1").stdout
+    assert out in (blocks(picks) + query + "\n", blocks(picks[::-1]) + query + "\n")
+    bad = cli("prompt", QUERY, "--src", "fr", "--tgt", "en", "--order", "sideways", ok=False)
+    assert bad.exit_code == 1 and "unknown example order 'sideways'" in bad.stderr

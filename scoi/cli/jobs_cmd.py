@@ -20,6 +20,8 @@ from scoi.cli.common import console, database_url, emit_json, err_console, fail
 job_app = typer.Typer(help="Batch translation jobs stored in PostgreSQL.", no_args_is_help=True)
 
 METHOD_HELP = "Example selection: scoi, scoi-word-first, syntax, word, poly-topk, bm25, random, zero."
+ORDER_HELP = ("Example order in the prompt: reverse (default, as published: the first example selected comes "
+              "last, right before the sentence) | selection (first selected first) | random (seeded by --seed).")
 
 
 def _connect():
@@ -83,7 +85,7 @@ def submit(
     pool: int = typer.Option(100, "--pool", min=1, help="Preselected candidates per sentence."),
     corpus: list[str] = typer.Option([], "--corpus", help="Pick examples from this corpus only (repeatable)."),
     fill: str = typer.Option("none", "--fill", help="none | random: fill up to k with random examples."),
-    order: str = typer.Option("selection", "--order", help="Example order in the prompt: selection|reversed|random."),
+    order: str = typer.Option("reverse", "--order", help=ORDER_HELP),
     seed: int = typer.Option(0, "--seed", help="Seed for random selection / order."),
     max_new_tokens: int = typer.Option(128, "--max-new-tokens", min=1, help="Generation limit per item."),
     backend_opt: list[str] = typer.Option([], "--backend-opt", help="Backend option KEY=VALUE (repeatable)."),

@@ -9,6 +9,8 @@ import typer
 from scoi.cli.common import console, database_url, emit_json, fail
 
 METHOD_HELP = "scoi | scoi-word-first | syntax | word | poly-topk | bm25 | random | zero"
+ORDER_HELP = ("Example order in the prompt: reverse (default, as published: the first example selected "
+              "comes last, right before the sentence) | selection (first selected first) | random (seeded).")
 
 
 def _selector(src: str, tgt: str, k: int, method: str, pool: int, similarity: str, word_overlap: str,
@@ -91,7 +93,7 @@ def prompt(
     k: int = typer.Option(4, "-k", "--k", min=0, help="Number of examples."),
     method: str = typer.Option("scoi", "--method", help=METHOD_HELP),
     template: str = typer.Option("xglm", "--template", help="xglm | alpaca | path to a Jinja2 template."),
-    order: str = typer.Option("selection", "--order", help="Example order: selection | reversed | random."),
+    order: str = typer.Option("reverse", "--order", help=ORDER_HELP),
     pool: int = typer.Option(100, "--pool", min=1, help="Candidates preselected by BM25."),
     seed: int = typer.Option(0, "--seed", help="Seed for random selection and order."),
 ) -> None:

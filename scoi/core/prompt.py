@@ -34,6 +34,10 @@ lines, so examples are not separated by blank lines (the newline already ends ea
 answer, which is also where generation stops). Zero-shot prompts are the same layouts with
 no example blocks.
 
+``x_1 … x_k`` are the examples in *prompt* order. By default that is the reverse of the
+selection order, as in the published runs: the example selected first (the best) is
+``x_k``, the block right before the query (:func:`order_examples`).
+
 Sentences come from line-based corpora and never hold newlines; should one slip in, the
 built-in templates turn each run of line breaks into a single space, because a newline
 inside a sentence would break the one-answer-per-line layout the answer extraction relies
@@ -52,10 +56,13 @@ from typing import Sequence
 
 __all__ = [
     "LANGUAGE_NAMES",
+    "DEFAULT_ORDER",
     "ORDERS",
+    "ORDER_ALIASES",
     "STOP_MARKERS",
     "TEMPLATE_NAMES",
     "Example",
+    "canonical_order",
     "extract_answer",
     "language_name",
     "order_examples",
@@ -132,8 +139,16 @@ LANGUAGE_NAMES: dict[str, str] = {
 #: The built-in templates; any other ``template`` value is taken as a Jinja2 file path.
 TEMPLATE_NAMES: tuple[str, ...] = ("xglm", "alpaca")
 
-#: Example orders ``render_prompt`` accepts.
-ORDERS: tuple[str, ...] = ("selection", "reversed", "random")
+#: Example orders ``render_prompt`` accepts. ``reverse``: the first example selected comes
+#: last, right before the query (SPEC §6: what the published runs did, so the default);
+#: ``selection``: first selected first; ``random``: shuffled with the run's seed.
+ORDERS: tuple[str, ...] = ("reverse", "selection", "random")
+
+#: The order used when none is given: the published one.
+DEFAULT_ORDER = "reverse"
+
+#: Older spellings still accepted (jobs stored before the rename hold ``reversed``).
+ORDER_ALIASES: dict[str, str] = {"reversed": "reverse"}
 
 #: Strings that end an answer, per template. Both layouts put each answer on one line; XGLM
 #: also closes every example with ``###``. A backend must not stop on a newline that comes
@@ -173,18 +188,29 @@ def stop_markers(template: str) -> tuple[str, ...]:
     return STOP_MARKERS.get(template, DEFAULT_STOP_MARKERS)
 
 
-def order_examples(examples: Sequence[Example], order: str = "selection", seed: int = 0) -> list[Example]:
-    """Examples in prompt order: as selected (first selected first), reversed, or shuffled
-    with ``random.Random(seed)`` so a run is reproducible from its seed."""
+def canonical_order(order: str) -> str:
+    """The name in :data:`ORDERS` for ``order`` (an alias such as ``reversed`` maps to
+    ``reverse``), so stored jobs and signatures use one spelling. Raises ValueError."""
+    name = ORDER_ALIASES.get(order, order)
+    if name not in ORDERS:
+        raise ValueError(f"unknown example order {order!r}; expected one of {', '.join(ORDERS)}")
+    return name
+
+
+def order_examples(examples: Sequence[Example], order: str = DEFAULT_ORDER, seed: int = 0) -> list[Example]:
+    """Examples in prompt order, from ``examples`` in selection order (best first).
+
+    ``reverse`` (default, as published): the first selected comes last, next to the query;
+    ``selection``: first selected first; ``random``: shuffled with ``random.Random(seed)``
+    so a run is reproducible from its seed.
+    """
     items = list(examples)
-    if order == "selection":
-        return items
-    if order == "reversed":
+    name = canonical_order(order)
+    if name == "reverse":
         return items[::-1]
-    if order == "random":
+    if name == "random":
         random.Random(seed).shuffle(items)
-        return items
-    raise ValueError(f"unknown example order {order!r}; expected one of {', '.join(ORDERS)}")
+    return items
 
 
 _LINE_BREAKS = re.compile(r"[\r\n\u2028\u2029\x0b\x0c\x85]+")
@@ -274,7 +300,7 @@ def render_prompt(
     src_lang: str,
     tgt_lang: str,
     template: str = "xglm",
-    order: str = "selection",
+    order: str = DEFAULT_ORDER,
     seed: int = 0,
 ) -> str:
     """The few-shot prompt for translating ``query`` from ``src_lang`` to ``tgt_lang``.
@@ -282,9 +308,11 @@ def render_prompt(
     ``template`` is ``"xglm"`` or ``"alpaca"`` (layouts in the module docstring, exactly
     SPEC §6) or the path of a Jinja2 template file, rendered with ``examples`` (objects with
     ``src`` and ``tgt``), ``query``, ``src_lang``/``tgt_lang`` (codes) and
-    ``src_lang_name``/``tgt_lang_name`` (English names). ``order`` is ``"selection"``
-    (first selected first, SPEC's order), ``"reversed"`` or ``"random"`` (seeded by
-    ``seed``). Raises ValueError for unknown languages, orders or templates.
+    ``src_lang_name``/``tgt_lang_name`` (English names). ``examples`` come in selection
+    order (best first); ``order`` is ``"reverse"`` (default: the first selected is the last
+    example, right before the query, as in the published runs, SPEC §6), ``"selection"``
+    or ``"random"`` (seeded by ``seed``); ``"reversed"`` is accepted for ``"reverse"``.
+    Raises ValueError for unknown languages, orders or templates.
     """
     src_name = language_name(src_lang)
     tgt_name = language_name(tgt_lang)

@@ -16,10 +16,15 @@ import psycopg
 from psycopg.rows import dict_row
 
 from scoi import __version__
+from scoi.core.prompt import DEFAULT_ORDER, ORDER_ALIASES
 from scoi.db.queries import load
 
 SQL = load("jobs")
 EXPORT_FORMATS = ("jsonl", "tsv")
+
+#: The example order of a job whose ``params`` hold no ``order``: scoi's default before it
+#: became ``reverse`` (new jobs always store their order, so this only reads old rows).
+LEGACY_ORDER = "selection"
 
 
 class JobError(RuntimeError):
@@ -41,13 +46,18 @@ class JobSpec:
     pool: int = 100
     fill: str = "none"
     corpora: list[str] | None = None
-    order: str = "selection"
+    order: str = DEFAULT_ORDER
     seed: int = 0
     max_new_tokens: int = 128
     backend_options: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # One spelling in params and signatures (an unknown order is rejected by validate()).
+        self.order = ORDER_ALIASES.get(self.order, self.order)
+
     def params(self) -> dict[str, Any]:
-        """The settings that have no column of their own."""
+        """The settings that have no column of their own (the order always, explicitly,
+        so a later change of the default never changes what a stored job means)."""
         return {"pool": self.pool, "fill": self.fill, "corpora": self.corpora, "order": self.order,
                 "seed": self.seed, "max_new_tokens": self.max_new_tokens,
                 "backend_options": self.backend_options}
@@ -89,6 +99,11 @@ class Job:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def job_order(params: dict[str, Any]) -> str:
+    """The example order a stored job's prompts use (``LEGACY_ORDER`` for rows without one)."""
+    return params.get("order", LEGACY_ORDER)
 
 
 def source_hash(text: str) -> str:

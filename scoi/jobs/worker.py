@@ -40,7 +40,7 @@ from typing import Any, Callable
 import psycopg
 
 from scoi.db.queries import load
-from scoi.jobs.store import Job, get_job
+from scoi.jobs.store import Job, get_job, job_order
 
 SQL = load("jobs")
 MAX_ERROR_CHARS = 4000
@@ -310,7 +310,7 @@ class Worker:
                         examples = [Example(p.src, p.tgt) for p in res.selected]
                     select_ms = (time.perf_counter() - ts) * 1000 + shared_ms
                     prompt = render_prompt(it.source, examples, job.src_lang, job.tgt_lang, template=job.template,
-                                           order=params.get("order", "selection"), seed=params.get("seed", 0))
+                                           order=job_order(params), seed=params.get("seed", 0))
                     prepared.append(_Prepared(it, res, selector.labels if selector is not None else None, prompt,
                                               select_ms))
                 except Exception as e:  # noqa: BLE001
