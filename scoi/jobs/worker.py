@@ -104,31 +104,6 @@ class _Prepared:
     selection_id: int | None = None
 
 
-_batch_selector_class = None
-
-
-def _batch_selector(*args: Any, **kwargs: Any):
-    """A Selector that can parse a whole batch in one spaCy call (about twice as fast per
-    sentence as one call each); ``select`` then finds the sentence's analysis ready."""
-    global _batch_selector_class
-    if _batch_selector_class is None:
-        from scoi.selector import Selector
-
-        class BatchSelector(Selector):
-            _ready: dict[str, tuple[list[str], dict[str, int]]] = {}
-
-            def prepare(self, texts: list[str]) -> None:
-                unique = list(dict.fromkeys(t for t in texts if t))
-                self._ready = {t: (a.tokens, a.terms) for t, a in zip(unique, self.analyzer.analyze(unique))}
-
-            def analyze(self, text: str) -> tuple[list[str], dict[str, int]]:
-                ready = self._ready.pop(text, None)
-                return ready if ready is not None else super().analyze(text)
-
-        _batch_selector_class = BatchSelector
-    return _batch_selector_class(*args, **kwargs)
-
-
 def _error_text(exc: BaseException) -> str:
     text = f"{type(exc).__name__}: {exc}"
     return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS] + " ..."
@@ -245,8 +220,10 @@ class Worker:
         sel = self._selectors.get(key)
         if sel is None:
             t0 = time.perf_counter()
-            sel = _batch_selector(job.src_lang, job.tgt_lang, url=self.url, corpora=p.get("corpora") or None,
-                                  pool=p.get("pool", 100), fill=p.get("fill", "none"), seed=p.get("seed", 0))
+            from scoi.selector import Selector
+
+            sel = Selector(job.src_lang, job.tgt_lang, url=self.url, corpora=p.get("corpora") or None,
+                           pool=p.get("pool", 100), fill=p.get("fill", "none"), seed=p.get("seed", 0))
             sel.analyzer  # load the parser now, not inside the first item's timing
             self._selectors[key] = sel
             self._setup_seconds += time.perf_counter() - t0
@@ -294,10 +271,13 @@ class Worker:
             params = job.params
             prepared: list[_Prepared] = []
             shared_ms = 0.0  # the batch's parse, split over its items
+            analyses: dict[str, Any] = {}
             if selector is not None:
+                # One spaCy call for the batch: about twice as fast per sentence as one each.
                 ts = time.perf_counter()
+                unique = list(dict.fromkeys(it.source for it in group if it.source))
                 try:
-                    selector.prepare([it.source for it in group])
+                    analyses = dict(zip(unique, selector.analyze_batch(unique)))
                 except Exception:  # noqa: BLE001 - each item is then parsed (and fails) on its own
                     pass
                 shared_ms = (time.perf_counter() - ts) * 1000 / len(group)
@@ -306,7 +286,7 @@ class Worker:
                 try:
                     res, examples = None, []
                     if selector is not None:
-                        res = selector.select(it.source, k=job.k, method=job.method)
+                        res = selector.select(it.source, k=job.k, method=job.method, analysis=analyses.get(it.source))
                         examples = [Example(p.src, p.tgt) for p in res.selected]
                     select_ms = (time.perf_counter() - ts) * 1000 + shared_ms
                     prompt = render_prompt(it.source, examples, job.src_lang, job.tgt_lang, template=job.template,
