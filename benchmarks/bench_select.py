@@ -1,12 +1,15 @@
 """Selection speed and preselection quality on the ../shared/data fr→en database.
 
-Prints, over 200 French queries that are not in the database (Multi30k test_2016_flickr):
-p50/p95 of preselection and candidate fetch (each as its own statement), of the two in
-the single statement ``Selector.select`` runs, of coverage and of end-to-end selection; mean
-overlap@100 of the SQL preselection with exact BM25 (bm25s, method="lucene", k1=1.5,
-b=0.75, over the same lowercased Moses tokens); and the coverage step's speed-up over the
-straightforward SPEC §4 implementation (tests/reference.py: recompute every candidate
-set's coverage from scratch) on the same pools, measured in the same run.
+Two query sets, side by side, neither in the database: *short*, 200 French Multi30k
+test_2016_flickr captions (~12 tokens); *long*, the last 200 non-empty Europarl French
+lines, which ``--build`` leaves out of the database (~30 tokens). For each: p50/p95 of
+query analysis, preselection alone, preselection + fetch (the one statement
+``Selector.select`` runs), coverage and the whole selection including analysis;
+overlap@100 (mean, min) of the SQL preselection with exact BM25 (bm25s, method="lucene",
+k1=1.5, b=0.75, over the same lowercased Moses tokens); the same-selection rate (SCOI's
+k=4 picks from our pool equal those from exact BM25's pool); the share of pools certified
+exact; and (short set) the coverage step's speed-up over the straightforward SPEC §4
+implementation (tests/reference.py) on the same pools.
 
     SCOI_DATABASE_URL=... python benchmarks/bench_select.py      # an existing database
     python benchmarks/bench_select.py --build                     # ingest ../shared/data first
@@ -25,13 +28,17 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
-from shared_data import available, corpus_files, held_out_queries, warm_up  # noqa: E402
+from shared_data import available, held_out_queries, long_queries, selection_corpus_files, warm_up  # noqa: E402
 
 
 def build(url: str) -> None:
+    """Ingest ../shared/data except the held-out Europarl lines (the long queries)."""
+    import tempfile
+
     from ingest.pipeline import IngestOptions, ingest_files
 
-    for fr, en in corpus_files():
+    workdir = Path(tempfile.mkdtemp(prefix="scoi-bench-"))
+    for fr, en in selection_corpus_files(workdir):
         s = ingest_files(IngestOptions(files=[str(fr), str(en)], src="fr", tgt="en", corpus="shared",
                                        workers=2, skip_bad=True), url)
         print(f"  ingested {fr.name}: {s.inserted} pairs in {s.seconds:.0f}s")
@@ -72,6 +79,67 @@ def pct(values: list[float]) -> tuple[float, float]:
     return float(np.percentile(values, 50)), float(np.percentile(values, 95))
 
 
+def picks(sel, tokens: list[str], terms: dict[str, int], rows) -> list[int]:
+    """SCOI's k=4 picks (pair ids) from a pool, as ``Selector.select`` makes them."""
+    from scoi.core.greedy import select as greedy_select
+
+    q, q_ids, cands, table = sel.coverage_inputs(terms, rows)
+    chosen = greedy_select(q, tokens, cands, k=4, method="scoi", similarity=sel.similarity,
+                           word_overlap=sel.word_overlap, seed=sel.seed, term_table=table, query_term_ids=q_ids)
+    return [rows[p.index].pair_id for p in chosen]
+
+
+def run_set(sel, queries: list[str]) -> dict:
+    """Time and check one query set (after the caller's warm-up)."""
+    timings, runs = [], []
+    for q in queries:
+        r = sel.select(q)
+        certified = sel.certified
+        t0 = time.perf_counter()
+        sel.preselect(r.query_tokens)
+        timings.append({**r.timings_ms, "preselect": 1000 * (time.perf_counter() - t0)})
+        runs.append((r, certified))
+    exact = exact_bm25_top(sel.conn, [r.query_tokens for r, _ in runs], 100)
+    overlaps, same = [], []
+    for (r, _), ref in zip(runs, exact):
+        if ref:
+            overlaps.append(len({c.pair_id for c in r.candidates} & set(ref)) / len(ref))
+            ref_rows = sel.fetch([(p, 0.0) for p in ref])
+            same.append(picks(sel, r.query_tokens, r.query_terms, ref_rows) == [p.pair_id for p in r.selected])
+    return {"timings": timings, "overlaps": overlaps, "same": same,
+            "certified": [bool(c) for _, c in runs], "runs": runs}
+
+
+def coverage_speedup(sel, runs, n: int) -> tuple[float, float, float]:
+    """Fast coverage vs the SPEC §4 reference on the same pools: (speed-up, fast ms, reference ms)."""
+    import reference
+    from scoi.core.greedy import select as fast_select
+
+    fast_t, ref_t = [], []
+    for r, _ in runs[:n]:
+        q, q_ids, cs, table = sel.coverage_inputs(r.query_terms, r.candidates)
+        t0 = time.perf_counter()
+        a = fast_select(q, r.query_tokens, cs, k=4, method="scoi", term_table=table, query_term_ids=q_ids)
+        t1 = time.perf_counter()
+        b = reference.select(q, r.query_tokens, cs, k=4, method="scoi")
+        t2 = time.perf_counter()
+        assert [p.index for p in a] == [p.index for p in b], "fast and reference disagree"
+        fast_t.append(t1 - t0)
+        ref_t.append(t2 - t1)
+    return sum(ref_t) / sum(fast_t), 1000 * float(np.mean(fast_t)), 1000 * float(np.mean(ref_t))
+
+
+def describe(conn) -> str:
+    """Date, database size and machine, for the tables' captions."""
+    import datetime
+    import platform
+
+    size = conn.execute("SELECT pg_size_pretty(pg_database_size(current_database()))").fetchone()[0]
+    pairs = conn.execute("SELECT count(*) FROM pair").fetchone()[0]
+    return (f"{datetime.date.today()}; database {pairs:,} pairs, {size}; "
+            f"{os.cpu_count()} cores, {platform.machine()}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", action="store_true", help="ingest ../shared/data into a fresh database first")
@@ -89,63 +157,33 @@ def main() -> None:
         get_engine(url)
         build(url)
     sel = Selector("fr", "en", url=url, k=4, pool=100)
-    n_pairs = sel.conn.execute("SELECT count(*) FROM pair").fetchone()[0]
-    queries = held_out_queries(args.queries)
     warm_up(sel.select)
-    timings, tokens, pools = [], [], []
-    for q in queries:
-        r = sel.select(q)
-        # The two SQL steps alone (select runs them as one statement, timed as "pool").
-        t0 = time.perf_counter()
-        scored = sel.preselect(r.query_tokens)
-        t1 = time.perf_counter()
-        sel.fetch(scored)
-        t2 = time.perf_counter()
-        timings.append({**r.timings_ms, "preselect": 1000 * (t1 - t0), "fetch": 1000 * (t2 - t1)})
-        tokens.append(r.query_tokens)
-        pools.append((r.query_tokens, r.query_terms, r.candidates))
+    sets = {"short": run_set(sel, held_out_queries(args.queries)), "long": run_set(sel, long_queries(args.queries))}
+    speedup, fast_ms, ref_ms = coverage_speedup(sel, sets["short"]["runs"], args.reference_queries)
 
-    exact = exact_bm25_top(sel.conn, tokens, 100)
-    overlaps = []
-    for (toks, _, cands), ref in zip(pools, exact):
-        if ref:
-            overlaps.append(len({c.pair_id for c in cands} & set(ref)) / len(ref))
-
-    # Coverage speed-up on the same pools: fast path vs reference (SPEC §4 as written).
-    import reference
-    from scoi.core.greedy import select as fast_select
-
-    fast_t, ref_t = [], []
-    for toks, terms, cands in pools[: args.reference_queries]:
-        q, q_ids, cs, table = sel._matrices(terms, cands)
-        t0 = time.perf_counter()
-        a = fast_select(q, toks, cs, k=4, method="scoi", term_table=table, query_term_ids=q_ids)
-        t1 = time.perf_counter()
-        b = reference.select(q, toks, cs, k=4, method="scoi")
-        t2 = time.perf_counter()
-        assert [p.index for p in a] == [p.index for p in b], "fast and reference disagree"
-        fast_t.append(t1 - t0)
-        ref_t.append(t2 - t1)
-    speedup = sum(ref_t) / sum(fast_t)
-
-    print(f"database: {n_pairs} pairs; {len(queries)} queries (after 200 other warm-up queries); "
-          f"k=4, pool=100; {os.cpu_count()} cores")
+    print(f"{describe(sel.conn)}; {args.queries} queries per set (after 200 other short held-out queries as "
+          f"warm-up); k=4, pool=100; {sel.bm25}")
     print()
-    print("| step | p50 ms | p95 ms | target |")
-    print("| --- | --- | --- | --- |")
-    for key, label, target in (("preselect", "preselection (SQL)", "p95 <= 20"),
-                               ("fetch", "candidate fetch (SQL, as a second statement)", ""),
-                               ("pool", "preselection + fetch in one statement (what select runs)", ""),
-                               ("coverage", "coverage + greedy (numpy)", ""),
-                               ("select", "end-to-end selection (excl. query parse)", "p50 <= 15"),
-                               ("analyze", "query parse (Moses + spaCy)", ""), ("total", "total incl. parse", "")):
-        p50, p95 = pct([t[key] for t in timings])
-        print(f"| {label} | {p50:.1f} | {p95:.1f} | {target} |")
+    print("| step | long p50 ms | long p95 ms | short p50 ms | short p95 ms |")
+    print("| --- | --- | --- | --- | --- |")
+    for key, label in (("analyze", "query analysis (Moses + spaCy)"), ("preselect", "preselection (SQL, alone)"),
+                       ("pool", "preselection + fetch (one statement, what select runs)"),
+                       ("coverage", "coverage + greedy (numpy)"), ("total", "whole selection incl. analysis")):
+        cells = [f"{v:.1f}" for name in ("long", "short") for v in pct([t[key] for t in sets[name]["timings"]])]
+        print(f"| {label} | {' | '.join(cells)} |")
     print()
-    print(f"mean overlap@100 with exact BM25: {np.mean(overlaps):.3f} (min {min(overlaps):.2f}; target >= 0.95)")
-    print(f"coverage speed-up over the SPEC §4 reference: {speedup:.0f}x "
-          f"(fast {1000 * np.mean(fast_t):.2f} ms vs reference {1000 * np.mean(ref_t):.0f} ms per query, "
-          f"{len(fast_t)} pools; target >= 20x)")
+    print("| measure | long | short |")
+    print("| --- | --- | --- |")
+    ov = {k: v["overlaps"] for k, v in sets.items()}
+    print(f"| overlap@100 with exact BM25, mean (min) | {np.mean(ov['long']):.3f} ({min(ov['long']):.2f}) | "
+          f"{np.mean(ov['short']):.3f} ({min(ov['short']):.2f}) |")
+    print(f"| same SCOI k=4 selection as from the exact pool | {np.mean(sets['long']['same']):.3f} | "
+          f"{np.mean(sets['short']['same']):.3f} |")
+    print(f"| pools certified exact | {np.mean(sets['long']['certified']):.3f} | "
+          f"{np.mean(sets['short']['certified']):.3f} |")
+    print()
+    print(f"coverage speed-up over the SPEC §4 reference (short set): {speedup:.0f}x "
+          f"(fast {fast_ms:.2f} ms vs reference {ref_ms:.0f} ms per query, {args.reference_queries} pools)")
 
 
 if __name__ == "__main__":

@@ -32,6 +32,38 @@ def corpus_pairs() -> list[tuple[str, str]]:
     return out
 
 
+EUROPARL_HELD_OUT = 200  # last non-empty Europarl lines kept out of the selection benchmarks' database
+
+
+def _europarl_held_out_lines() -> set[int]:
+    """Line numbers (0-based) of the last EUROPARL_HELD_OUT non-empty French Europarl lines."""
+    fr = _lines(corpus_files()[0][0])
+    return set([i for i, line in enumerate(fr) if line.strip()][-EUROPARL_HELD_OUT:])
+
+
+def long_queries(n: int = EUROPARL_HELD_OUT) -> list[str]:
+    """Long queries (~30 tokens): the held-out Europarl French sentences, in file order.
+    The selection benchmarks build their database with :func:`selection_corpus_files`,
+    which leaves these lines out."""
+    fr = _lines(corpus_files()[0][0])
+    return [fr[i] for i in sorted(_europarl_held_out_lines())][:n]
+
+
+def selection_corpus_files(workdir: Path) -> list[tuple[Path, Path]]:
+    """:func:`corpus_files` with the held-out Europarl lines removed (written to
+    ``workdir``): the selection benchmarks' database, so that :func:`long_queries` are not
+    in it."""
+    held = _europarl_held_out_lines()
+    files = corpus_files()
+    out = []
+    for path in files[0]:
+        kept = [line for i, line in enumerate(_lines(path)) if i not in held]
+        dest = workdir / path.name
+        dest.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+        out.append(dest)
+    return [(out[0], out[1]), *files[1:]]
+
+
 def held_out_queries(n: int = 200, start: int = 0) -> list[str]:
     """French Multi30k test_2016_flickr sentences (1,000): not in the example database."""
     return [q for q in _lines(DATA / "multi30k/test_2016_flickr.fr.gz") if q.strip()][start:start + n]

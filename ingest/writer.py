@@ -44,6 +44,11 @@ def int_array(values: list[int]) -> str:
     return "{" + ",".join(map(str, values)) + "}"
 
 
+def opt_int_array(values: list[int | None]) -> str:
+    """PostgreSQL array literal of integers, None as NULL."""
+    return "{" + ",".join("NULL" if v is None else str(v) for v in values) + "}"
+
+
 def bytea_array(values: list[bytes]) -> str:
     """PostgreSQL array literal of byte strings (bytea hex format)."""
     return "{" + ",".join(f'"\\\\x{v.hex()}"' for v in values) + "}"
@@ -63,6 +68,31 @@ def signature(bits: list[int]) -> str:
     for b in bits:
         sig |= 1 << (255 - b)
     return f"x{sig:064x}"
+
+
+def token_bounds(tids: list[int], by_length: list[tuple[int, list[int]]],
+                 repeated: list[tuple[int, int, int]]) -> dict[str, str]:
+    """The ``add_df`` parameters of the token bounds (migration 0008), as array literals
+    aligned with ``tids``: postings with tf >= 2, largest tf, shortest sentence holding the
+    token (any tf), exactly twice, three times or more (NULL: none). Sentences longest first, so that the last
+    (C-level) dict update per token is its shortest: the common case (tf = 1) costs no
+    Python-level loop per posting."""
+    min_dl: dict[int, int] = {}
+    for n, ids in sorted(by_length, key=lambda x: -x[0]):
+        min_dl.update(dict.fromkeys(ids, n))
+    n_rep: Counter[int] = Counter()
+    max_tf: dict[int, int] = {}
+    min_dl2: dict[int, int] = {}
+    min_dl3: dict[int, int] = {}
+    for tid, tf, n in repeated:
+        n_rep[tid] += 1
+        max_tf[tid] = max(max_tf.get(tid, 1), tf)
+        bucket = min_dl2 if tf == 2 else min_dl3
+        bucket[tid] = min(bucket.get(tid, n), n)
+    return {"n_rep": int_array([n_rep[t] for t in tids]),
+            "max_tf": int_array([max_tf.get(t, 1) for t in tids]), "min_dl": int_array([min_dl[t] for t in tids]),
+            "min_dl2": opt_int_array([min_dl2.get(t) for t in tids]),
+            "min_dl3": opt_int_array([min_dl3.get(t) for t in tids])}
 
 
 @dataclass
@@ -245,20 +275,26 @@ class BatchWriter:
 
     def _write_bm25(self, cur: psycopg.Cursor, ids: list[int], new: list[ParsedSentence],
                     vocab: dict[tuple[str, str], tuple[int, int]]) -> None:
-        """Forward-index rows, postings, df and N/total length of the new eligible sentences."""
+        """Forward-index rows, postings, df, token bounds and N/total length of the new
+        eligible sentences."""
         df: Counter[int] = Counter()
         stats: dict[str, list[int]] = {}
         docs, postings = [], []
+        by_length: list[tuple[int, list[int]]] = []  # (dl, token ids) per sentence
+        repeated: list[tuple[int, int, int]] = []    # (token id, tf, dl) of postings with tf >= 2
         for sid, s in zip(ids, new):
             n = len(s.analysis.tokens)
             if n > MAX_EXAMPLE_TOKENS:
                 continue
             counts = sorted((*vocab[(s.lang, tok)], tf) for tok, tf in Counter(t.lower() for t in s.analysis.tokens).items())
             sig = signature([bit for _, bit, _ in counts])
-            docs.append(f"{sid}\t{n}\t{int_array([tid for tid, _, _ in counts])}\t"
+            tids = [tid for tid, _, _ in counts]
+            docs.append(f"{sid}\t{n}\t{int_array(tids)}\t"
                         f"{int_array([tf for _, _, tf in counts])}\t{sig}\n")
             postings.extend(f"{tid}\t{sid}\t{tf}\t{n}\t{sig}\n" for tid, _, tf in counts)
-            df.update(tid for tid, _, _ in counts)
+            df.update(tids)
+            by_length.append((n, tids))
+            repeated.extend((tid, tf, n) for tid, _, tf in counts if tf > 1)
             lang_stats = stats.setdefault(s.lang, [0, 0])
             lang_stats[0] += 1
             lang_stats[1] += n
@@ -267,7 +303,8 @@ class BatchWriter:
         with cur.copy(SQL["copy_postings"]) as cp:
             cp.write("".join(postings))
         if df:
-            cur.execute(SQL["add_df"], {"ids": int_array(list(df)), "n": int_array(list(df.values()))})
+            cur.execute(SQL["add_df"], {"ids": int_array(list(df)), "n": int_array(list(df.values())),
+                                        **token_bounds(list(df), by_length, repeated)})
         for lang, (n_docs, total_len) in stats.items():
             cur.execute(SQL["add_bm25_stats"], {"lang": lang, "n_docs": n_docs, "total_len": total_len})
 

@@ -53,9 +53,19 @@ class Bm25Params:
     budget_frac: float = 0.02  # ... or this share of N, whichever is larger
     depth: int = 300           # sentences re-scored exactly at least
     depth_frac: float = 0.0004  # ... or this share of N, whichever is larger
+    repeats: int = 3000        # tf >= 2 postings of the other tokens read at most
+    repeats_frac: float = 0.0  # ... or this share of N, whichever is larger
     certify: int = 20000       # postings the certification may read at most
     certify_frac: float = 0.0  # ... or this share of N, whichever is larger
     exact: bool = False        # always certify, whatever it reads: exact BM25's top n
+
+    def sql_params(self, pool: int) -> dict[str, Any]:
+        """The preselection statement's settings for a pool of ``pool`` pairs (the caller
+        adds the query tokens, languages, corpora and ``n``)."""
+        return {"k1": self.k1, "b": self.b, "budget": self.budget, "budget_frac": self.budget_frac,
+                "repeats": self.repeats, "repeats_frac": self.repeats_frac,
+                "depth": max(self.depth, pool), "depth_frac": self.depth_frac,
+                "certify": 2**62 if self.exact else self.certify, "certify_frac": self.certify_frac}
 
 
 @dataclass
@@ -111,6 +121,10 @@ class SelectionResult:
 
 class Selector:
     """Picks examples for sentences in one direction; keeps a connection and a parser."""
+
+    #: whether the last preselection was proven to be exact BM25's top ``pool`` (None: no
+    #: pair matched; see docs/preselection.md, "Certified top n")
+    certified: bool | None = None
 
     def __init__(self, src: str, tgt: str, *, url: str | None = None, corpora: list[str] | None = None,
                  k: int = 4, method: str = "scoi", pool: int = 100, similarity: str = "distance",
@@ -219,10 +233,7 @@ class Selector:
 
     def preselect_params(self, tokens: list[str]) -> dict[str, Any]:
         return {"lang": self.src, "tgt": self.tgt, "tokens": [t.lower() for t in tokens], "n": self.pool,
-                "corpora": self.corpus_ids, "k1": self.bm25.k1, "b": self.bm25.b,
-                "budget": self.bm25.budget, "budget_frac": self.bm25.budget_frac,
-                "depth": max(self.bm25.depth, self.pool), "depth_frac": self.bm25.depth_frac,
-                "certify": 2**62 if self.bm25.exact else self.bm25.certify, "certify_frac": self.bm25.certify_frac}
+                "corpora": self.corpus_ids, **self.bm25.sql_params(self.pool)}
 
     def preselect(self, tokens: list[str]) -> list[tuple[int, float]]:
         """(pair_id, score) of the top ``pool`` candidates, best first. Sets

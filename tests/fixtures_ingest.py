@@ -202,6 +202,13 @@ def integrity_problems(db_url: str) -> dict[str, int]:
         "eligible sentences whose tf do not sum to n_tokens": """
             SELECT count(*) FROM sentence s WHERE s.eligible
             AND coalesce((SELECT sum(tf) FROM posting p WHERE p.sentence_id = s.id), 0) <> s.n_tokens""",
+        "token bounds (migration 0008) that are not their postings' extremes": """
+            SELECT count(*) FROM vocab v JOIN (
+                SELECT token_id, count(*) FILTER (WHERE tf >= 2) AS df_rep, max(tf) AS max_tf, min(dl) AS min_dl,
+                       min(dl) FILTER (WHERE tf = 2) AS min_dl2, min(dl) FILTER (WHERE tf >= 3) AS min_dl3
+                FROM posting GROUP BY token_id) x ON x.token_id = v.id
+            WHERE (v.df_rep, v.max_tf, v.min_dl, v.min_dl2, v.min_dl3)
+                  IS DISTINCT FROM (x.df_rep, x.max_tf, x.min_dl, x.min_dl2, x.min_dl3)""",
         "vocab df <> number of postings": """
             SELECT count(*) FROM vocab v
             WHERE v.df <> (SELECT count(*) FROM posting p WHERE p.token_id = v.id)""",

@@ -53,8 +53,14 @@ ON CONFLICT (lang, token) DO NOTHING;
 SELECT token, id, hashint4(id) & 255 FROM vocab WHERE lang = %(lang)s AND token = ANY(%(tokens)s::text[]);
 
 -- name: add_df
-UPDATE vocab v SET df = v.df + u.n
-FROM unnest(%(ids)s::int[], %(n)s::int[]) AS u(id, n)
+-- df and the token bounds of the certified preselection (migration 0008): postings with
+-- tf >= 2, the batch's largest tf and shortest sentences (any tf, tf = 2, tf >= 3; NULL:
+-- none in the batch).
+-- greatest/least ignore NULLs, and a bound only ever loosens, so it stays valid.
+UPDATE vocab v SET df = v.df + u.n, df_rep = v.df_rep + u.n_rep, max_tf = greatest(v.max_tf, u.max_tf), min_dl = least(v.min_dl, u.min_dl),
+                   min_dl2 = least(v.min_dl2, u.min_dl2), min_dl3 = least(v.min_dl3, u.min_dl3)
+FROM unnest(%(ids)s::int[], %(n)s::int[], %(n_rep)s::int[], %(max_tf)s::smallint[], %(min_dl)s::smallint[],
+            %(min_dl2)s::smallint[], %(min_dl3)s::smallint[]) AS u(id, n, n_rep, max_tf, min_dl, min_dl2, min_dl3)
 WHERE v.id = u.id;
 
 -- name: add_bm25_stats

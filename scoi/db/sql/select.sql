@@ -2,109 +2,176 @@
 
 -- name: preselect
 -- Top-n pairs for the query's lowercased Moses tokens by BM25 (Lucene variant, k1, b) over
--- the eligible source sentences of the language, ordered by score then pair id.
+-- the eligible source sentences of the language, ordered by score then pair id; every row
+-- carries `certified`: true when the result is proven to be exact BM25's top n.
 -- Exact BM25 would read every posting of every query token, and common tokens ("de",
 -- ".") have postings in a large share of all sentences. So (docs/preselection.md):
 --   1. read the postings of the query's rarest tokens, in df order, while they fit in
---      the budget, greatest(%(budget)s, %(budget_frac)s x N) postings; the first token that
---      does not fit is read in part (its first postings in sentence order);
---   2. rank the sentences met by the exact partial score of the tokens read in full plus
---      an estimate of the other tokens from the sentence's 256-bit token signature
---      (stored in each posting row): f(dl) x the summed weights of the query tokens whose
---      bit is set, in three weight classes (mean weight of the class, tf taken as 1);
---      keep the best greatest(%(depth)s, %(depth_frac)s x N);
---   3. give those their exact BM25 score from their forward-index rows (bm25_doc) and map
---      them to pairs of the direction in score order until n pairs, with every pair tied
---      with the n-th (pair id breaks ties).
--- idf and avgdl are computed here from vocab.df and bm25_stats, which ingest keeps exact
--- in the same transaction as the postings; signatures and forward rows depend on the
--- sentence alone. Nothing goes stale as corpora are added. What is approximate is which
--- sentences reach step 3; the scores returned are exact. Budget and depth of 10^9 make
--- the whole query exact.
--- Scores are rounded to 1e-9 before ranking: equal contributions summed in another order
--- (last-ulp differences) must still tie, whatever the plan.
+--      the budget, greatest(%(budget)s, %(budget_frac)s x N) postings (the first token that
+--      does not fit is read in part), and of the other tokens, heaviest first, the
+--      postings with tf >= 2 (index posting_rep, shortest sentences first) while they fit
+--      in greatest(%(repeats)s, %(repeats_frac)s x N): long queries repeat common tokens
+--      ("," six times), and the sentences that repeat them too are their best matches;
+--   2. rank the sentences met by the exact score of what was read plus an estimate of the
+--      rest from the sentence's 256-bit token signature (in each posting row): the tokens
+--      whose bit is set, at tf 1, in three weight classes; give the best
+--      greatest(%(depth)s, %(depth_frac)s x N) their exact score (bm25_scores, forward index).
+--      theta, the n-th best pair's score among them, is a lower bound of the true n-th;
+--   3. certify (MaxScore): ub, what a token can add at most, comes from the (tf, dl)
+--      extremes ingest keeps in vocab (migration 0008). The tokens of smallest ub whose ub
+--      sum stays below theta are non-essential: a sentence holding none of the others
+--      scores below theta. If the essential tokens not read in full and the tf >= 2
+--      postings of the others have at most greatest(%(certify)s, %(certify_frac)s x N)
+--      postings, read them: every sentence met then has an upper bound (exact score of all
+--      it was met with + the weight at tf 1 of each other token whose signature bit is
+--      set; a set bit may be a collision, an unset one proves absence), and those whose
+--      bound reaches theta are scored exactly too. The top n of all sentences scored is
+--      then exact BM25's top n. Otherwise the result is step 2's, not certified.
+-- idf, avgdl and ub are computed here from counters that ingest keeps in the transaction
+-- that adds the postings (vocab, bm25_stats); signatures and forward rows depend on the
+-- sentence alone. Nothing goes stale as corpora are added, and ub only ever loosens.
 WITH stats AS (
-    SELECT n_docs, total_len::float8 / greatest(n_docs, 1) AS avgdl,
+    SELECT n_docs,
            greatest(%(budget)s, %(budget_frac)s * n_docs) AS budget,
+           greatest(%(repeats)s, %(repeats_frac)s * n_docs) AS repeats,
            greatest(%(depth)s, ceil(%(depth_frac)s * n_docs))::bigint AS depth,
+           greatest(%(certify)s, %(certify_frac)s * n_docs) AS certify,
            -- the BM25 length norm K(dl) = k1 (1 - b + b dl / avgdl) = ka + kc dl
            %(k1)s * (1 - %(b)s) AS ka,
            %(k1)s * %(b)s * greatest(n_docs, 1) / greatest(total_len, 1)::float8 AS kc
     FROM bm25_stats WHERE lang = %(lang)s
 ),
-q AS (  -- the query's tokens known to the index, weight w = idf x count in the query
-    SELECT v.id, v.df,
-           ln(1 + (st.n_docs - v.df + 0.5::float8) / (v.df + 0.5::float8)) * qt.cnt AS w
+q AS MATERIALIZED (  -- the query's tokens known to the index: weight w = idf x count in the query;
+                     -- ub = w x the largest tf / (tf + K(dl)) the token's (tf, dl) extremes allow
+    SELECT v.id, v.df, v.df_rep, x.w, bm25_token_bit(v.id) AS bit,
+           x.w * coalesce(greatest(1 / (1 + st.ka + st.kc * v.min_dl), 2 / (2 + st.ka + st.kc * v.min_dl2),
+                                   v.max_tf / (v.max_tf + st.ka + st.kc * v.min_dl3)), 1) AS ub
     FROM (SELECT tok, count(*) AS cnt FROM unnest(%(tokens)s::text[]) AS tok GROUP BY tok) qt
     JOIN vocab v ON v.lang = %(lang)s AND v.token = qt.tok AND v.df > 0
     CROSS JOIN stats st
+    CROSS JOIN LATERAL (SELECT ln(1 + (st.n_docs - v.df + 0.5::float8) / (v.df + 0.5::float8)) * qt.cnt AS w) x
 ),
-ranked AS (  -- rarest first; each token reads what is left of the budget (the last one in part)
-    SELECT r.id, r.df, r.w, least(r.df, st.budget - r.before)::bigint AS cap,
-           CASE WHEN r.df <= st.budget - r.before THEN r.w ELSE 0 END AS wfull
-    FROM (SELECT id, df, w,
-                 coalesce(sum(df) OVER (ORDER BY df, id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before
-          FROM q) r
+ranked AS MATERIALIZED (  -- what step 1 reads of each token: cap postings (all: full), rep_cap of its tf >= 2
+                          -- postings; c, cw: its weight class and the class's mean weight (tokens not read in full)
+    SELECT r.*, CASE WHEN r.all_read THEN 0 ELSE greatest(0, least(r.df_rep, st.repeats - coalesce(sum(r.df_rep)
+                    FILTER (WHERE NOT r.all_read) OVER (ORDER BY r.all_read, r.w DESC, r.id ROWS UNBOUNDED PRECEDING)
+                    - r.df_rep, 0))) END AS rep_cap,
+           avg(r.w) OVER (PARTITION BY r.all_read, r.c) AS cw
+    FROM (SELECT q.id, q.df, q.df_rep, q.w, q.bit, width_bucket(q.w, '{1.0,2.0}'::float8[]) AS c,
+                 greatest(0, least(q.df, st.budget - b.before))::bigint AS cap, q.df <= st.budget - b.before AS all_read
+          FROM (SELECT id, coalesce(sum(df) OVER (ORDER BY df, id ROWS UNBOUNDED PRECEDING) - df, 0) AS before
+                FROM q) b
+          JOIN q USING (id) CROSS JOIN stats st) r
     CROSS JOIN stats st
 ),
-k AS MATERIALIZED (  -- signature masks of the tokens not read in full, by weight class
-    SELECT coalesce(bit_or(bit) FILTER (WHERE c = 0), 0::bit(256)) AS m0,
-           coalesce(avg(w) FILTER (WHERE c = 0), 0) AS w0,
-           coalesce(bit_or(bit) FILTER (WHERE c = 1), 0::bit(256)) AS m1,
-           coalesce(avg(w) FILTER (WHERE c = 1), 0) AS w1,
-           coalesce(bit_or(bit) FILTER (WHERE c = 2), 0::bit(256)) AS m2,
-           coalesce(avg(w) FILTER (WHERE c = 2), 0) AS w2
-    FROM (SELECT w, bm25_token_bit(id) AS bit, width_bucket(w, '{1.0,2.0}'::float8[]) AS c
-          FROM ranked WHERE cap < df) x
+k AS MATERIALIZED (  -- signature masks and weights of the classes of tokens not read in full
+    SELECT coalesce(bit_or(bit) FILTER (WHERE c = 0), 0::bit(256)) AS m0, coalesce(max(cw) FILTER (WHERE c = 0), 0) AS w0,
+           coalesce(bit_or(bit) FILTER (WHERE c = 1), 0::bit(256)) AS m1, coalesce(max(cw) FILTER (WHERE c = 1), 0) AS w1,
+           coalesce(bit_or(bit) FILTER (WHERE c = 2), 0::bit(256)) AS m2, coalesce(max(cw) FILTER (WHERE c = 2), 0) AS w2
+    FROM ranked WHERE NOT all_read
 ),
-partial AS (  -- exact score of the tokens read + signature estimate of the others
-    SELECT p.sentence_id
+met AS MATERIALIZED (  -- sentences met: s_full, exact score of the tokens read in full; s, that + the tf >= 2
+                       -- contributions read (less the estimate that counts them at tf 1)
+    SELECT p.sentence_id, coalesce(sum(p.s) FILTER (WHERE p.all_read), 0) AS s_full, sum(p.s) AS s,
+           any_value(p.dl) AS dl, any_value(p.sig) AS sig
     FROM ranked r
-    CROSS JOIN k CROSS JOIN stats st
+    CROSS JOIN stats st
     CROSS JOIN LATERAL (
-        SELECT p.sentence_id,
-               r.wfull * p.tf / (p.tf + st.ka + st.kc * p.dl) AS s,
-               (k.w0 * bit_count(p.sig & k.m0) + k.w1 * bit_count(p.sig & k.m1)
-                + k.w2 * bit_count(p.sig & k.m2)) / (1 + st.ka + st.kc * p.dl) AS est
-        FROM posting p WHERE p.token_id = r.id ORDER BY p.sentence_id LIMIT r.cap) p
-    WHERE r.cap > 0
+        (SELECT p.sentence_id, p.dl, p.sig, r.all_read,
+                CASE WHEN r.all_read THEN r.w * p.tf / (p.tf + st.ka + st.kc * p.dl) ELSE 0 END AS s
+         FROM posting p WHERE p.token_id = r.id ORDER BY p.sentence_id LIMIT r.cap)
+        UNION ALL
+        (SELECT p.sentence_id, p.dl, p.sig, false,
+                r.w * p.tf / (p.tf + st.ka + st.kc * p.dl) - r.cw / (1 + st.ka + st.kc * p.dl)
+         FROM posting p WHERE p.token_id = r.id AND p.tf >= 2 ORDER BY p.dl, p.sentence_id LIMIT r.rep_cap)
+    ) p
+    WHERE r.cap > 0 OR r.rep_cap > 0
       -- with --corpus, keep only sentences of those corpora *before* the depth cut, or
       -- other corpora's sentences fill the depth and the pool comes back short
       AND (%(corpora)s::int[] IS NULL
-           OR EXISTS (SELECT 1 FROM pair e WHERE e.a_id = p.sentence_id AND e.a_lang = %(lang)s
-                        AND e.b_lang = %(tgt)s AND e.corpus_id = ANY(%(corpora)s::int[]))
-           OR EXISTS (SELECT 1 FROM pair e WHERE e.b_id = p.sentence_id AND e.b_lang = %(lang)s
-                        AND e.a_lang = %(tgt)s AND e.corpus_id = ANY(%(corpora)s::int[])))
+           OR EXISTS (SELECT 1 FROM example e WHERE e.src_id = p.sentence_id AND e.src_lang = %(lang)s
+                        AND e.tgt_lang = %(tgt)s AND e.corpus_id = ANY(%(corpora)s::int[])))
     GROUP BY p.sentence_id
-    -- (the token read in part counts through the signature only, for all sentences alike)
-    ORDER BY sum(p.s) + max(p.est) DESC, p.sentence_id
-    LIMIT (SELECT depth FROM stats)
 ),
-scored AS (  -- exact BM25 of the kept sentences from their forward-index rows
-    SELECT d.sentence_id,
-           round(sum(q.w * u.tf / (u.tf + %(k1)s * (1 - %(b)s + %(b)s * d.dl / st.avgdl)))::numeric, 9)::float8 AS score
-    FROM partial pa
-    JOIN bm25_doc d ON d.sentence_id = pa.sentence_id
-    CROSS JOIN LATERAL unnest(d.token_ids, d.tfs) AS u(tid, tf)
-    JOIN q ON q.id = u.tid
+qa AS MATERIALIZED (  -- the query as arrays, for bm25_scores (plain arguments: PostgreSQL inlines it)
+    SELECT array_agg(id) AS ids, array_agg(w) AS ws FROM q
+),
+top1 AS MATERIALIZED (  -- the best by s + signature estimate
+    SELECT array_agg(sentence_id) AS ids
+    FROM (SELECT m.sentence_id FROM met m CROSS JOIN k CROSS JOIN stats st
+          ORDER BY m.s + (k.w0 * bit_count(m.sig & k.m0) + k.w1 * bit_count(m.sig & k.m1)
+                          + k.w2 * bit_count(m.sig & k.m2)) / (1 + st.ka + st.kc * m.dl) DESC, m.sentence_id
+          LIMIT (SELECT depth FROM stats)) x
+),
+scored1 AS MATERIALIZED (  -- their exact BM25
+    SELECT b.sentence_id, b.score FROM stats st, qa, top1, bm25_scores(top1.ids, qa.ids, qa.ws, st.ka, st.kc) b
+),
+theta AS MATERIALIZED (  -- the n-th best pair's score among those (0 if fewer than n): a lower bound of the true n-th
+    SELECT CASE WHEN count(*) >= %(n)s THEN min(score) ELSE 0 END AS theta
+    FROM (SELECT s.score FROM (SELECT * FROM scored1 ORDER BY score DESC OFFSET 0) s
+          CROSS JOIN LATERAL (  -- a nested loop in score order: stops once n pairs are found
+              SELECT 1 FROM example e WHERE e.src_id = s.sentence_id AND e.src_lang = %(lang)s
+                AND e.tgt_lang = %(tgt)s AND (%(corpora)s::int[] IS NULL OR e.corpus_id = ANY(%(corpora)s::int[]))) e
+          ORDER BY s.score DESC FETCH FIRST %(n)s ROWS WITH TIES) x
+),
+todo AS MATERIALIZED (  -- what certifying reads: the essential tokens (past the longest prefix, by ub, whose
+                        -- ub sum < theta) not read in full, whole; the tf >= 2 postings of the others
+    SELECT r.id, r.w, e.upto >= (SELECT theta FROM theta) - 1e-6 AS whole
+    FROM (SELECT id, sum(ub) OVER (ORDER BY ub, id ROWS UNBOUNDED PRECEDING) AS upto FROM q) e
+    JOIN ranked r USING (id)
+    WHERE NOT r.all_read
+),
+go AS MATERIALIZED (  -- certify when that fits the budget
+    SELECT coalesce(sum(CASE WHEN t.whole THEN r.df ELSE r.df_rep END), 0) <= (SELECT certify FROM stats) AS go
+    FROM todo t JOIN ranked r USING (id)
+),
+more AS (  -- what certifying reads, exact contributions by sentence
+    SELECT p.sentence_id, sum(p.s) AS s, any_value(p.dl) AS dl, any_value(p.sig) AS sig
+    FROM todo t
     CROSS JOIN stats st
-    GROUP BY d.sentence_id
-),
-ranked_pairs AS (  -- pairs of the best sentences in score order, until n (and the pairs tied with the n-th)
-    SELECT e.pair_id, s.score
-    FROM (SELECT * FROM scored ORDER BY score DESC OFFSET 0) s
-    CROSS JOIN LATERAL (  -- a nested loop in score order: stops as soon as n pairs are found
-        SELECT id AS pair_id, corpus_id FROM pair
-        WHERE a_id = s.sentence_id AND a_lang = %(lang)s AND b_lang = %(tgt)s
+    CROSS JOIN LATERAL (
+        SELECT p.sentence_id, p.dl, p.sig, t.w * p.tf / (p.tf + st.ka + st.kc * p.dl) AS s
+        FROM posting p WHERE p.token_id = t.id AND t.whole
         UNION ALL
-        SELECT id, corpus_id FROM pair
-        WHERE b_id = s.sentence_id AND b_lang = %(lang)s AND a_lang = %(tgt)s
-    ) e
-    WHERE %(corpora)s::int[] IS NULL OR e.corpus_id = ANY(%(corpora)s::int[])
-    ORDER BY s.score DESC
-    FETCH FIRST %(n)s ROWS WITH TIES
+        SELECT p.sentence_id, p.dl, p.sig, t.w * p.tf / (p.tf + st.ka + st.kc * p.dl)
+        FROM posting p WHERE p.token_id = t.id AND NOT t.whole AND p.tf >= 2
+    ) p
+    WHERE (SELECT go FROM go)
+      AND (%(corpora)s::int[] IS NULL
+           OR EXISTS (SELECT 1 FROM example e WHERE e.src_id = p.sentence_id AND e.src_lang = %(lang)s
+                        AND e.tgt_lang = %(tgt)s AND e.corpus_id = ANY(%(corpora)s::int[])))
+    GROUP BY p.sentence_id
+),
+u AS MATERIALIZED (  -- the non-essential tokens not read in full, at tf 1 (their tf >= 2 postings are read):
+                     -- grouped by signature bit (tokens sharing a bit add up), the bits in three classes
+                     -- by weight, each class counting its largest weight
+    SELECT coalesce(bit_or(bit) FILTER (WHERE c = 1), 0::bit(256)) AS m1, coalesce(max(w) FILTER (WHERE c = 1), 0) AS w1,
+           coalesce(bit_or(bit) FILTER (WHERE c = 2), 0::bit(256)) AS m2, coalesce(max(w) FILTER (WHERE c = 2), 0) AS w2,
+           coalesce(bit_or(bit) FILTER (WHERE c = 3), 0::bit(256)) AS m3, coalesce(max(w) FILTER (WHERE c = 3), 0) AS w3
+    FROM (SELECT bit, w, ntile(3) OVER (ORDER BY w) AS c
+          FROM (SELECT r.bit, sum(r.w) AS w FROM todo t JOIN ranked r USING (id) WHERE NOT t.whole GROUP BY r.bit) b) c
+),
+top2 AS MATERIALIZED (  -- the sentences whose upper bound reaches theta, not scored yet
+    SELECT array_agg(sentence_id) AS ids
+    FROM (SELECT coalesce(m.sentence_id, x.sentence_id) AS sentence_id
+          FROM met m FULL JOIN more x ON x.sentence_id = m.sentence_id CROSS JOIN u CROSS JOIN stats st
+          WHERE (SELECT go FROM go)
+            AND coalesce(m.s_full, 0) + coalesce(x.s, 0)
+                + (u.w1 * bit_count(coalesce(m.sig, x.sig) & u.m1) + u.w2 * bit_count(coalesce(m.sig, x.sig) & u.m2)
+                   + u.w3 * bit_count(coalesce(m.sig, x.sig) & u.m3)) / (1 + st.ka + st.kc * coalesce(m.dl, x.dl))
+                >= (SELECT theta FROM theta) - 1e-6
+          EXCEPT SELECT sentence_id FROM scored1) x
+),
+scored2 AS (  -- their exact BM25
+    SELECT b.sentence_id, b.score FROM stats st, qa, top2, bm25_scores(top2.ids, qa.ids, qa.ws, st.ka, st.kc) b
 )
-SELECT pair_id, score FROM ranked_pairs
+SELECT pair_id, score, (SELECT go FROM go) AS certified
+FROM (SELECT e.pair_id, s.score
+      FROM (SELECT * FROM scored1 UNION ALL SELECT * FROM scored2 ORDER BY score DESC OFFSET 0) s
+      CROSS JOIN LATERAL (  -- pairs of the direction (and corpora), in score order, until n and the ties
+          SELECT e.pair_id FROM example e WHERE e.src_id = s.sentence_id AND e.src_lang = %(lang)s
+            AND e.tgt_lang = %(tgt)s AND (%(corpora)s::int[] IS NULL OR e.corpus_id = ANY(%(corpora)s::int[]))) e
+      ORDER BY s.score DESC FETCH FIRST %(n)s ROWS WITH TIES) x
 ORDER BY score DESC, pair_id
 LIMIT %(n)s;
 
@@ -123,7 +190,7 @@ ORDER BY c.ord;
 -- one round trip (measured: a tenth less time than two statements). The selector puts
 -- the `preselect` statement in place of the braces; `scoi select --sql` prints the result.
 WITH pool AS MATERIALIZED ({preselect})
-SELECT e.id AS pair_id, pool.score, src.text AS src, tgt.text AS tgt, src.tokens, src.term_keys, src.term_mults
+SELECT e.id AS pair_id, pool.score, pool.certified, src.text AS src, tgt.text AS tgt, src.tokens, src.term_keys, src.term_mults
 FROM pool
 JOIN pair e ON e.id = pool.pair_id
 JOIN sentence src ON src.id = CASE WHEN e.a_lang = %(lang)s THEN e.a_id ELSE e.b_id END
