@@ -16,6 +16,7 @@ import importlib.metadata
 import importlib.util
 import json
 import re
+import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -143,10 +144,41 @@ def choose_parser(lang: str, override: str | None = None) -> ParserChoice:
     raise ParserNotAvailable(f"no dependency parser installed for language {lang!r}; install one: {hint}")
 
 
+def import_spacy(with_torch: bool):
+    """``import spacy``, without PyTorch unless ``with_torch``.
+
+    thinc imports torch, when it is installed, only to offer torch-based layers: 1-2 s of
+    CPU that a pipeline without such layers (``needs_torch``) never uses, and most of a
+    one-off ``scoi select``'s start-up. Torch is hidden only while spaCy is imported, so
+    this process can still import it later (a transformers backend does); thinc then
+    keeps working without its torch layers, which is why a pipeline that needs them
+    cannot be loaded afterwards in the same process (``load_pipeline`` says so).
+    """
+    if with_torch or "thinc" in sys.modules or "torch" in sys.modules:
+        import spacy
+
+        return spacy
+    sys.modules["torch"] = None  # type: ignore[assignment]  # makes "import torch" fail
+    try:
+        import spacy
+    finally:
+        if "torch" in sys.modules and sys.modules["torch"] is None:
+            del sys.modules["torch"]
+    return spacy
+
+
 @lru_cache(maxsize=8)
 def load_pipeline(name: str):
     """Load only tok2vec + parser of a pipeline (lemmatizer, NER, ... are excluded)."""
-    import spacy
+    torch_needed = needs_torch(name)
+    spacy = import_spacy(with_torch=torch_needed)
+    if torch_needed:
+        from thinc.compat import has_torch
+
+        if not has_torch and importlib.util.find_spec("torch") is not None:
+            raise ParserNotAvailable(
+                f"spaCy pipeline {name!r} needs PyTorch, but this process imported spaCy without it for "
+                f"an earlier pipeline that did not; load {name!r} first, or in a process of its own")
 
     meta = pipeline_meta(name) or {}
     exclude = [c for c in meta.get("components", meta.get("pipeline", [])) if c not in NEEDED_COMPONENTS]

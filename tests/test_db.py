@@ -61,3 +61,43 @@ def test_bulk_write_settings_up_and_down(db_url):
                               "sentence_parser_id_fkey"])
     upgrade(engine)
     assert state() == (["fillfactor=50"], ["pair_corpus_id_fkey"])
+
+
+def test_start_up_migration_check_without_alembic(db_url, server_url):
+    """The check every command makes (``ensure_migrated``) reads the head from the revision
+    files' text and agrees with Alembic; a database below head, or without the table,
+    is not at head, and ensure_migrated then migrates it."""
+    from scoi.db.engine import create_database, drop_database, ensure_migrated
+    from scoi.db.migrate import at_head, known_heads
+
+    assert known_heads() == {head_revision()}
+    assert at_head(db_url)
+    engine = get_engine(db_url)
+    downgrade(engine, "0001")
+    assert not at_head(db_url)
+    ensure_migrated(db_url)
+    assert at_head(db_url) and current_revision(engine) == head_revision()
+    empty = create_database(server_url, "scoi_test_unmigrated")
+    try:
+        assert not at_head(empty)  # no alembic_version table
+        ensure_migrated(empty)
+        assert at_head(empty)
+    finally:
+        from scoi.db.engine import dispose_engines
+
+        dispose_engines()
+        drop_database(server_url, "scoi_test_unmigrated")
+
+
+def test_libpq_url_without_sqlalchemy():
+    """URLs mean to libpq what SQLAlchemy's rewriting made of them, for the forms users give."""
+    from psycopg.conninfo import conninfo_to_dict
+    from sqlalchemy.engine import make_url
+
+    from scoi.db.engine import _libpq_url
+
+    for url in ["postgresql+psycopg://u:p%40ss@db-host:5433/scoi?sslmode=require",
+                "postgresql://scoi@/scoi?host=/tmp/pg", "postgres://u@h/d", "postgresql+psycopg2://h/d"]:
+        before = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+        assert _libpq_url(url).startswith("postgresql://")
+        assert conninfo_to_dict(_libpq_url(url)) == conninfo_to_dict(before)

@@ -28,12 +28,13 @@ def emit_json(obj: Any) -> None:
 
 
 def database_url() -> str:
-    """The libpq URL of the configured database, migrated to head."""
-    from scoi.db.engine import get_engine, resolve_database
+    """The libpq URL of the configured database, migrated to head (checked without
+    SQLAlchemy or Alembic when there is nothing to migrate: see ``ensure_migrated``)."""
+    from scoi.db.engine import ensure_migrated, resolve_database
 
     try:
         info = resolve_database()
-        get_engine(info.url)
+        ensure_migrated(info.url)
     except Exception as e:  # noqa: BLE001 - shown to the user with the reason
         fail(f"cannot open the database: {e}")
     return info.url

