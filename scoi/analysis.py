@@ -215,7 +215,7 @@ class PunctNormalizer:
     """
 
     def __init__(self, lang: str) -> None:
-        from sacremoses import MosesPunctNormalizer
+        MosesPunctNormalizer = _sacremoses().MosesPunctNormalizer
 
         moses = MosesPunctNormalizer(lang=lang)
         assert not moses.pre_replace_unicode_punct and not moses.post_remove_control_chars
@@ -237,6 +237,34 @@ class PunctNormalizer:
         return text.strip()
 
 
+def _sacremoses():
+    """The sacremoses package, imported without joblib when nothing imported it yet.
+
+    sacremoses imports joblib at its top only for ``parallelize_preprocess`` (its own
+    command line), which scoi never calls: ~0.1-0.2 s of a one-off ``scoi select``'s
+    CPU. While sacremoses is imported, ``joblib`` is a stand-in whose two names raise;
+    it is removed afterwards, so a later ``import joblib`` gets the real package.
+    """
+    if "sacremoses" in sys.modules or "joblib" in sys.modules:
+        import sacremoses
+
+        return sacremoses
+    import types
+
+    def unavailable(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("sacremoses' parallel helpers are not available inside scoi")
+
+    stand_in = types.ModuleType("joblib")
+    stand_in.Parallel = stand_in.delayed = unavailable  # type: ignore[attr-defined]
+    sys.modules["joblib"] = stand_in
+    try:
+        import sacremoses
+    finally:
+        if sys.modules.get("joblib") is stand_in:
+            del sys.modules["joblib"]
+    return sacremoses
+
+
 def moses_tokenizer(lang: str):
     """sacremoses' ``MosesTokenizer`` with a cheaper non-breaking-prefix step (same output).
 
@@ -247,9 +275,7 @@ def moses_tokenizer(lang: str):
     sentences, gains little); identical tokens on all 86k sentences of ../shared/data and
     on arbitrary text (tests/test_ingest_terms.py).
     """
-    from sacremoses import MosesTokenizer
-
-    class _Tokenizer(MosesTokenizer):
+    class _Tokenizer(_sacremoses().MosesTokenizer):
         def __init__(self, lang: str) -> None:
             super().__init__(lang=lang)
             self._prefixes = frozenset(self.NONBREAKING_PREFIXES)

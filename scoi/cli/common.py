@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
 from typing import Any, NoReturn
 
 import typer
@@ -27,14 +29,66 @@ def emit_json(obj: Any) -> None:
     sys.stdout.flush()
 
 
-def database_url() -> str:
+def database_url(steps: Steps | None = None) -> str:
     """The libpq URL of the configured database, migrated to head (checked without
     SQLAlchemy or Alembic when there is nothing to migrate: see ``ensure_migrated``)."""
     from scoi.db.engine import ensure_migrated, resolve_database
 
     try:
         info = resolve_database()
+        if steps is not None:
+            steps.step("server start/connect")
         ensure_migrated(info.url)
+        if steps is not None:
+            steps.step("migration check")
     except Exception as e:  # noqa: BLE001 - shown to the user with the reason
         fail(f"cannot open the database: {e}")
     return info.url
+
+
+def process_age() -> float | None:
+    """Seconds since this process started (Linux ``/proc``, 10 ms resolution), or None:
+    the start-up split counts the interpreter and the imports before any scoi code ran."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as fh:
+            start_ticks = int(fh.read().rsplit(")", 1)[1].split()[19])  # field 22, starttime
+        with open("/proc/uptime", encoding="ascii") as fh:
+            uptime = float(fh.read().split()[0])
+        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class Steps:
+    """Wall and CPU time of a command's steps, printed to stderr by ``--verbose`` (so
+    ``--json`` output stays one object per line on stdout).
+
+    The first step runs from the process start (wall: ``/proc``; CPU: ``process_time``,
+    which counts from the start too), so it holds the interpreter and the imports.
+    """
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, float, float | None]] = []  # name, wall ms, cpu ms
+        self._origin_wall = time.perf_counter() - (process_age() or 0.0)
+        self._wall, self._cpu = self._origin_wall, 0.0
+
+    def step(self, name: str) -> None:
+        """Close the step ``name``: the time since the previous one ended."""
+        wall, cpu = time.perf_counter(), time.process_time()
+        self.rows.append((name, (wall - self._wall) * 1000, (cpu - self._cpu) * 1000))
+        self._wall, self._cpu = wall, cpu
+
+    def part(self, name: str, wall_ms: float) -> None:
+        """A part of the last step, timed by the code that did it (wall only)."""
+        self.rows.append((name, wall_ms, None))
+
+    def print(self) -> None:
+        total_wall = (time.perf_counter() - self._origin_wall) * 1000
+        lines = ["start-up split (ms)          wall      cpu"]
+        for name, wall, cpu in self.rows:
+            lines.append(f"  {name:<26}{wall:8.1f} {'' if cpu is None else f'{cpu:8.1f}'}")
+        lines.append(f"  {'total':<26}{total_wall:8.1f} {time.process_time() * 1000:8.1f}")
+        loaded = [m for m in ("torch", "sqlalchemy", "alembic") if sys.modules.get(m) is not None]
+        lines.append(f"  heavy modules imported: {', '.join(loaded) or 'none'} (of torch, sqlalchemy, alembic)")
+        sys.stderr.write("\n".join(lines) + "\n")
+        sys.stderr.flush()

@@ -6,23 +6,47 @@ from pathlib import Path
 
 import typer
 
-from scoi.cli.common import console, database_url, emit_json, fail
+from scoi.cli.common import Steps, console, database_url, emit_json, fail
 
 METHOD_HELP = "scoi | scoi-word-first | syntax | word | poly-topk | bm25 | random | zero"
 ORDER_HELP = ("Example order in the prompt: reverse (default, as published: the first example selected "
               "comes last, right before the sentence) | selection (first selected first) | random (seeded).")
 
 
+VERBOSE_HELP = "Print where the command's time went (imports, server, migration check, spaCy, query) to stderr."
+
+
 def _selector(src: str, tgt: str, k: int, method: str, pool: int, similarity: str, word_overlap: str,
-              fill: str, seed: int, corpus: list[str]):
-    from scoi.analysis import ParserNotAvailable
+              fill: str, seed: int, corpus: list[str], steps: Steps):
+    """A Selector with its analyser loaded, each start-up step timed in ``steps``."""
+    from scoi.analysis import ParserNotAvailable, import_spacy, load_pipeline, needs_torch
     from scoi.selector import SelectionError, Selector
 
+    steps.step("imports")
+    url = database_url(steps)
     try:
-        return Selector(src, tgt, url=database_url(), corpora=corpus or None, k=k, method=method, pool=pool,
-                        similarity=similarity, word_overlap=word_overlap, fill=fill, seed=seed)
+        sel = Selector(src, tgt, url=url, corpora=corpus or None, k=k, method=method, pool=pool,
+                       similarity=similarity, word_overlap=word_overlap, fill=fill, seed=seed)
+        steps.step("selector set-up (SQL)")
+        # What the first query would load anyway, loaded here step by step to time it.
+        import_spacy(with_torch=needs_torch(sel.scheme.name))
+        steps.step("spaCy import")
+        load_pipeline(sel.scheme.name)
+        steps.step(f"pipeline load ({sel.scheme.name})")
+        sel.analyzer  # noqa: B018 - builds the Moses normaliser and tokeniser
+        steps.step("Moses set-up")
     except (SelectionError, ValueError, ParserNotAvailable) as e:
         fail(str(e))
+    return sel
+
+
+def _query_steps(steps: Steps, result) -> None:
+    """The query's parts, as the selector timed them (the parse overlaps the SQL)."""
+    steps.step("query")
+    t = result.timings_ms
+    steps.part("  query analysis", t["analyze"])
+    steps.part("  preselection + fetch", t["pool"])
+    steps.part("  coverage", t["coverage"])
 
 
 def select(
@@ -42,11 +66,13 @@ def select(
     explain: bool = typer.Option(False, "--explain", help="JSON candidates as objects with score and text."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
     show_sql: bool = typer.Option(False, "--sql", help="Print the SQL that preselects and fetches the candidates (one statement) and its parameters; run nothing else."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP),
 ) -> None:
     """Select the k examples that best cover a sentence (SCOI), from the database."""
+    steps = Steps()
     if (text is None) == (file is None):
         fail("give either a TEXT argument or --file FILE")
-    sel = _selector(src, tgt, k, method, pool, similarity, word_overlap, fill, seed, corpus)
+    sel = _selector(src, tgt, k, method, pool, similarity, word_overlap, fill, seed, corpus, steps)
     if show_sql:
         from scoi.selector import PRESELECT_FETCH
 
@@ -61,12 +87,19 @@ def select(
             for line in fh:
                 if line.strip():
                     emit_json(sel.select(line.strip(), record=record).to_dict(explain=explain))
+        if verbose:
+            steps.step("queries")
+            steps.print()
         return
     result = sel.select(text, record=record)
+    _query_steps(steps, result)
     if json_out:
         emit_json(result.to_dict(explain=explain))
-        return
-    _print_result(result)
+    else:
+        _print_result(result)
+    if verbose:
+        steps.step("output")
+        steps.print()
 
 
 def _print_result(result) -> None:
@@ -96,12 +129,15 @@ def prompt(
     order: str = typer.Option("reverse", "--order", help=ORDER_HELP),
     pool: int = typer.Option(100, "--pool", min=1, help="Candidates preselected by BM25."),
     seed: int = typer.Option(0, "--seed", help="Seed for random selection and order."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP),
 ) -> None:
     """Print the prompt that would be sent to the LLM for TEXT."""
     from scoi.core.prompt import Example, render_prompt
 
-    sel = _selector(src, tgt, k, method, pool, "distance", "set", "none", seed, [])
+    steps = Steps()
+    sel = _selector(src, tgt, k, method, pool, "distance", "set", "none", seed, [], steps)
     result = sel.select(text)
+    _query_steps(steps, result)
     try:
         out = render_prompt(text, [Example(p.src, p.tgt) for p in result.selected], sel.src, sel.tgt,
                             template=template, order=order, seed=seed)
@@ -109,3 +145,6 @@ def prompt(
         fail(str(e))
     typer.echo(out, nl=False)
     typer.echo()
+    if verbose:
+        steps.step("prompt + output")
+        steps.print()
