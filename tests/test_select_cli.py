@@ -85,6 +85,34 @@ def test_select_json_end_to_end(cli_db, demo, extra):
     assert out["signature"] == res.signature
 
 
+def test_verbose_split_on_stderr_json_on_stdout(cli_db):
+    """A one-off select imports neither torch (the pipeline needs none) nor SQLAlchemy or
+    Alembic (the database is at head); --verbose prints the split to stderr only."""
+    proc = run_scoi(["select", QUERY, "--src", "fr", "--tgt", "en", "--json", "--verbose"], cli_db, check=True)
+    out = last_json(proc.stdout)
+    assert out["query"] == QUERY and len(proc.stdout.strip().splitlines()) == 1
+    for step in ("imports", "server start/connect", "migration check", "spaCy import", "pipeline load",
+                 "Moses set-up", "query analysis", "preselection + fetch", "coverage", "total"):
+        assert f"  {step}" in proc.stderr, (step, proc.stderr)
+    assert "heavy modules imported: none" in proc.stderr, proc.stderr
+
+
+def test_spacy_imported_without_torch_leaves_torch_importable():
+    """spaCy is imported with torch hidden, and the hiding is undone (a transformers
+    backend in the same process can still import torch)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, importlib.util\n"
+            "from scoi.analysis import import_spacy\n"
+            "import_spacy(with_torch=False)\n"
+            "import thinc.compat\n"
+            "assert 'spacy' in sys.modules and 'torch' not in sys.modules and not thinc.compat.has_torch\n"
+            "assert importlib.util.find_spec('torch') is not None  # still installed and importable\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_select_help_mentions_method(cli_db):
     proc = run_scoi(["select", "--help"], cli_db)
     assert proc.returncode == 0
