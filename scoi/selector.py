@@ -40,11 +40,13 @@ class Bm25Params:
 
     The query reads the postings of the query's rarest tokens, at most
     ``max(budget, budget_frac * N)`` of them (N = eligible sentences of the language), and
-    gives the best ``max(depth, depth_frac * N)`` sentences found their exact score (never
-    fewer than the pool). Larger values: closer to exact BM25, slower;
-    ``budget=10**9, depth=10**9`` is exact BM25. The defaults are measured trade-offs
-    (docs/preselection.md): at 42k pairs depth 300 keeps overlap@100 at 0.98 for 12% less
-    time than 400; at 1M pairs the 0.04% share gives 400, which 0.90 overlap needs.
+    of the other tokens, heaviest first, the postings with tf >= 2, at most
+    ``max(repeats, repeats_frac * N)`` (long queries repeat common tokens); it gives the
+    best ``max(depth, depth_frac * N)`` sentences found their exact score (never fewer than
+    the pool). It then certifies the pool (proves it is exact BM25's top n) if that reads
+    at most ``max(certify, certify_frac * N)`` more postings; ``exact=True`` always does,
+    whatever it reads. Larger values: closer to exact BM25, slower. The defaults are
+    measured trade-offs (docs/preselection.md).
     """
 
     k1: float = 1.5
@@ -54,8 +56,8 @@ class Bm25Params:
     depth: int = 300           # sentences re-scored exactly at least
     depth_frac: float = 0.0004  # ... or this share of N, whichever is larger
     repeats: int = 3000        # tf >= 2 postings of the other tokens read at most
-    repeats_frac: float = 0.0  # ... or this share of N, whichever is larger
-    certify: int = 20000       # postings the certification may read at most
+    repeats_frac: float = 0.003  # ... or this share of N, whichever is larger
+    certify: int = 5000        # postings the certification may read at most
     certify_frac: float = 0.0  # ... or this share of N, whichever is larger
     exact: bool = False        # always certify, whatever it reads: exact BM25's top n
 
@@ -140,10 +142,10 @@ class Selector:
         self.similarity, self.word_overlap, self.fill, self.seed = similarity, word_overlap, fill, seed
         self.bm25 = bm25 or Bm25Params()
         if url is None:
-            from scoi.db.engine import get_engine, resolve_database
+            from scoi.db.engine import ensure_migrated, resolve_database
 
             url = resolve_database().url
-            get_engine(url)
+            ensure_migrated(url)  # one query when at head (no SQLAlchemy/Alembic import)
         self.conn = psycopg.connect(url, autocommit=True)
         if self.conn.execute(SQL["direction_exists"], {"lang": self.src, "tgt": self.tgt}).fetchone()[0] == 0:
             raise SelectionError(f"no corpus holds {self.src}-{self.tgt} pairs; load one first: "
