@@ -87,7 +87,7 @@ def _translate_and_score(url: str, model: str, k: int, tests: list[tuple[str, st
                          say: Callable[[str], None]) -> tuple[list[dict[str, Any]], dict[str, int]]:
     import psycopg
 
-    from scoi.eval import compare
+    from scoi.jobs.eval import compare
     from scoi.jobs.store import JobSpec, get_job, submit
     from scoi.jobs.worker import Worker, WorkerOptions
 

@@ -12,7 +12,7 @@ from sacrebleu.metrics import BLEU, CHRF
 from conftest import run_scoi
 from jobs_fixtures import demo_test_pairs, last_json
 
-from scoi.eval import EvalError, resolve_comet_checkpoint
+from scoi.jobs.eval import EvalError, resolve_comet_checkpoint
 from scoi.jobs.store import JobSpec, submit
 
 

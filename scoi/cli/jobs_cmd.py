@@ -372,7 +372,7 @@ def eval_jobs(
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the scores as JSON."),
 ) -> None:
     """BLEU and chrF (sacrebleu) of a job against its references, COMET with --comet; stored."""
-    from scoi.eval import EvalError, compare as compare_jobs, evaluate
+    from scoi.jobs.eval import EvalError, compare as compare_jobs, evaluate
 
     with _connect() as conn:
         found = [_job(conn, ref) for ref in jobs]
