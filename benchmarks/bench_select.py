@@ -107,7 +107,27 @@ def run_set(sel, queries: list[str]) -> dict:
             ref_rows = sel.fetch([(p, 0.0) for p in ref])
             same.append(picks(sel, r.query_tokens, r.query_terms, ref_rows) == [p.pair_id for p in r.selected])
     return {"timings": timings, "overlaps": overlaps, "same": same,
-            "certified": [bool(c) for _, c in runs], "runs": runs}
+            "certified": [bool(c) for _, c in runs], "runs": runs, "exact": exact}
+
+
+def exact_mode(sel, token_lists: list[list[str]], exact: list[list[int]]) -> tuple[float, float, float, float]:
+    """``Bm25Params(exact=True)`` on the same queries: p50, p95 ms, overlap with bm25s
+    (1.0 unless something is wrong) and the share certified (1.0 by construction)."""
+    from scoi.selector import Bm25Params
+
+    default, sel.bm25 = sel.bm25, Bm25Params(exact=True)
+    try:
+        times, overlaps, certified = [], [], []
+        for toks, ref in zip(token_lists, exact):
+            t0 = time.perf_counter()
+            got = {p for p, _ in sel.preselect(toks)}
+            times.append(1000 * (time.perf_counter() - t0))
+            certified.append(bool(sel.certified))
+            if ref:
+                overlaps.append(len(got & set(ref)) / len(ref))
+    finally:
+        sel.bm25 = default
+    return (*pct(times), float(np.mean(overlaps)), float(np.mean(certified)))
 
 
 def coverage_speedup(sel, runs, n: int) -> tuple[float, float, float]:
@@ -145,6 +165,7 @@ def main() -> None:
     ap.add_argument("--build", action="store_true", help="ingest ../shared/data into a fresh database first")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--reference-queries", type=int, default=50, help="queries timed with the slow reference")
+    ap.add_argument("--exact-queries", type=int, default=100, help="queries per set run in exact mode")
     args = ap.parse_args()
     if not available():
         sys.exit("../shared/data is not there; this benchmark needs it")
@@ -160,6 +181,8 @@ def main() -> None:
     warm_up(sel.select)
     sets = {"short": run_set(sel, held_out_queries(args.queries)), "long": run_set(sel, long_queries(args.queries))}
     speedup, fast_ms, ref_ms = coverage_speedup(sel, sets["short"]["runs"], args.reference_queries)
+    n = args.exact_queries
+    exact = {k: exact_mode(sel, [r.query_tokens for r, _ in v["runs"][:n]], v["exact"][:n]) for k, v in sets.items()}
 
     print(f"{describe(sel.conn)}; {args.queries} queries per set (after 200 other short held-out queries as "
           f"warm-up); k=4, pool=100; {sel.bm25}")
@@ -181,6 +204,14 @@ def main() -> None:
           f"{np.mean(sets['short']['same']):.3f} |")
     print(f"| pools certified exact | {np.mean(sets['long']['certified']):.3f} | "
           f"{np.mean(sets['short']['certified']):.3f} |")
+    print()
+    print(f"exact mode (Bm25Params(exact=True)), first {n} queries per set:")
+    print()
+    print("| queries | preselection p50 ms | p95 ms | overlap@100 with bm25s | certified |")
+    print("| --- | --- | --- | --- | --- |")
+    for name in ("long", "short"):
+        p50, p95, ov, cert = exact[name]
+        print(f"| {name} | {p50:.1f} | {p95:.1f} | {ov:.3f} | {cert:.2f} |")
     print()
     print(f"coverage speed-up over the SPEC §4 reference (short set): {speedup:.0f}x "
           f"(fast {fast_ms:.2f} ms vs reference {ref_ms:.0f} ms per query, {args.reference_queries} pools)")

@@ -53,7 +53,7 @@ class Bm25Params:
     b: float = 0.75
     budget: int = 3000         # postings read at least
     budget_frac: float = 0.02  # ... or this share of N, whichever is larger
-    depth: int = 300           # sentences re-scored exactly at least
+    depth: int = 400           # sentences re-scored exactly at least
     depth_frac: float = 0.0004  # ... or this share of N, whichever is larger
     repeats: int = 3000        # tf >= 2 postings of the other tokens read at most
     repeats_frac: float = 0.003  # ... or this share of N, whichever is larger
