@@ -15,59 +15,15 @@ import psycopg
 
 from scoi.analysis import MAX_EXAMPLE_TOKENS, Analysis
 from scoi.core.polynomial import LabelSpace, parse_key
+from scoi.db.literals import (VECTOR_WIDTH, bytea_array, copy_text, int_array, opt_int_array, signature, sparsevec,
+                              text_array)
 from scoi.db.queries import load
 
 SQL = load("ingest")
-VECTOR_WIDTH = 1024  # term.exps is sparsevec(1024); the label table refuses idx >= 1024
 
 
 def sha(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8")).digest()
-
-
-# ---------------------------------------------------------------- literals
-# Rows and array parameters are written as PostgreSQL text by hand: psycopg's
-# ``write_row`` and list dumping work field by field and element by element in Python,
-# which was most of the writer's client time (a million postings per 42k pairs).
-def text_array(values: list[str]) -> str:
-    """PostgreSQL array literal of strings, every element quoted."""
-    if not values:
-        return "{}"
-    body = '","'.join(values)
-    if "\\" in body or '"' in body:  # rare: escape element by element
-        body = '","'.join(v.replace("\\", "\\\\").replace('"', '\\"') for v in values)
-    return '{"' + body + '"}'
-
-
-def int_array(values: list[int]) -> str:
-    """PostgreSQL array literal of integers."""
-    return "{" + ",".join(map(str, values)) + "}"
-
-
-def opt_int_array(values: list[int | None]) -> str:
-    """PostgreSQL array literal of integers, None as NULL."""
-    return "{" + ",".join("NULL" if v is None else str(v) for v in values) + "}"
-
-
-def bytea_array(values: list[bytes]) -> str:
-    """PostgreSQL array literal of byte strings (bytea hex format)."""
-    return "{" + ",".join(f'"\\\\x{v.hex()}"' for v in values) + "}"
-
-
-def copy_text(value: str) -> str:
-    """A text field escaped for COPY's text format (backslash, tab, newline, carriage return)."""
-    if "\\" in value or "\t" in value or "\n" in value or "\r" in value:
-        return value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
-    return value
-
-
-def signature(bits: list[int]) -> str:
-    """A token signature as a ``bit(256)`` literal in hex: bit ``b`` counted from the left,
-    as ``bm25_token_bit`` sets it (migration 0004)."""
-    sig = 0
-    for b in bits:
-        sig |= 1 << (255 - b)
-    return f"x{sig:064x}"
 
 
 def token_bounds(tids: list[int], by_length: list[tuple[int, list[int]]],
@@ -147,9 +103,7 @@ class LabelRegistry:
 
     def _sparsevec(self, key: str) -> tuple[str, int]:
         exps = parse_key(key)
-        items = sorted((self.idx(name), power) for name, power in exps.items())
-        body = ",".join(f"{i + 1}:{p}" for i, p in items)
-        return f"{{{body}}}/{VECTOR_WIDTH}", sum(exps.values())
+        return sparsevec({self.idx(name): power for name, power in exps.items()}), sum(exps.values())
 
 
 def term_arrays(terms: dict[str, int]) -> tuple[str, str]:

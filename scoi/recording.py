@@ -8,17 +8,13 @@ from typing import TYPE_CHECKING
 import psycopg
 
 from scoi.core.polynomial import LabelSpace, parse_key
+from scoi.db.literals import sparsevec
 from scoi.db.queries import load
 
 if TYPE_CHECKING:
     from scoi.selector import SelectionResult
 
 SQL = load("select")
-
-
-def _sparsevec(labels: LabelSpace, key: str) -> str:
-    items = sorted((labels.add(name), power) for name, power in parse_key(key).items())
-    return "{" + ",".join(f"{i + 1}:{p}" for i, p in items) + "}/1024"
 
 
 def record_selection(conn: psycopg.Connection, result: SelectionResult, labels: LabelSpace) -> int:
@@ -31,7 +27,8 @@ def record_selection(conn: psycopg.Connection, result: SelectionResult, labels: 
         cur = conn.cursor()
         with cur.copy("COPY selection_query_term (selection_id, key, mult, exps) FROM STDIN") as cp:
             for key, mult in result.query_terms.items():
-                cp.write_row((sel_id, key, mult, _sparsevec(labels, key)))
+                exps = {labels.add(name): power for name, power in parse_key(key).items()}
+                cp.write_row((sel_id, key, mult, sparsevec(exps)))
         with cur.copy("COPY selection_candidate (selection_id, rank, pair_id, score) FROM STDIN") as cp:
             for rank, c in enumerate(result.candidates, 1):
                 cp.write_row((sel_id, rank, c.pair_id, c.score))

@@ -1,4 +1,4 @@
-"""The writer's hand-written literals (arrays, COPY fields, signatures) read back as what they came from."""
+"""The writer's hand-written literals (arrays, COPY fields, signatures, sparsevec) read back as what they came from."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import psycopg
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ingest.writer import bytea_array, copy_text, int_array, signature, text_array
+from scoi.db.literals import VECTOR_WIDTH, bytea_array, copy_text, int_array, signature, sparsevec, text_array
 
 # Any text the readers can hand over (decoded UTF-8, so no lone surrogates; NUL rows are
 # rejected): quotes, backslashes, braces, commas, spaces, "NULL", empty strings, non-ASCII.
@@ -59,3 +59,13 @@ def test_array_literals_through_copy(db_url) -> None:
             for i, r in enumerate(rows):
                 cp.write_row((i, text_array(r)))
         assert [r[0] for r in conn.execute("SELECT a FROM t ORDER BY i")] == rows
+
+
+@settings(max_examples=50, deadline=None)
+@given(exps=st.dictionaries(st.integers(0, VECTOR_WIDTH - 1), st.integers(1, 40), max_size=8))
+def test_sparsevec_literal_matches_pgvector(template_url, exps) -> None:
+    """A term's exponents as sparsevec text read back by pgvector: 1-based, sorted, same powers."""
+    with psycopg.connect(template_url) as conn:
+        got = conn.execute("SELECT %s::sparsevec(1024)::text", (sparsevec(exps),)).fetchone()[0]
+    body = ",".join(f"{i + 1}:{p}" for i, p in sorted(exps.items()))
+    assert got == f"{{{body}}}/{VECTOR_WIDTH}"
