@@ -46,7 +46,7 @@ def raw_pipe(texts_by_lang: dict[str, list[str]], pipelines: dict[str, str], pro
     the hardware's own ceiling for 2 parse processes."""
     import multiprocessing as mp
 
-    from ingest.pipeline import single_threaded_children
+    from ingest.workers import single_threaded_children
 
     jobs = [({lang: texts[i::processes] for lang, texts in texts_by_lang.items()}, pipelines)
             for i in range(processes)]
@@ -94,7 +94,7 @@ def main() -> None:
     # workers it forks; the first ingest of this process would pay for it and the later
     # ones not. Start it here, outside the timings (the raw baseline's load is not timed
     # either), and report what it costs: a fresh `scoi ingest` process pays it once.
-    from ingest.pipeline import worker_pool
+    from ingest.workers import worker_pool
     t0 = time.perf_counter()
     with worker_pool(1, pipelines) as pool:
         pool.map(abs, [0])

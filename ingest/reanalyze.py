@@ -9,7 +9,7 @@ tokens) and rewrites what the tree determines: ``parser_id``, ``term_keys``,
 ``term_mults`` and the ``sentence_term`` rows. Tokens, the BM25 index and pairs do not
 depend on the tree and are not touched.
 
-Parsing reuses ingest's fork-server worker pool; each batch is written in one
+Parsing reuses ingest's fork-server workers and batch runner (ingest/workers.py); each batch is written in one
 transaction under the ingest lock, so ``kill -9`` loses at most the batches in flight
 and a rerun continues with what is left. Concurrent runs never write a sentence twice
 (``move_sentences`` only moves rows not already on the new parser row).
@@ -19,16 +19,17 @@ from __future__ import annotations
 
 import itertools
 import json
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 
 import psycopg
 
-from ingest.pipeline import _analyze_task, _init_worker, scheme_parser, worker_pool
-from ingest.writer import SQL, ParsedSentence, TermResolver, int_array, sentence_term_rows, term_arrays, text_array
+from ingest.pipeline import scheme_parser
+from ingest.workers import BatchRunner, Parsed, ParseTask
+from ingest.writer import SQL, ParsedSentence, TermResolver, sentence_term_rows, term_arrays
 from scoi.analysis import TREE_TOKENS, Analysis, ParserChoice, ParserNotAvailable, Scheme, choose_parser
+from scoi.db.literals import int_array, text_array
 from scoi.db.queries import load
 
 RSQL = load("reanalyze")
@@ -134,7 +135,8 @@ def reanalyze(opts: ReanalyzeOptions, url: str, *, progress: Callable[[int], Non
             conn.execute(SQL["lock_writes"])
             labels = {p.lang: scheme_parser(conn, p.lang, p.choice) for p in plans}
         resolver = TermResolver(conn, {lang: reg.parser_id for lang, reg in labels.items()}, labels)
-        _run(opts, url, conn, plans, resolver, summary, progress)
+        with psycopg.connect(url, autocommit=True) as reader:
+            _ReanalyzeBatches(opts, reader, conn, plans, resolver, summary, progress).run()
         conn.autocommit = True
         conn.execute(RSQL["analyze_after_reanalyze"])
     finally:
@@ -143,58 +145,47 @@ def reanalyze(opts: ReanalyzeOptions, url: str, *, progress: Callable[[int], Non
     return summary
 
 
-def _run(opts: ReanalyzeOptions, url: str, conn: psycopg.Connection, plans: list[_Plan], resolver: TermResolver,
-         summary: ReanalyzeSummary, progress: Callable[[int], None] | None) -> None:
+class _ReanalyzeBatches(BatchRunner):
     """Parse the batches in worker processes (texts read as they are needed) and write
-    each one, in order, as its parse arrives."""
-    in_flight = threading.Semaphore(max(2, 2 * opts.workers + 1))  # bounds memory, keeps workers busy
-    aborted = threading.Event()
-    pending: dict[int, tuple[str, list[int], int]] = {}  # task no -> (lang, ids to move, ids planned)
-    reader = psycopg.connect(url, autocommit=True)
+    each one, in order, as its parse arrives (one task per batch)."""
 
-    def tasks() -> Iterator[tuple[int, bool, dict[str, list[str]]]]:
+    def __init__(self, opts: ReanalyzeOptions, reader: psycopg.Connection, conn: psycopg.Connection,
+                 plans: list[_Plan], resolver: TermResolver, summary: ReanalyzeSummary,
+                 progress: Callable[[int], None] | None) -> None:
+        # Bounds memory, keeps workers busy.
+        super().__init__(opts.workers, {p.lang: p.choice.name for p in plans}, max(2, 2 * opts.workers + 1))
+        self.batch_size = opts.batch_size
+        self.reader, self.conn = reader, conn  # reader: autocommit, reads texts in the feeder thread
+        self.plans, self.resolver, self.summary, self.progress = plans, resolver, summary, progress
+        self.pending: dict[int, tuple[str, list[int], int]] = {}  # task no -> (lang, ids to move, ids planned)
+
+    def tasks(self) -> Iterator[ParseTask]:
         no = 0
-        for p in plans:
-            pid = resolver.parsers[p.lang]
-            for start in range(0, len(p.ids), opts.batch_size):
-                while not in_flight.acquire(timeout=0.1):
-                    if aborted.is_set():
-                        return
-                planned = p.ids[start:start + opts.batch_size]
-                rows = reader.execute(RSQL["texts_to_reanalyze"], {"ids": int_array(planned), "parser_id": pid}).fetchall()
-                pending[no] = (p.lang, [r[0] for r in rows], len(planned))
-                yield no, True, {p.lang: [r[1] for r in rows]}
+        for p in self.plans:
+            pid = self.resolver.parsers[p.lang]
+            for start in range(0, len(p.ids), self.batch_size):
+                if not self.reserve():
+                    return
+                planned = p.ids[start:start + self.batch_size]
+                rows = self.reader.execute(RSQL["texts_to_reanalyze"],
+                                           {"ids": int_array(planned), "parser_id": pid}).fetchall()
+                self.pending[no] = (p.lang, [r[0] for r in rows], len(planned))
+                yield ParseTask(no, True, {p.lang: [r[1] for r in rows]})
                 no += 1
 
-    def handle(no: int, _done: bool, analyses: dict[str, list[Analysis]], seconds: float) -> None:
-        lang, ids, planned = pending.pop(no)
-        summary.parse_seconds += seconds
+    def handle(self, result: Parsed) -> None:
+        lang, ids, planned = self.pending.pop(result.no)
+        s = self.summary
+        s.parse_seconds += result.seconds
         t0 = time.perf_counter()
-        moved = write_batch(conn, resolver, lang, ids, analyses[lang])
-        summary.write_seconds += time.perf_counter() - t0
-        summary.reanalyzed += moved
-        summary.skipped += planned - moved
-        summary.batches += 1
-        in_flight.release()
-        if progress:
-            progress(planned)
-
-    pipelines = {p.lang: p.choice.name for p in plans}
-    try:
-        if opts.workers <= 0:  # in this process
-            _init_worker(pipelines, without_torch=False)
-            for task in tasks():
-                handle(*_analyze_task(task))
-            return
-        with worker_pool(opts.workers, pipelines) as pool:
-            try:
-                for result in pool.imap(_analyze_task, tasks(), chunksize=1):
-                    handle(*result)
-            except BaseException:
-                aborted.set()  # unblock the thread feeding the pool (see ingest.pipeline)
-                raise
-    finally:
-        reader.close()
+        moved = write_batch(self.conn, self.resolver, lang, ids, result.analyses[lang])
+        s.write_seconds += time.perf_counter() - t0
+        s.reanalyzed += moved
+        s.skipped += planned - moved
+        s.batches += 1
+        self.done()
+        if self.progress:
+            self.progress(planned)
 
 
 def write_batch(conn: psycopg.Connection, resolver: TermResolver, lang: str, ids: list[int],

@@ -14,6 +14,10 @@ from pathlib import Path
 ENV_DATABASE_URL = "SCOI_DATABASE_URL"
 ENV_HOME = "SCOI_HOME"
 ENV_PARSERS = "SCOI_PARSERS"
+ENV_DEBUG_SQL = "SCOI_DEBUG_SQL"
+# Set by ingest for the fork server its parse workers are forked from (ingest/preload.py).
+ENV_PRELOAD_PIPELINES = "SCOI_PRELOAD_PIPELINES"  # comma-separated lang=pipeline
+ENV_PRELOAD_WITHOUT_TORCH = "SCOI_PRELOAD_WITHOUT_TORCH"  # "1": no pipeline needs torch, skip its import
 
 
 def scoi_home() -> Path:
@@ -35,6 +39,23 @@ def database_url_from_env() -> str | None:
 def parser_overrides_from_env() -> dict[str, str]:
     """Parse ``SCOI_PARSERS="fr=fr_core_news_md,en=en_core_web_trf"``."""
     return parse_parser_overrides(os.environ.get(ENV_PARSERS, "").split(","))
+
+
+def debug_sql_from_env() -> bool:
+    """``SCOI_DEBUG_SQL`` set (non-empty): log SQLAlchemy's statements."""
+    return bool(os.environ.get(ENV_DEBUG_SQL))
+
+
+def preload_environment(pipelines: dict[str, str], without_torch: bool) -> dict[str, str]:
+    """The variables that tell a fork server which pipelines to load (see preload_from_env)."""
+    return {ENV_PRELOAD_PIPELINES: ",".join(f"{lang}={name}" for lang, name in sorted(pipelines.items())),
+            ENV_PRELOAD_WITHOUT_TORCH: "1" if without_torch else "0"}
+
+
+def preload_from_env() -> tuple[dict[str, str], bool]:
+    """(lang -> pipeline, skip the torch import?) as preload_environment set them."""
+    items = (item.split("=", 1) for item in os.environ.get(ENV_PRELOAD_PIPELINES, "").split(",") if "=" in item)
+    return {lang: name for lang, name in items}, os.environ.get(ENV_PRELOAD_WITHOUT_TORCH) == "1"
 
 
 def parse_parser_overrides(items: list[str] | tuple[str, ...]) -> dict[str, str]:

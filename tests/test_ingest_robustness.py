@@ -172,18 +172,19 @@ def test_failed_write_with_workers_fails_fast_and_keeps_whole_batches(db_url, tm
 
 WORKER_PROBE = """
 import json, os, sys
-import ingest.pipeline as P
+import ingest.workers as W
 from scoi.analysis import analyzer, choose_parser
+from scoi.config import ENV_PRELOAD_PIPELINES
 
 def probe(_):
     info = analyzer.cache_info()
-    return info.hits, info.misses, sorted(P._ANALYZERS), "torch" in sys.modules and sys.modules["torch"] is not None
+    return info.hits, info.misses, sorted(W._ANALYZERS), "torch" in sys.modules and sys.modules["torch"] is not None
 
 if __name__ == "__main__":
     pipelines = {lang: choose_parser(lang).name for lang in ("fr", "en")}
-    with P.worker_pool(2, pipelines) as pool:
+    with W.worker_pool(2, pipelines) as pool:
         print(json.dumps(pool.map(probe, range(2), chunksize=1)))
-    print(P.PRELOAD_ENV in os.environ, "spacy" in sys.modules)
+    print(ENV_PRELOAD_PIPELINES in os.environ, "spacy" in sys.modules)
 """
 
 
@@ -238,7 +239,7 @@ def test_last_batch_is_written_task_by_task(db_url, tmp_path, pairs, monkeypatch
 def test_rerun_with_nothing_to_parse_starts_no_workers(db_url, tmp_path, pairs, monkeypatch):
     """A rerun of a stored file writes its (duplicate) pairs without starting parse workers;
     a grown file starts them at the first task with new sentences."""
-    import ingest.pipeline as P
+    import ingest.workers as W
 
     path = write_tsv(tmp_path / "f.tsv", pairs[:40])
     assert ingest_inprocess(db_url, [path], workers=0, batch_size=20).inserted == 40
@@ -247,7 +248,7 @@ def test_rerun_with_nothing_to_parse_starts_no_workers(db_url, tmp_path, pairs, 
         raise AssertionError("worker processes started although nothing needs parsing")
 
     with monkeypatch.context() as m:
-        m.setattr(P, "worker_pool", no_pool)
+        m.setattr(W, "worker_pool", no_pool)
         again = ingest_inprocess(db_url, [path], workers=2, batch_size=20)
     assert (again.inserted, again.duplicates, again.parsed_sentences) == (0, 40, 0)
 

@@ -9,7 +9,6 @@ workers, translation workers) share it; ``scoi db stop`` stops it.
 from __future__ import annotations
 
 import logging
-import os
 import re
 import warnings
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from scoi.config import database_url_from_env, scoi_home
+from scoi.config import database_url_from_env, debug_sql_from_env, scoi_home
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -204,7 +203,7 @@ def redact(url: str) -> str:
 __all__ = ["DatabaseInfo", "get_engine", "ensure_migrated", "resolve_database", "start_embedded", "stop_embedded",
            "dispose_engines", "redact", "sqlalchemy_url"]
 
-if os.environ.get("SCOI_DEBUG_SQL"):
+if debug_sql_from_env():
     logging.getLogger("sqlalchemy.engine").setLevel(logging.INFO)
 
 
