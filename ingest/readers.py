@@ -213,13 +213,4 @@ def read_tmx(file: str, src_lang: str, tgt_lang: str) -> Iterator[Record]:
             raise InputError(file, None, "not a TMX file: no <body> element")
 
 
-def count_lines(path: str) -> int | None:
-    """Cheap line count for the progress bar (None for formats where lines != records)."""
-    try:
-        with open_text(path) as fh:
-            return sum(buf.count(b"\n") for buf in iter(lambda: fh.read(1 << 20), b""))
-    except (OSError, EOFError):
-        return None
-
-
-__all__ = ["FORMATS", "Record", "InputError", "read_records", "detect_format", "count_lines", "open_text"]
+__all__ = ["FORMATS", "Record", "InputError", "read_records", "detect_format", "open_text"]

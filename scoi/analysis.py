@@ -348,10 +348,3 @@ def analyzer(lang: str, pipeline: str) -> Analyzer:
     (Moses tables and patterns) on top of loading the pipeline: the fork server that parse
     workers are forked from builds them once (ingest/preload.py)."""
     return Analyzer(lang, pipeline)
-
-
-def package_version(name: str) -> str:
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return ""

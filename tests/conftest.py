@@ -12,12 +12,9 @@ import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = Path(os.environ.get("SCOI_SHARED_DATA", ROOT.parent / "shared" / "data"))
 TEMPLATE = "scoi_test_template"
 
 
@@ -78,10 +75,3 @@ def run_scoi(args: list[str], db_url: str, *, check: bool = False, timeout: floa
     if check and proc.returncode != 0:
         raise AssertionError(f"scoi {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc
-
-
-@pytest.fixture(scope="session")
-def shared_data() -> Path:
-    if not (SHARED_DATA / "tatoeba-fr-en" / "tatoeba.fr").exists():
-        pytest.skip(f"../shared/data not found at {SHARED_DATA} (development corpora live beside the project)")
-    return SHARED_DATA
