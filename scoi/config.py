@@ -91,3 +91,40 @@ def environment(values: dict[str, str], *, keep_set: bool = False) -> Iterator[N
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+# --------------------------------------------------------------------------- backends
+ENV_OPENAI_BASE_URL = ("SCOI_OPENAI_BASE_URL", "OPENAI_BASE_URL")
+ENV_OPENAI_API_KEY = ("SCOI_OPENAI_API_KEY", "OPENAI_API_KEY")
+ENV_HF_OFFLINE = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+ENV_HF_ENDPOINT = "HF_ENDPOINT"
+DEFAULT_HF_ENDPOINT = "https://huggingface.co"
+
+
+def _first_set(names: tuple[str, ...]) -> str | None:
+    for name in names:
+        value = os.environ.get(name)
+        if value:
+            return value
+    return None
+
+
+def openai_base_url() -> str | None:
+    """The OpenAI-compatible server's URL (scoi's variable first, then the SDK's)."""
+    return _first_set(ENV_OPENAI_BASE_URL)
+
+
+def openai_api_key() -> str | None:
+    """The API key for that server, if any (no Authorization header without one)."""
+    return _first_set(ENV_OPENAI_API_KEY)
+
+
+def hf_offline() -> bool:
+    """Whether Hugging Face downloads are off. Read at each call: huggingface_hub freezes
+    its own copy at import, and tests and users set it later."""
+    return any(os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"} for name in ENV_HF_OFFLINE)
+
+
+def hf_endpoint() -> str:
+    """The Hugging Face hub URL (a mirror when set)."""
+    return os.environ.get(ENV_HF_ENDPOINT) or DEFAULT_HF_ENDPOINT

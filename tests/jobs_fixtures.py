@@ -1,15 +1,12 @@
 """Shared set-up for the job and eval tests: a database holding the demo fr-en corpus
-(ingested once per session, then cloned per test), the tiny random model, a stub
-OpenAI-compatible server, and small DB helpers."""
+(ingested once per session, then cloned per test), the tiny random model, the fake
+OpenAI-compatible server answering "ok <n>", and small DB helpers."""
 
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
+import subprocess
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import psycopg
@@ -17,6 +14,8 @@ import pytest
 from conftest import fresh_database
 
 from conftest import TEMPLATE, run_scoi
+from fake_openai import FakeOpenAI, ok_length
+from fixtures_ingest import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "scoi" / "data" / "demo.fr-en.tsv"
@@ -68,51 +67,23 @@ def tiny_model(tmp_path_factory) -> str:
     return _cache["tiny_model"]  # type: ignore[return-value]
 
 
-def closed_port() -> int:
-    """A localhost port nothing listens on (bound, then released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class StubCompletions:
-    """An OpenAI-compatible /completions server on 127.0.0.1:``port`` answering
-    ' "ok <prompt length>"\\n' to every prompt, after ``delay`` seconds. Workers using it
-    start in a second (no torch), which keeps the concurrency and crash tests short."""
-
-    def __init__(self, port: int = 0, delay: float = 0.0) -> None:
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                if delay:
-                    time.sleep(delay)
-                data = json.dumps({"choices": [{"text": f' "ok {len(body["prompt"])}"\n'}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> "StubCompletions":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+def ok_server(port: int = 0, delay: float = 0.0) -> FakeOpenAI:
+    """The fake OpenAI server answering ``"ok <prompt length>"`` after ``delay`` seconds.
+    Workers using it start in a second (no torch), which keeps the concurrency and crash
+    tests short."""
+    return FakeOpenAI(delay=delay, port=port, answer=ok_length)
 
 
 def stub_model_args(url: str) -> list[str]:
-    """``job submit`` options for a zero-shot job on a StubCompletions server."""
+    """``job submit`` options for a zero-shot job on an ``ok_server``."""
     return ["--method", "zero", "-k", "0", "--backend-opt", "max_retries=0", "--backend-opt", f"base_url={url}"]
+
+
+def scoi_cli(args: list[str], url: str) -> subprocess.CompletedProcess:
+    """``scoi ARGS`` in this process (typer's CliRunner), as ``run_scoi`` returns it (exit
+    code, stdout, stderr): for tests where a separate process is not the point."""
+    result = cli(args, url)
+    return subprocess.CompletedProcess(args, result.exit_code, result.stdout, result.stderr)
 
 
 def last_json(proc) -> object:

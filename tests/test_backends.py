@@ -3,15 +3,12 @@ OpenAI-compatible server — all built inside the tests, no network, no download
 
 from __future__ import annotations
 
-import json
-import socket
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
+from fake_openai import FakeOpenAI, closed_port
 from scoi.backends.base import Backend, BackendError, Generation, cut_at_stop, load_backend
 from tiny_model import byte_level_tokenizer, random_llama
 
@@ -241,7 +238,7 @@ def test_unreachable_hub_fails_fast(monkeypatch):
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
-    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{_closed_port()}")
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{closed_port()}")
     started = time.monotonic()
     with pytest.raises(BackendError, match="hub cannot be reached"):
         load_backend("hf:scoi-tests/no-such-model-anywhere")
@@ -249,77 +246,6 @@ def test_unreachable_hub_fails_fast(monkeypatch):
 
 
 # --------------------------------------------------------------------------- OpenAI-compatible
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class FakeOpenAI:
-    """An OpenAI-compatible server on 127.0.0.1 that fails as scripted, then answers.
-
-    ``failures`` are (status, headers) served to the first calls in turn; ``always`` makes
-    every call fail with that status; ``delay`` sleeps before answering."""
-
-    def __init__(self, failures=(), always: int | None = None, delay: float = 0.0) -> None:
-        self.failures = list(failures)
-        self.always = always
-        self.delay = delay
-        self.calls: list[dict] = []
-        self.lock = threading.Lock()
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):  # keep test output clean
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with fake.lock:
-                    fake.calls.append({"path": self.path, "headers": dict(self.headers), "body": body})
-                    failure = fake.failures.pop(0) if fake.failures else None
-                if fake.delay:
-                    time.sleep(fake.delay)
-                if fake.always is not None:
-                    failure = (fake.always, {})
-                if failure:
-                    status, headers = failure
-                    self._send(status, {"error": {"message": "boom, try later"}}, headers)
-                elif self.path.endswith("/chat/completions"):
-                    content = "REPLY: " + body["messages"][0]["content"]
-                    self._send(200, {"choices": [{"message": {"role": "assistant", "content": content}}],
-                                     "usage": {"prompt_tokens": 5, "completion_tokens": 2}})
-                elif self.path.endswith("/completions"):
-                    text = f'\n"{body["prompt"][::-1]}"\n###\nmore text'
-                    self._send(200, {"choices": [{"text": text}],
-                                     "usage": {"prompt_tokens": len(body["prompt"]), "completion_tokens": 9}})
-                else:
-                    self._send(404, {"error": "no such route"})
-
-            def _send(self, status, payload, headers=None):
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for key, value in (headers or {}).items():
-                    self.send_header(key, value)
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> "FakeOpenAI":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture()
@@ -389,7 +315,7 @@ def test_openai_client_errors_are_not_retried(openai_env):
 
 
 def test_openai_connection_errors_and_timeouts(openai_env):
-    backend = load_backend("openai:m", base_url=f"http://127.0.0.1:{_closed_port()}/v1",
+    backend = load_backend("openai:m", base_url=f"http://127.0.0.1:{closed_port()}/v1",
                            base_delay=0.01, max_retries=1)
     with pytest.raises(BackendError, match="ConnectError"):
         backend.generate(["x"])

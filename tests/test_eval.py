@@ -9,8 +9,7 @@ import psycopg
 import pytest
 from sacrebleu.metrics import BLEU, CHRF
 
-from conftest import run_scoi
-from jobs_fixtures import demo_test_pairs, last_json
+from jobs_fixtures import demo_test_pairs, last_json, scoi_cli
 
 from scoi.jobs.eval import EvalError, resolve_comet_checkpoint
 from scoi.jobs.store import JobSpec, submit
@@ -39,7 +38,7 @@ def two_jobs(db_url):
 
 def test_bleu_chrf_equal_sacrebleu_and_are_stored(two_jobs):
     url, (a, good), _, refs = two_jobs
-    out = last_json(run_scoi(["eval", "good", "--json"], url))
+    out = last_json(scoi_cli(["eval", "good", "--json"], url))
     scores = {s["metric"]: s for s in out["scores"]}
     bleu, chrf = BLEU(trg_lang="en"), CHRF()
     assert scores["bleu"]["score"] == pytest.approx(bleu.corpus_score(good, [refs]).score, abs=1e-4)
@@ -49,19 +48,19 @@ def test_bleu_chrf_equal_sacrebleu_and_are_stored(two_jobs):
     with psycopg.connect(url) as conn:
         stored = dict(conn.execute("SELECT metric, score FROM job_score WHERE job_id = %s", (a,)).fetchall())
     assert stored == {"bleu": scores["bleu"]["score"], "chrf": scores["chrf"]["score"]}
-    st = last_json(run_scoi(["job", "status", "good", "--json"], url))
+    st = last_json(scoi_cli(["job", "status", "good", "--json"], url))
     assert {s["metric"] for s in st["scores"]} == {"bleu", "chrf"}
 
 
 def test_compare_table(two_jobs):
     url, (a, _), (b, _), _ = two_jobs
-    out = last_json(run_scoi(["eval", "--compare", "good", str(b), "--json"], url))
+    out = last_json(scoi_cli(["eval", "--compare", "good", str(b), "--json"], url))
     assert out["columns"] == ["bleu", "chrf"]
     rows = {r["name"]: r for r in out["rows"]}
     assert [r["job_id"] for r in out["rows"]] == [a, b]
     assert rows["good"]["method"] == "zero" and rows["bad"]["method"] == "random"
     assert rows["good"]["bleu"] > rows["bad"]["bleu"] and rows["good"]["chrf"] > rows["bad"]["chrf"]
-    table = run_scoi(["eval", "--compare", "good", "bad"], url).stdout
+    table = scoi_cli(["eval", "--compare", "good", "bad"], url).stdout
     assert "method" in table and "bleu" in table and "random" in table
 
 
@@ -71,21 +70,21 @@ def test_unfinished_job_and_missing_references_are_clear_errors(db_url, tmp_path
         job = submit(conn, JobSpec("fr", "en", model="openai:none", method="zero", k=0, name="half"),
                      ["Un.", "Deux."], ["One.", "Two."])
         conn.execute("UPDATE job_item SET status = 'done', output = 'One.' WHERE job_id = %s AND idx = 0", (job,))
-    proc = run_scoi(["eval", "norefs"], db_url)
+    proc = scoi_cli(["eval", "norefs"], db_url)
     assert proc.returncode == 1 and "has no references" in proc.stderr
-    proc = run_scoi(["eval", "half"], db_url)
+    proc = scoi_cli(["eval", "half"], db_url)
     assert proc.returncode == 1 and "not finished (1 queued of 2" in proc.stderr
-    out = last_json(run_scoi(["eval", "half", "--partial", "--json"], db_url))
+    out = last_json(scoi_cli(["eval", "half", "--partial", "--json"], db_url))
     assert out["scores"][0]["n_items"] == 1
 
 
 def test_comet_without_a_local_checkpoint_is_a_clear_quick_error(two_jobs, tmp_path):
     url = two_jobs[0]
     t0 = time.monotonic()
-    proc = run_scoi(["eval", "good", "--comet", str(tmp_path / "wmt22-comet-da" / "checkpoints" / "model.ckpt")], url)
+    proc = scoi_cli(["eval", "good", "--comet", str(tmp_path / "wmt22-comet-da" / "checkpoints" / "model.ckpt")], url)
     assert proc.returncode == 1 and "COMET checkpoint not found" in proc.stderr
     (tmp_path / "empty-model").mkdir()
-    proc = run_scoi(["eval", "good", "--comet", str(tmp_path / "empty-model")], url)
+    proc = scoi_cli(["eval", "good", "--comet", str(tmp_path / "empty-model")], url)
     assert proc.returncode == 1 and "no COMET checkpoint in" in proc.stderr
     assert time.monotonic() - t0 < 60
     with psycopg.connect(url) as conn:  # a failed eval stores nothing

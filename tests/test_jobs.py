@@ -4,6 +4,7 @@ random-weight Llama built in the test; the corpus is the demo fr-en TSV."""
 
 from __future__ import annotations
 
+import csv
 import json
 import signal
 import subprocess
@@ -14,11 +15,12 @@ import psycopg
 import pytest
 
 from conftest import run_scoi, scoi_env
-from jobs_fixtures import (StubCompletions, closed_port, corpus_template, demo_pairs, demo_test_pairs,  # noqa: F401
-                           items, job_db, last_json, stub_model_args, tiny_model, write_lines)
+from fake_openai import closed_port
+from jobs_fixtures import (corpus_template, demo_pairs, demo_test_pairs, items, job_db, last_json,  # noqa: F401
+                           ok_server, scoi_cli, stub_model_args, tiny_model, write_lines)
 
-from scoi.jobs.store import JobSpec, submit
-from scoi.jobs.worker import Worker, WorkerOptions
+from scoi.jobs.store import EXPORT_COLUMNS, JobSpec, submit, write_export
+from scoi.jobs.worker import Generated, Prepared, Worker, WorkerOptions
 
 
 def _submit(url, tmp_path, lines, model, *extra, refs=None, name=None) -> int:
@@ -28,7 +30,7 @@ def _submit(url, tmp_path, lines, model, *extra, refs=None, name=None) -> int:
         args += ["--references", str(write_lines(tmp_path / "ref.en", refs))]
     if name:
         args += ["--name", name]
-    return last_json(run_scoi(args, url))["job_id"]
+    return last_json(scoi_cli(args, url))["job_id"]
 
 
 def _worker(*args: str) -> list[str]:
@@ -57,15 +59,15 @@ def test_submit_work_export(job_db, tiny_model, tmp_path):
     refs = [en for _, en in pairs[:5]] + [""] + [en for _, en in pairs[5:]]
     job_id = _submit(job_db, tmp_path, sources, tiny_model, "-k", "3", refs=refs, name="demo-fr-en")
 
-    summary = last_json(run_scoi(["worker", "--burst", "--batch-size", "4", "--json"], job_db))
+    summary = last_json(scoi_cli(["worker", "--burst", "--batch-size", "4", "--json"], job_db))
     assert summary["done"] == 10 and summary["failed"] == summary["lost"] == 0
 
-    st = last_json(run_scoi(["job", "status", "demo-fr-en", "--json"], job_db))
+    st = last_json(scoi_cli(["job", "status", "demo-fr-en", "--json"], job_db))
     assert (st["state"], st["done"], st["total"]) == ("done", 11, 11)
-    listed = last_json(run_scoi(["job", "list", "--json"], job_db))
+    listed = last_json(scoi_cli(["job", "list", "--json"], job_db))
     assert [j["job_id"] for j in listed] == [job_id]
 
-    export = run_scoi(["job", "export", str(job_id), "--format", "jsonl"], job_db)
+    export = scoi_cli(["job", "export", str(job_id), "--format", "jsonl"], job_db)
     rows = [json.loads(line) for line in export.stdout.splitlines()]  # splitlines: any line break must be escaped
     assert [r["index"] for r in rows] == list(range(11))
     assert [r["source"] for r in rows] == sources
@@ -74,7 +76,7 @@ def test_submit_work_export(job_db, tiny_model, tmp_path):
     assert rows[5]["output"] == ""
 
     out = tmp_path / "out.tsv"
-    last_json(run_scoi(["job", "export", "demo-fr-en", "--format", "tsv", "-o", str(out), "--json"], job_db))
+    last_json(scoi_cli(["job", "export", "demo-fr-en", "--format", "tsv", "-o", str(out), "--json"], job_db))
     tsv = out.read_text(encoding="utf-8").rstrip("\n").split("\n")
     assert tsv[0].split("\t")[:5] == ["index", "source", "output", "reference", "status"]
     assert [line.split("\t")[1] for line in tsv[1:]] == sources
@@ -100,15 +102,36 @@ def test_submit_work_export(job_db, tiny_model, tmp_path):
         assert f'French Sentence: "{ex_src}"\nEnglish Sentence: "{ex_tgt}"\n###\n' in first["prompt"]
 
 
+def test_tsv_export_quotes_tabs_and_newlines(job_db, tmp_path):
+    """A model may answer with a tab or a line break: a TSV reader gets the exact text back."""
+    with psycopg.connect(job_db, autocommit=True) as conn:
+        job_id = submit(conn, JobSpec("fr", "en", model="openai:none", method="zero", k=0, name="odd"),
+                        ["Un.", "Deux.", 'Trois "trois".'])
+        conn.execute("UPDATE job_item SET status = 'done', output = %s WHERE job_id = %s AND idx = 0",
+                     ("one\ttab\nand a newline", job_id))
+    out = tmp_path / "odd.tsv"
+    summary = last_json(scoi_cli(["job", "export", "odd", "--format", "tsv", "-o", str(out), "--json"], job_db))
+    assert summary["rows"] == 3
+    with open(out, encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(fh, delimiter="\t"))
+    assert [r["source"] for r in rows] == ["Un.", "Deux.", 'Trois "trois".']
+    assert rows[0]["output"] == "one\ttab\nand a newline" and rows[1]["output"] == ""
+    assert (rows[0]["index"], rows[0]["status"]) == ("0", "done")
+    empty = tmp_path / "empty.tsv"  # a job with no rows still gets the header
+    with open(empty, "w", encoding="utf-8", newline="") as fh:
+        assert write_export(iter([]), "tsv", fh) == 0
+    assert empty.read_text(encoding="utf-8").rstrip("\n").split("\t") == list(EXPORT_COLUMNS)
+
+
 def test_submit_rejects_bad_input(job_db, tmp_path):
     from scoi.jobs.store import JobError, get_job
 
     src = write_lines(tmp_path / "in.fr", ["Bonjour.", "Merci."])
     ref = write_lines(tmp_path / "ref.en", ["Hello."])
     base = ["job", "submit", "--input", str(src), "--src", "fr", "--tgt", "en", "--model", "openai:stub"]
-    proc = run_scoi(base + ["--references", str(ref)], job_db)
+    proc = scoi_cli(base + ["--references", str(ref)], job_db)
     assert proc.returncode == 1 and "aligned line by line" in proc.stderr
-    proc = run_scoi(["job", "status", "nope"], job_db)
+    proc = scoi_cli(["job", "status", "nope"], job_db)
     assert proc.returncode == 1 and "no job 'nope'" in proc.stderr
     with psycopg.connect(job_db, autocommit=True) as conn:
         for spec, message in [(JobSpec("fr", "de", model="m"), "no corpus holds fr-de pairs"),
@@ -131,7 +154,7 @@ def test_submit_rejects_bad_input(job_db, tmp_path):
 
 def test_kill_9_mid_job_loses_nothing_and_duplicates_nothing(job_db, tmp_path):
     sources = [fr for fr, _ in demo_pairs()[:40]]
-    with StubCompletions(delay=0.05) as stub:
+    with ok_server(delay=0.05) as stub:
         job_id = _submit(job_db, tmp_path, sources, "openai:stub", *stub_model_args(stub.url))
         proc = subprocess.Popen(_worker("--batch-size", "1", "--stall-timeout", "30"), env=scoi_env(job_db),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -159,7 +182,7 @@ def test_kill_9_mid_job_loses_nothing_and_duplicates_nothing(job_db, tmp_path):
 
 def test_sigterm_finishes_the_current_batch(job_db, tmp_path):
     sources = [fr for fr, _ in demo_pairs()[50:90]]
-    with StubCompletions(delay=0.1) as stub:
+    with ok_server(delay=0.1) as stub:
         job_id = _submit(job_db, tmp_path, sources, "openai:stub", *stub_model_args(stub.url),
                          "--backend-opt", "concurrency=1")
         proc = subprocess.Popen(_worker("--batch-size", "4", "--json"), env=scoi_env(job_db),
@@ -177,7 +200,7 @@ def test_sigterm_finishes_the_current_batch(job_db, tmp_path):
 
 def test_three_concurrent_workers_process_each_item_once(job_db, tmp_path):
     sources = [fr for fr, _ in demo_pairs()[100:160]]
-    with StubCompletions(delay=0.02) as stub:
+    with ok_server(delay=0.02) as stub:
         job_id = _submit(job_db, tmp_path, sources, "openai:stub", *stub_model_args(stub.url))
         procs = [subprocess.Popen(_worker("--burst", "--batch-size", "2", "--json"), env=scoi_env(job_db),
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
@@ -196,7 +219,7 @@ def test_three_concurrent_workers_process_each_item_once(job_db, tmp_path):
 
 def test_worker_pool_option(job_db, tmp_path):
     sources = [fr for fr, _ in demo_pairs()[200:224]]
-    with StubCompletions(delay=0.02) as stub:
+    with ok_server(delay=0.02) as stub:
         job_id = _submit(job_db, tmp_path, sources, "openai:stub", *stub_model_args(stub.url))
         summary = last_json(run_scoi(["worker", "--burst", "--concurrency", "2", "--batch-size", "3",
                                       "--job", str(job_id), "--json"], job_db))
@@ -217,10 +240,10 @@ def test_stale_claim_cannot_write_and_rewrite_is_a_noop(job_db):
             conn.execute("UPDATE job_item SET heartbeat_at = now() - interval '5 s' WHERE locked_by = 'A'")
         [cb] = b.claim()
         assert (cb.idx, cb.attempt) == (0, 2)  # re-claimed: the stalled item comes first
-        a._store([ca], [(_prep(ca), "from A", "raw A", 1.0)], [], time.perf_counter(), 0.0)
+        a.store([ca], [Generated(_prep(ca), "from A", "raw A", 1.0)], [], time.perf_counter(), 0.0)
         assert a.stats.lost == 1 and a.stats.done == 0  # A's late result is refused
-        b._store([cb], [(_prep(cb), "from B", "raw B", 1.0)], [], time.perf_counter(), 0.0)
-        b._store([cb], [(_prep(cb), "again", "raw", 1.0)], [], time.perf_counter(), 0.0)
+        b.store([cb], [Generated(_prep(cb), "from B", "raw B", 1.0)], [], time.perf_counter(), 0.0)
+        b.store([cb], [Generated(_prep(cb), "again", "raw", 1.0)], [], time.perf_counter(), 0.0)
         assert b.stats.done == 1 and b.stats.lost == 1  # writing twice changes nothing
     finally:
         a.close()
@@ -241,25 +264,73 @@ def test_stalled_item_out_of_attempts_ends_failed(job_db):
     assert got["status"] == "failed" and "worker dead stopped responding" in got["last_error"]
 
 
+def test_worker_steps_prepare_generate_store(job_db):
+    """The steps of a batch, one by one: prompts, answers (or errors keeping the prompt), rows."""
+    from scoi.core.prompt import render_prompt
+
+    with ok_server() as stub, psycopg.connect(job_db, autocommit=True) as conn:
+        ok_job = submit(conn, JobSpec("fr", "en", model="openai:stub", method="zero", k=0,
+                                      backend_options={"max_retries": 0, "base_url": stub.url}), ["Bonjour.", "Merci."])
+        port = closed_port()
+        down = f"http://127.0.0.1:{port}/v1"
+        down_job = submit(conn, JobSpec("fr", "en", model="openai:down", method="zero", k=0,
+                                        backend_options={"max_retries": 0, "base_url": down}), ["Salut."])
+        with Worker(job_db, WorkerOptions(batch_size=10), worker_id="W") as w:
+            claimed = w.claim()
+            assert [(c.job_id, c.idx) for c in claimed] == [(ok_job, 0), (ok_job, 1), (down_job, 0)]
+            prep = w.prepare(ok_job, claimed[:2])
+            assert prep.failed == [] and [p.item for p in prep.prepared] == claimed[:2]
+            assert [p.prompt for p in prep.prepared] == [render_prompt(c.source, [], "fr", "en") for c in claimed[:2]]
+            assert all(p.selection is None for p in prep.prepared)
+            gen = w.generate(prep.job, prep.prepared)
+            assert gen.failed == [] and gen.seconds > 0
+            assert [g.output for g in gen.done] == [f"ok {len(p.prompt)}" for p in prep.prepared]
+            down_prep = w.prepare(down_job, claimed[2:])
+            down_gen = w.generate(down_prep.job, down_prep.prepared)
+            [failed] = down_gen.failed
+            assert down_gen.done == [] and failed.prepared is down_prep.prepared[0]
+            assert "BackendError" in failed.error and str(port) in failed.error
+            w.store(claimed, gen.done, down_gen.failed, time.perf_counter(), gen.seconds)
+            assert (w.stats.done, w.stats.requeued, w.stats.lost) == (2, 1, 0)
+    assert [i["status"] for i in items(job_db, ok_job)] == ["done", "done"]
+    [again] = items(job_db, down_job)
+    assert again["status"] == "queued" and again["prompt"] == down_prep.prepared[0].prompt
+
+
+def test_supervisor_sums_worker_summaries():
+    from scoi.jobs.supervisor import merge_summaries, worker_command
+
+    one = {"claimed": 3, "done": 2, "requeued": 1, "failed": 0, "lost": 0, "batches": 2, "generate_ms": 10.0,
+           "overhead_ms": 3.0, "seconds": 2.0, "errors": ["E2"]}
+    two = {**one, "done": 3, "requeued": 0, "seconds": 4.0, "errors": ["E1", "E2"]}
+    total = merge_summaries([one, two])
+    assert (total["claimed"], total["done"], total["seconds"], total["errors"]) == (6, 5, 4.0, ["E1", "E2"])
+    assert total["items_per_second"] == 1.25 and total["overhead_ms_per_item"] == 1.0
+    assert total["worker"] == "2 processes" and total["workers"] == [one, two]
+    cmd = worker_command(WorkerOptions(batch_size=3, burst=True, job_id=7, max_items=5))
+    assert cmd[1:4] == ["-m", "scoi.cli.main", "worker"] and cmd.count("--json") == 1
+    assert {"--burst", "--batch-size", "3", "--job", "7", "--max-items", "5"} <= set(cmd)
+
+
 # --------------------------------------------------------------------------- failures, retry, cancel
 def test_failing_item_stops_after_max_attempts_then_retry(job_db, tmp_path):
     port = closed_port()
     model_args = ["--method", "zero", "-k", "0", "--max-attempts", "2", "--backend-opt", "max_retries=0",
                   "--backend-opt", "timeout=5", "--backend-opt", f"base_url=http://127.0.0.1:{port}/v1"]
     job_id = _submit(job_db, tmp_path, ["Bonjour.", "Merci beaucoup."], "openai:stub", *model_args, name="flaky")
-    summary = last_json(run_scoi(["worker", "--burst", "--json"], job_db))
+    summary = last_json(scoi_cli(["worker", "--burst", "--json"], job_db))
     assert (summary["failed"], summary["requeued"], summary["done"]) == (2, 2, 0)
     for item in items(job_db, job_id):
         assert item["status"] == "failed" and item["attempts"] == 2
         assert "BackendError" in item["last_error"] and str(port) in item["last_error"]
         assert item["prompt"].startswith('French Sentence: "')  # the prompt is kept for diagnosis
-    st = last_json(run_scoi(["job", "status", "flaky", "--json"], job_db))
+    st = last_json(scoi_cli(["job", "status", "flaky", "--json"], job_db))
     assert st["state"] == "failed" and len(st["errors"]) == 2
 
-    assert last_json(run_scoi(["job", "retry", "flaky", "--json"], job_db))["requeued"] == 2
+    assert last_json(scoi_cli(["job", "retry", "flaky", "--json"], job_db))["requeued"] == 2
     assert all(i["status"] == "queued" and i["attempts"] == 0 and i["last_error"] for i in items(job_db, job_id))
-    with StubCompletions(port):  # the server is back
-        summary = last_json(run_scoi(["worker", "--burst", "--json"], job_db))
+    with ok_server(port):  # the server is back
+        summary = last_json(scoi_cli(["worker", "--burst", "--json"], job_db))
     assert summary["done"] == 2
     from scoi.core.prompt import render_prompt
 
@@ -270,12 +341,12 @@ def test_failing_item_stops_after_max_attempts_then_retry(job_db, tmp_path):
 def test_cancel_and_resume(job_db, tmp_path):
     job_id = _submit(job_db, tmp_path, ["Un.", "Deux.", "Trois."], "openai:stub", *stub_model_args("http://x/v1"),
                      name="stoppable")
-    assert last_json(run_scoi(["job", "cancel", "stoppable", "--json"], job_db))["cancelled"] == 3
+    assert last_json(scoi_cli(["job", "cancel", "stoppable", "--json"], job_db))["cancelled"] == 3
     with Worker(job_db, WorkerOptions(burst=True)) as w:
         assert w.claim() == []  # a cancelled job's items are never claimed
-    st = last_json(run_scoi(["job", "status", str(job_id), "--json"], job_db))
+    st = last_json(scoi_cli(["job", "status", str(job_id), "--json"], job_db))
     assert (st["state"], st["cancelled"]) == ("cancelled", 3)
-    assert last_json(run_scoi(["job", "retry", "stoppable", "--json"], job_db))["requeued"] == 3
+    assert last_json(scoi_cli(["job", "retry", "stoppable", "--json"], job_db))["requeued"] == 3
     with Worker(job_db, WorkerOptions(batch_size=10)) as w:
         assert [c.idx for c in w.claim()] == [0, 1, 2]
 
@@ -286,21 +357,21 @@ def test_sync_adds_only_new_lines(job_db, tmp_path):
     first = ["Il pleut.", "Le chat dort.", "", "Il pleut.", "Merci."]
     write_lines(inbox, first)
     sync = ["job", "sync", "--input", str(inbox), "--name", "nightly-fr-en", "--json"]
-    proc = run_scoi(sync, job_db)
+    proc = scoi_cli(sync, job_db)
     assert proc.returncode == 1 and "needs --src, --tgt and --model" in proc.stderr
-    with StubCompletions() as stub:
-        r1 = last_json(run_scoi(sync + ["--src", "fr", "--tgt", "en", "--model", "openai:stub",
+    with ok_server() as stub:
+        r1 = last_json(scoi_cli(sync + ["--src", "fr", "--tgt", "en", "--model", "openai:stub",
                                         *stub_model_args(stub.url)], job_db))
         assert (r1["created"], r1["added"], r1["skipped"]) == (True, 3, 2)
-        assert last_json(run_scoi(sync, job_db))["added"] == 0  # idempotent
-        summary = last_json(run_scoi(["worker", "--burst", "--job", "nightly-fr-en", "--json"], job_db))
+        assert last_json(scoi_cli(sync, job_db))["added"] == 0  # idempotent
+        summary = last_json(scoi_cli(["worker", "--burst", "--job", "nightly-fr-en", "--json"], job_db))
     assert summary["done"] == 3
-    assert last_json(run_scoi(sync, job_db))["added"] == 0  # translated lines stay known
+    assert last_json(scoi_cli(sync, job_db))["added"] == 0  # translated lines stay known
 
     write_lines(inbox, first + ["Bonne nuit.", "Merci.", "À demain."])  # append (one line seen before)
-    r2 = last_json(run_scoi(sync, job_db))
+    r2 = last_json(scoi_cli(sync, job_db))
     assert (r2["created"], r2["added"], r2["first_index"]) == (False, 2, 3)
-    proc = run_scoi(sync + ["-k", "5"], job_db)
+    proc = scoi_cli(sync + ["-k", "5"], job_db)
     assert proc.returncode == 1 and "exists with k=0" in proc.stderr
     assert [(i["idx"], i["source"], i["status"]) for i in items(job_db, r1["job_id"])] == [
         (0, "Il pleut.", "done"), (1, "Le chat dort.", "done"), (2, "Merci.", "done"),
@@ -308,6 +379,4 @@ def test_sync_adds_only_new_lines(job_db, tmp_path):
 
 
 def _prep(claimed):
-    from scoi.jobs.worker import _Prepared
-
-    return _Prepared(claimed, None, None, "prompt", 0.5)
+    return Prepared(claimed, None, None, "prompt", 0.5)

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, Sequence, runtime_checkable
 
+from scoi.core.prompt import DEFAULT_STOP_MARKERS
+
 __all__ = [
     "ACCEPTED_FORMS",
     "Backend",
@@ -27,8 +29,6 @@ __all__ = [
     "cut_at_stop",
     "load_backend",
 ]
-
-DEFAULT_STOP: tuple[str, ...] = ("###", "\n")
 
 ACCEPTED_FORMS = (
     "hf:<hub id or local model directory>, gguf:<path to .gguf file>, "
@@ -65,7 +65,7 @@ class Backend(Protocol):
         prompts: Sequence[str],
         *,
         max_new_tokens: int = 128,
-        stop: Sequence[str] = DEFAULT_STOP,
+        stop: Sequence[str] = DEFAULT_STOP_MARKERS,
     ) -> list[Generation]:
         """One Generation per prompt, in order; greedy / temperature 0."""
         ...

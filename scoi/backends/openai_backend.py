@@ -1,9 +1,9 @@
 """Generation through an OpenAI-compatible HTTP server (vLLM, llama.cpp, TGI, OpenAI...).
 
 Requests are sent ``concurrency`` at a time from a thread pool; transient failures (429,
-5xx, connection errors and timeouts) are retried with exponential backoff and jitter,
-honouring ``Retry-After``. Anything else, or a failure that outlasts the retries, raises
-BackendError with the status and the start of the response body.
+5xx, connection errors and timeouts) are retried by tenacity with exponential backoff and
+jitter, honouring ``Retry-After``. Anything else, or a failure that outlasts the retries,
+raises BackendError with the status and the start of the response body.
 
 Stop strings: only those that are not pure whitespace are sent to the server. A server
 applies ``stop`` from the first generated character, so a ``"\\n"`` stop would end the
@@ -14,14 +14,18 @@ is applied here instead, after the answer's first non-whitespace character.
 from __future__ import annotations
 
 import email.utils
-import os
 import random
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 
-from .base import DEFAULT_STOP, BackendError, Generation, cut_at_stop
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+
+from scoi.config import openai_api_key, openai_base_url
+from scoi.core.prompt import DEFAULT_STOP_MARKERS
+
+from .base import BackendError, Generation, cut_at_stop
 
 __all__ = ["OpenAIBackend", "DEFAULT_BASE_URL"]
 
@@ -31,12 +35,13 @@ MAX_SERVER_STOPS = 4  # the OpenAI API accepts at most four stop sequences
 BODY_EXCERPT = 300
 
 
-def _env(*names: str) -> str | None:
-    for name in names:
-        value = os.environ.get(name)
-        if value:
-            return value
-    return None
+class _Transient(Exception):
+    """A failure worth retrying: what went wrong, and the server's Retry-After if any."""
+
+    def __init__(self, problem: str, retry_after: float | None = None) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.retry_after = retry_after
 
 
 class OpenAIBackend:
@@ -74,8 +79,8 @@ class OpenAIBackend:
         self.model = model
         self.chat = chat
         self.name = name or f"{'openai-chat' if chat else 'openai'}:{model}"
-        self.base_url = (base_url or _env("SCOI_OPENAI_BASE_URL", "OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
-        key = api_key if api_key is not None else _env("SCOI_OPENAI_API_KEY", "OPENAI_API_KEY")
+        self.base_url = (base_url or openai_base_url() or DEFAULT_BASE_URL).rstrip("/")
+        key = api_key if api_key is not None else openai_api_key()
         self.timeout = timeout
         self.max_retries = max_retries
         self.base_delay = base_delay
@@ -99,7 +104,7 @@ class OpenAIBackend:
         prompts: Sequence[str],
         *,
         max_new_tokens: int = 128,
-        stop: Sequence[str] = DEFAULT_STOP,
+        stop: Sequence[str] = DEFAULT_STOP_MARKERS,
     ) -> list[Generation]:
         """One request per prompt, up to ``concurrency`` in flight; results in order."""
         prompts = list(prompts)
@@ -160,41 +165,47 @@ class OpenAIBackend:
         )
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """POST with retries of transient failures; the final error names the last one."""
+        retrying = Retrying(retry=retry_if_exception_type(_Transient), stop=stop_after_attempt(self.max_retries + 1),
+                            wait=self._wait, before_sleep=self._count_retry, reraise=True)
+        try:
+            return retrying(self._post_once, path, body)
+        except _Transient as exc:
+            raise BackendError(f"{self.base_url}{path} still failing after {self.max_retries} retries; "
+                               f"last: {exc.problem}") from None
+
+    def _post_once(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         import httpx
 
         url = f"{self.base_url}{path}"
-        attempt = 0
-        while True:
-            retry_after: float | None = None
-            try:
-                response = self._client.post(path, json=body)
-            except httpx.TransportError as exc:  # connection refused, timeouts, resets
-                problem = f"{type(exc).__name__}: {exc}"
-            else:
-                if response.status_code < 400:
-                    try:
-                        return response.json()
-                    except ValueError:
-                        raise BackendError(
-                            f"{url} answered {response.status_code} with a body that is not JSON: "
-                            f"{response.text[:BODY_EXCERPT]!r}"
-                        ) from None
-                problem = f"HTTP {response.status_code}: {response.text[:BODY_EXCERPT]!r}"
-                if response.status_code not in RETRY_STATUSES:
-                    raise BackendError(f"{url} failed with {problem}")
-                retry_after = _retry_after(response.headers.get("retry-after"))
-            if attempt >= self.max_retries:
-                raise BackendError(f"{url} still failing after {self.max_retries} retries; last: {problem}")
-            time.sleep(self._delay(attempt, retry_after))
-            attempt += 1
-            with self._lock:
-                self.retries += 1
+        try:
+            response = self._client.post(path, json=body)
+        except httpx.TransportError as exc:  # connection refused, timeouts, resets
+            raise _Transient(f"{type(exc).__name__}: {exc}") from None
+        if response.status_code >= 400:
+            problem = f"HTTP {response.status_code}: {response.text[:BODY_EXCERPT]!r}"
+            if response.status_code not in RETRY_STATUSES:
+                raise BackendError(f"{url} failed with {problem}")
+            raise _Transient(problem, _retry_after(response.headers.get("retry-after")))
+        try:
+            return response.json()
+        except ValueError:
+            raise BackendError(f"{url} answered {response.status_code} with a body that is not JSON: "
+                               f"{response.text[:BODY_EXCERPT]!r}") from None
 
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return min(retry_after, max(self.max_delay, 0.0))
-        ceiling = min(self.max_delay, self.base_delay * (2**attempt))
-        return ceiling * random.uniform(0.5, 1.0)  # jitter keeps parallel workers apart
+    def _wait(self, state: RetryCallState) -> float:
+        """The server's Retry-After (capped at ``max_delay``), else exponential backoff
+        (``base_delay * 2**n``, at most ``max_delay``) with jitter that keeps parallel
+        workers apart."""
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, _Transient) and exc.retry_after is not None:
+            return min(exc.retry_after, max(self.max_delay, 0.0))
+        ceiling = wait_exponential(multiplier=self.base_delay, max=self.max_delay)(state)
+        return ceiling * random.uniform(0.5, 1.0)
+
+    def _count_retry(self, state: RetryCallState) -> None:
+        with self._lock:
+            self.retries += 1
 
 
 def _retry_after(value: str | None) -> float | None:

@@ -10,7 +10,6 @@ provide the model, instead of a hang.
 
 from __future__ import annotations
 
-import os
 import socket
 import threading
 import time
@@ -18,7 +17,10 @@ from pathlib import Path
 from typing import Any, Sequence
 from urllib.parse import urlparse
 
-from .base import DEFAULT_STOP, BackendError, Generation, cut_at_stop
+from scoi.config import hf_endpoint, hf_offline
+from scoi.core.prompt import DEFAULT_STOP_MARKERS
+
+from .base import BackendError, Generation, cut_at_stop
 
 __all__ = ["TransformersBackend"]
 
@@ -30,21 +32,12 @@ HOW_TO_PROVIDE = (
 )
 
 
-def _env_flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
-
-
-def _offline() -> bool:
-    """Read at call time (huggingface_hub freezes its own copy at import)."""
-    return _env_flag("HF_HUB_OFFLINE") or _env_flag("TRANSFORMERS_OFFLINE")
-
-
 def _hub_reachable(timeout: float = 3.0) -> bool:
     """Whether a TCP connection to the hub endpoint opens within ``timeout`` seconds.
 
     Runs in a daemon thread because name resolution ignores socket timeouts.
     """
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+    endpoint = hf_endpoint()
     parsed = urlparse(endpoint)
     host = parsed.hostname or "huggingface.co"
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
@@ -140,7 +133,7 @@ class TransformersBackend:
         try:  # the local cache first: no network needed if the model was fetched before
             return self._from_pretrained(source, dtype, trust_remote_code, local_files_only=True)
         except BackendError as cached_error:
-            if _offline():
+            if hf_offline():
                 raise BackendError(
                     f"model {source!r} is not available offline: it is not a local directory "
                     f"and not in the Hugging Face cache, and HF_HUB_OFFLINE is set. {HOW_TO_PROVIDE}"
@@ -178,7 +171,7 @@ class TransformersBackend:
         prompts: Sequence[str],
         *,
         max_new_tokens: int = 128,
-        stop: Sequence[str] = DEFAULT_STOP,
+        stop: Sequence[str] = DEFAULT_STOP_MARKERS,
     ) -> list[Generation]:
         """Greedy continuations of ``prompts``, cut before the first stop string that comes
         after the answer's first non-whitespace character.

@@ -7,8 +7,6 @@ value on the last line of stdout.
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,15 +23,9 @@ ORDER_HELP = ("Example order in the prompt: reverse (default, as published: the 
 
 
 def _connect():
-    import psycopg
+    from scoi.jobs.store import connect
 
-    return psycopg.connect(database_url(), autocommit=True)
-
-
-def psycopg_error() -> type[Exception]:
-    import psycopg
-
-    return psycopg.Error
+    return connect(database_url())
 
 
 def _backend_options(items: list[str]) -> dict[str, Any]:
@@ -218,21 +210,17 @@ def export_cmd(
     json_out: bool = typer.Option(False, "--json", help="With -o: last line of stdout is a JSON summary."),
 ) -> None:
     """One row per item in input order: index, source, output, reference, status, ..."""
-    from scoi.jobs.store import EXPORT_FORMATS, export_rows, write_export
+    from scoi.jobs.store import EXPORT_FORMATS, export_rows, export_to_file, write_export
 
     if fmt not in EXPORT_FORMATS:
         fail(f"unknown format {fmt!r}; expected one of {', '.join(EXPORT_FORMATS)}")
     with _connect() as conn:
         j = _job(conn, job)
-        rows = export_rows(conn, j.id, with_prompt=with_prompt)
         if output is None:
-            n = write_export(rows, fmt, sys.stdout)
+            write_export(export_rows(conn, j.id, with_prompt=with_prompt), fmt, sys.stdout)
             sys.stdout.flush()
             return
-        tmp = output.with_name(output.name + ".part")
-        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-            n = write_export(rows, fmt, fh)
-        tmp.replace(output)  # readers never see a half-written export
+        n = export_to_file(conn, j.id, fmt, output, with_prompt=with_prompt)
     if json_out:
         emit_json({"job_id": j.id, "rows": n, "output": str(output), "format": fmt})
     else:
@@ -288,6 +276,9 @@ def worker(
     SIGTERM / Ctrl-C finish the current batch and exit; kill -9 loses nothing (items are
     re-claimed after the stall timeout).
     """
+    import psycopg
+
+    from scoi.jobs.supervisor import SupervisorError, run_pool
     from scoi.jobs.worker import Worker, WorkerOptions
 
     url = database_url()
@@ -295,19 +286,21 @@ def worker(
     if job is not None:
         with _connect() as conn:
             job_id = _job(conn, job).id
-    if concurrency > 1:
-        summary = _run_pool(concurrency)
-    else:
-        opts = WorkerOptions(batch_size=batch_size, stall_timeout=stall_timeout, burst=burst, job_id=job_id,
-                             poll_seconds=poll, max_items=max_items)
-        log = lambda msg: err_console.print(msg, highlight=False)  # noqa: E731 - stderr; stdout stays clean
-        try:
+    opts = WorkerOptions(batch_size=batch_size, stall_timeout=stall_timeout, burst=burst, job_id=job_id,
+                         poll_seconds=poll, max_items=max_items)
+    try:
+        if concurrency > 1:
+            summary = run_pool(concurrency, opts)
+        else:
+            log = lambda msg: err_console.print(msg, highlight=False)  # noqa: E731 - stderr; stdout stays clean
             with Worker(url, opts, log=log) as w:
                 summary = w.run().to_dict()
-        except KeyboardInterrupt:
-            fail("interrupted; unfinished items were handed back to the queue", code=130)
-        except (ValueError, psycopg_error()) as e:
-            fail(f"worker stopped: {e}")
+    except KeyboardInterrupt:
+        fail("interrupted; unfinished items were handed back to the queue", code=130)
+    except SupervisorError as e:
+        fail(str(e))
+    except (ValueError, psycopg.Error) as e:
+        fail(f"worker stopped: {e}")
     if json_out:
         emit_json(summary)
     else:
@@ -315,51 +308,6 @@ def worker(
                       f"{summary['requeued']} requeued, {summary['lost']} lost to other workers in "
                       f"{summary['seconds']:.1f}s ({summary['items_per_second']:.2f} items/s, overhead "
                       f"{summary['overhead_ms_per_item']:.1f} ms/item)", highlight=False)
-
-
-def _run_pool(n: int) -> dict[str, Any]:
-    """Run ``n`` single-process workers with this command's other arguments; sum their summaries."""
-    args = list(sys.argv[1:])
-    cleaned: list[str] = []
-    skip = False
-    for a in args:  # drop --concurrency N / --concurrency=N and --json; each child reports in JSON
-        if skip:
-            skip = False
-            continue
-        if a == "--concurrency":
-            skip = True
-            continue
-        if a.startswith("--concurrency=") or a == "--json":
-            continue
-        cleaned.append(a)
-    cmd = [sys.executable, "-m", "scoi.cli.main", *cleaned, "--json"]
-    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for _ in range(n)]
-
-    def forward(signum: int, frame: Any) -> None:
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(signum)
-
-    old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        outs = [p.communicate()[0] for p in procs]
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-    summaries = []
-    for p, out in zip(procs, outs):
-        lines = [ln for ln in out.splitlines() if ln.strip()]
-        if p.returncode != 0 or not lines:
-            fail(f"a worker process exited with status {p.returncode}")
-        summaries.append(json.loads(lines[-1]))
-    total: dict[str, Any] = {"worker": f"{n} processes", "workers": summaries}
-    for key in ("claimed", "done", "requeued", "failed", "lost", "batches", "generate_ms", "overhead_ms"):
-        total[key] = sum(s[key] for s in summaries)
-    total["seconds"] = max(s["seconds"] for s in summaries)
-    total["items_per_second"] = round(total["done"] / total["seconds"], 3) if total["seconds"] else 0.0
-    total["overhead_ms_per_item"] = round(total["overhead_ms"] / total["claimed"], 3) if total["claimed"] else 0.0
-    total["errors"] = sorted({e for s in summaries for e in s["errors"]})[:5]
-    return total
 
 
 # --------------------------------------------------------------------------- eval

@@ -153,13 +153,10 @@ ORDER_ALIASES: dict[str, str] = {"reversed": "reverse"}
 #: Strings that end an answer, per template. Both layouts put each answer on one line; XGLM
 #: also closes every example with ``###``. A backend must not stop on a newline that comes
 #: before any answer text (see :func:`scoi.backends.base.cut_at_stop`).
-STOP_MARKERS: dict[str, tuple[str, ...]] = {
-    "xglm": ("###", "\n"),
-    "alpaca": ("###", "\n"),
-}
-
-#: Stop markers used for user templates, whose layout we cannot know.
 DEFAULT_STOP_MARKERS: tuple[str, ...] = ("###", "\n")
+
+#: Per template (user templates, whose layout we cannot know, get the default).
+STOP_MARKERS: dict[str, tuple[str, ...]] = {"xglm": DEFAULT_STOP_MARKERS, "alpaca": DEFAULT_STOP_MARKERS}
 
 
 def language_name(code: str) -> str:

@@ -18,10 +18,8 @@ from typing import Any, Iterator, Sequence
 import psycopg
 
 from scoi.config import environment
-from scoi.db.queries import load
-from scoi.jobs.store import Job
+from scoi.jobs.store import Job, insert_score, latest_score_rows, scored_items
 
-SQL = load("jobs")
 METRICS = ("bleu", "chrf", "comet")
 COMET_SCALE = 100  # stored x100, as SPEC §8 reports COMET
 
@@ -135,7 +133,7 @@ def comet_score(sources: Sequence[str], hypotheses: Sequence[str], references: S
 # --------------------------------------------------------------------------- jobs
 def job_triples(conn: psycopg.Connection, job: Job, *, partial: bool = False) -> tuple[list[str], list[str], list[str]]:
     """(sources, outputs, references) of the job's items that have a reference."""
-    rows = conn.execute(SQL["eval_items"], {"id": job.id}).fetchall()
+    rows = scored_items(conn, job.id)
     if not rows:
         raise EvalError(f"{job.label} has no references; submit it with --references FILE")
     pending = [r for r in rows if r[3] != "done"]
@@ -161,13 +159,12 @@ def evaluate(conn: psycopg.Connection, job: Job, *, comet: str | None = None, pa
         scores.append(comet_score(sources, hyps, refs, comet, batch_size=comet_batch_size))
     with conn.transaction():
         for s in scores:
-            conn.execute(SQL["insert_score"], {"id": job.id, "metric": s.metric, "score": s.score,
-                                               "signature": s.signature, "n": s.n_items})
+            insert_score(conn, job.id, s.metric, s.score, s.signature, s.n_items)
     return scores
 
 
 def latest_scores(conn: psycopg.Connection, job_id: int) -> dict[str, dict[str, Any]]:
-    rows = conn.execute(SQL["latest_scores"], {"id": job_id}).fetchall()
+    rows = latest_score_rows(conn, job_id)
     return {m: {"score": s, "signature": sig, "n_items": n, "created_at": t} for m, s, sig, n, t in rows}
 
 

@@ -24,7 +24,8 @@ from typing import Sequence
 
 import psycopg
 
-from scoi.jobs.store import SQL, JobError, JobSpec, _insert_job, add_items, find_job_by_name, source_hash, validate
+from scoi.jobs.store import (JobError, JobSpec, add_items, find_job_by_name, insert_job, lock_for_append,
+                             notify_workers, source_hash, validate)
 
 # The settings a sync run may not change on an existing job (they define its outputs).
 _FIXED = (("src", "src_lang"), ("tgt", "tgt_lang"), ("method", "method"), ("k", "k"), ("model", "model"),
@@ -68,13 +69,11 @@ def sync(conn: psycopg.Connection, spec: JobSpec, sources: Sequence[str],
         if existing is None:
             # Two first runs at once: the second one's INSERT fails on the unique name
             # (a clear error); it succeeds the next night.
-            job_id = _insert_job(conn, spec, input_path, references_path)
+            job_id = insert_job(conn, spec, input_path, references_path)
             created = True
         else:
             job_id = existing.id
-        conn.execute(SQL["lock_job"], {"id": job_id})
-        next_idx, hashes = conn.execute(SQL["sync_state"], {"id": job_id}).fetchone()
-        known = set(hashes)
+        next_idx, known = lock_for_append(conn, job_id)
         new_src: list[str] = []
         new_ref: list[str | None] = []
         for src, ref in zip(sources, refs):
@@ -89,7 +88,7 @@ def sync(conn: psycopg.Connection, spec: JobSpec, sources: Sequence[str],
         max_attempts = spec.max_attempts if existing is None else existing.max_attempts
         if new_src:
             add_items(conn, job_id, next_idx, new_src, new_ref if references is not None else None, max_attempts)
-            conn.execute(SQL["notify_items"])
+            notify_workers(conn)
     return SyncResult(job_id=job_id, name=spec.name, created=created, added=len(new_src),
                       skipped=len(sources) - len(new_src), first_index=next_idx if new_src else None)
 

@@ -6,6 +6,7 @@ API share one implementation. Statements are the named blocks of scoi/db/sql/job
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
@@ -101,6 +102,12 @@ class Job:
         return asdict(self)
 
 
+def connect(url: str) -> psycopg.Connection:
+    """A connection for the functions of this module: autocommit, because each of them
+    that writes opens its own transaction (and a worker's idle LISTEN must not sit in one)."""
+    return psycopg.connect(url, autocommit=True)
+
+
 def job_order(params: dict[str, Any]) -> str:
     """The example order a stored job's prompts use (``LEGACY_ORDER`` for rows without one)."""
     return params.get("order", LEGACY_ORDER)
@@ -163,7 +170,8 @@ def validate(conn: psycopg.Connection, spec: JobSpec) -> None:
                            f"scoi ingest FILE --src {spec.src} --tgt {spec.tgt} (or use --method zero)")
 
 
-def _insert_job(conn: psycopg.Connection, spec: JobSpec, input_path: str | None, references_path: str | None) -> int:
+def insert_job(conn: psycopg.Connection, spec: JobSpec, input_path: str | None, references_path: str | None) -> int:
+    """Insert the job row (no items); a taken name is a JobError naming the way out."""
     try:
         return conn.execute(SQL["insert_job"], {
             "name": spec.name, "src": spec.src.lower(), "tgt": spec.tgt.lower(), "method": spec.method, "k": spec.k,
@@ -187,6 +195,24 @@ def add_items(conn: psycopg.Connection, job_id: int, start: int, sources: Sequen
     return len(sources)
 
 
+def notify_workers(conn: psycopg.Connection) -> None:
+    """Wake idle workers (they LISTEN; sent at commit, so they see the new items)."""
+    conn.execute(SQL["notify_items"])
+
+
+def listen_for_items(conn: psycopg.Connection) -> None:
+    """Subscribe ``conn`` to the notifications :func:`notify_workers` sends."""
+    conn.execute(SQL["listen_items"])
+
+
+def lock_for_append(conn: psycopg.Connection, job_id: int) -> tuple[int, set[str]]:
+    """Lock the job row (until the caller's transaction ends) and return the next item
+    index and the content hashes it already holds: concurrent appends are serialised."""
+    conn.execute(SQL["lock_job"], {"id": job_id})
+    next_idx, hashes = conn.execute(SQL["sync_state"], {"id": job_id}).fetchone()
+    return next_idx, set(hashes)
+
+
 def submit(conn: psycopg.Connection, spec: JobSpec, sources: Sequence[str],
            references: Sequence[str] | None = None, *, input_path: str | None = None,
            references_path: str | None = None) -> int:
@@ -198,9 +224,9 @@ def submit(conn: psycopg.Connection, spec: JobSpec, sources: Sequence[str],
         raise JobError("the input has no lines")
     validate(conn, spec)
     with conn.transaction():
-        job_id = _insert_job(conn, spec, input_path, references_path)
+        job_id = insert_job(conn, spec, input_path, references_path)
         add_items(conn, job_id, 0, sources, references, spec.max_attempts)
-        conn.execute(SQL["notify_items"])
+        notify_workers(conn)
     return job_id
 
 
@@ -263,12 +289,6 @@ def export_rows(conn: psycopg.Connection, job_id: int, *, with_prompt: bool = Fa
             yield row
 
 
-def _tsv_field(value: Any) -> str:
-    if value is None:
-        return ""
-    return str(value).replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
-
-
 _JSON_UNSAFE = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"}
 
 
@@ -282,23 +302,87 @@ def _json_line(row: dict[str, Any]) -> str:
 
 
 def write_export(rows: Iterator[dict[str, Any]], fmt: str, out: Any) -> int:
-    """Write rows as JSON lines or TSV (header line; tabs/newlines escaped as \\t/\\n)."""
+    """Write rows as JSON lines or TSV (csv module, tab-delimited, a header line; a field
+    holding a tab, a newline or a quote is quoted, so any TSV reader gets it back)."""
     if fmt not in EXPORT_FORMATS:
         raise JobError(f"unknown export format {fmt!r}; expected one of {', '.join(EXPORT_FORMATS)}")
-    n = 0
-    header_done = False
-    for row in rows:
-        if fmt == "jsonl":
+    if fmt == "jsonl":
+        n = 0
+        for row in rows:
             out.write(_json_line(row))
-        else:
-            if not header_done:
-                out.write("\t".join(row) + "\n")
-                header_done = True
-            out.write("\t".join(_tsv_field(v) for v in row.values()) + "\n")
+            n += 1
+        return n
+    writer: csv.DictWriter | None = None
+    n = 0
+    for row in rows:
+        if writer is None:  # the header follows the rows' keys (with_prompt adds two)
+            writer = csv.DictWriter(out, fieldnames=list(row), delimiter="\t", lineterminator="\n")
+            writer.writeheader()
+        writer.writerow(row)
         n += 1
-    if fmt == "tsv" and not header_done:
-        out.write("\t".join(EXPORT_COLUMNS) + "\n")
+    if writer is None:
+        csv.writer(out, delimiter="\t", lineterminator="\n").writerow(EXPORT_COLUMNS)
     return n
+
+
+def export_to_file(conn: psycopg.Connection, job_id: int, fmt: str, path: Path, *,
+                   with_prompt: bool = False) -> int:
+    """Write the export to ``path`` through a ``.part`` file renamed at the end, so
+    readers never see a half-written export; the number of rows."""
+    tmp = path.with_name(path.name + ".part")
+    with open(tmp, "w", encoding="utf-8", newline="") as fh:
+        n = write_export(export_rows(conn, job_id, with_prompt=with_prompt), fmt, fh)
+    tmp.replace(path)
+    return n
+
+
+# --------------------------------------------------------------------------- the queue (scoi.jobs.worker)
+def claim_items(conn: psycopg.Connection, worker: str, *, stall: float, n: int,
+                job_id: int | None) -> list[tuple[int, int, str, int]]:
+    """Claim up to ``n`` items: (job_id, idx, source, attempt) rows (see ``claim``)."""
+    return conn.execute(SQL["claim"], {"worker": worker, "stall": stall, "n": n, "job_id": job_id}).fetchall()
+
+
+def fail_stalled(conn: psycopg.Connection, *, stall: float, job_id: int | None) -> None:
+    """End failed the stalled items that have no attempt left."""
+    conn.execute(SQL["fail_stalled"], {"stall": stall, "job_id": job_id})
+
+
+def heartbeat(conn: psycopg.Connection, worker: str) -> None:
+    """Keep the worker's claims alive."""
+    conn.execute(SQL["heartbeat"], {"worker": worker})
+
+
+def complete_items(conn: psycopg.Connection, worker: str, columns: dict[str, list[Any]]) -> list[tuple[int, int]]:
+    """Store a batch's results (``columns``: the arrays of ``complete_items``); the rows
+    actually written, i.e. still held under the worker's claim."""
+    return conn.execute(SQL["complete_items"], {"worker": worker, **columns}).fetchall()
+
+
+def fail_items(conn: psycopg.Connection, worker: str, columns: dict[str, list[Any]]) -> list[tuple[int, int, str]]:
+    """Record a batch's failed attempts; (job_id, idx, new status) of the rows written."""
+    return conn.execute(SQL["fail_items"], {"worker": worker, **columns}).fetchall()
+
+
+def release_items(conn: psycopg.Connection, worker: str, *, uncount: bool, error: str | None) -> None:
+    """Hand the worker's running items back to the queue (see ``release_items``)."""
+    conn.execute(SQL["release_items"], {"worker": worker, "uncount": uncount, "error": error})
+
+
+# --------------------------------------------------------------------------- scores (scoi.jobs.eval)
+def scored_items(conn: psycopg.Connection, job_id: int) -> list[tuple[str, str | None, str, str]]:
+    """(source, output, reference, status) of the job's items that have a reference."""
+    return conn.execute(SQL["eval_items"], {"id": job_id}).fetchall()
+
+
+def insert_score(conn: psycopg.Connection, job_id: int, metric: str, score: float, signature: str, n: int) -> None:
+    conn.execute(SQL["insert_score"], {"id": job_id, "metric": metric, "score": score, "signature": signature,
+                                       "n": n})
+
+
+def latest_score_rows(conn: psycopg.Connection, job_id: int) -> list[tuple[str, float, str, int, Any]]:
+    """(metric, score, signature, n_items, created_at) of the job's latest scores."""
+    return conn.execute(SQL["latest_scores"], {"id": job_id}).fetchall()
 
 
 def retry(conn: psycopg.Connection, job_id: int, *, include_cancelled: bool = True) -> int:
@@ -307,7 +391,7 @@ def retry(conn: psycopg.Connection, job_id: int, *, include_cancelled: bool = Tr
     with conn.transaction():
         n = conn.execute(SQL["retry_items"], {"id": job_id, "statuses": statuses}).rowcount
         conn.execute(SQL["set_job_status"], {"id": job_id, "status": "active"})
-        conn.execute(SQL["notify_items"])
+        notify_workers(conn)
     return n
 
 
@@ -318,6 +402,8 @@ def cancel(conn: psycopg.Connection, job_id: int) -> int:
         return conn.execute(SQL["cancel_items"], {"id": job_id}).rowcount
 
 
-__all__ = ["Job", "JobError", "JobSpec", "EXPORT_FORMATS", "submit", "get_job", "find_job_by_name", "list_jobs",
-           "status", "export_rows", "write_export", "retry", "cancel", "read_lines", "source_hash", "add_items",
-           "validate"]
+__all__ = ["EXPORT_FORMATS", "Job", "JobError", "JobSpec", "add_items", "cancel", "claim_items", "complete_items",
+           "connect", "export_rows", "export_to_file", "fail_items", "fail_stalled", "find_job_by_name", "get_job",
+           "heartbeat", "insert_job", "insert_score", "latest_score_rows", "list_jobs", "listen_for_items",
+           "lock_for_append", "notify_workers", "read_lines", "release_items", "retry", "scored_items", "source_hash",
+           "status", "submit", "validate", "write_export"]

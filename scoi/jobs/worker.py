@@ -35,14 +35,14 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from itertools import groupby
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import psycopg
 
-from scoi.db.queries import load
-from scoi.jobs.store import Job, get_job, job_order
+from scoi.core.prompt import Example, extract_answer, render_prompt, stop_markers
+from scoi.jobs import store
+from scoi.jobs.store import Job, get_job, job_order, listen_for_items
 
-SQL = load("jobs")
 MAX_ERROR_CHARS = 4000
 
 
@@ -95,13 +95,45 @@ class Claimed:
 
 
 @dataclass
-class _Prepared:
+class Prepared:
+    """An item ready to generate: its selection and prompt (step 1 of a batch)."""
+
     item: Claimed
     selection: Any  # SelectionResult to record with the result, or None (zero-shot)
     labels: Any     # the selector's LabelSpace, needed to record the selection
     prompt: str
     select_ms: float
     selection_id: int | None = None
+
+
+class Generated(NamedTuple):
+    """An item's answer (step 2): the extracted output, the raw text, generation time."""
+
+    prepared: Prepared
+    output: str
+    raw_output: str
+    generate_ms: float
+
+
+class Failed(NamedTuple):
+    """An item whose attempt failed, with the error kept for ``last_error`` (and its
+    prompt, if it got that far)."""
+
+    item: Claimed
+    error: str
+    prepared: Prepared | None = None
+
+
+class PrepareResult(NamedTuple):
+    job: Job | None
+    prepared: list[Prepared]
+    failed: list[Failed]
+
+
+class GenerateResult(NamedTuple):
+    done: list[Generated]
+    failed: list[Failed]
+    seconds: float  # wall time of the backend call (0 when the backend could not load)
 
 
 def _error_text(exc: BaseException) -> str:
@@ -126,7 +158,7 @@ class Worker:
             raise ValueError("stall timeout must be positive")
         self.id = worker_id or default_worker_id()
         self.log = log or (lambda msg: None)
-        self.conn = psycopg.connect(url, autocommit=True)
+        self.conn = store.connect(url)
         self.stats = WorkerStats(worker=self.id)
         self._stop = threading.Event()
         self._hb_stop = threading.Event()
@@ -168,8 +200,8 @@ class Worker:
         while not self._hb_stop.wait(interval):
             try:
                 if conn is None or conn.closed:
-                    conn = psycopg.connect(self.url, autocommit=True)
-                conn.execute(SQL["heartbeat"], {"worker": self.id})
+                    conn = store.connect(self.url)
+                store.heartbeat(conn, self.id)
             except psycopg.Error as e:  # keep trying: a missed beat only risks a re-claim
                 self.log(f"worker {self.id}: heartbeat failed: {e}")
                 if conn is not None:
@@ -184,15 +216,14 @@ class Worker:
         now = time.monotonic()
         stall = float(self.opts.stall_timeout)
         if now - self._last_stall_check >= min(stall, 30.0):
-            self.conn.execute(SQL["fail_stalled"], {"stall": stall, "job_id": self.opts.job_id})
+            store.fail_stalled(self.conn, stall=stall, job_id=self.opts.job_id)
             self._last_stall_check = now
         n = self.opts.batch_size
         if self.opts.max_items is not None:
             n = min(n, self.opts.max_items - self.stats.claimed)
             if n <= 0:
                 return []
-        rows = self.conn.execute(SQL["claim"], {"worker": self.id, "stall": stall, "n": n,
-                                                "job_id": self.opts.job_id}).fetchall()
+        rows = store.claim_items(self.conn, self.id, stall=stall, n=n, job_id=self.opts.job_id)
         items = sorted((Claimed(*r) for r in rows), key=lambda c: (c.job_id, c.idx))
         self.stats.claimed += len(items)
         return items
@@ -250,79 +281,92 @@ class Worker:
 
     # ------------------------------------------------------------------ work
     def process(self, items: list[Claimed]) -> None:
-        """Translate one claimed batch and store every result (or error) in one transaction."""
-        from scoi.core.prompt import Example, extract_answer, render_prompt, stop_markers
-
+        """Translate one claimed batch (per job: prepare, generate) and store every result
+        or error in one transaction."""
         t0 = time.perf_counter()
         setup0 = self._setup_seconds
         gen_wall = 0.0
-        done: list[tuple[_Prepared, str, str, float]] = []  # (prepared, output, raw output, generate ms)
-        failed: list[tuple[Claimed, str, _Prepared | None]] = []  # (item, error, prepared if it got that far)
-        for job_id, group_iter in groupby(items, key=lambda c: c.job_id):
-            group = list(group_iter)
-            try:
-                job = self.job(job_id)
-                selector = None
-                if job.method != "zero" and job.k > 0:
-                    selector, sel_key = self.selector(job)
-            except Exception as e:  # noqa: BLE001 - the error is stored with each item
-                failed += [(it, _error_text(e), None) for it in group]
+        done: list[Generated] = []
+        failed: list[Failed] = []
+        for job_id, group in groupby(items, key=lambda c: c.job_id):
+            prep = self.prepare(job_id, list(group))
+            failed += prep.failed
+            if not prep.prepared:
                 continue
-            params = job.params
-            prepared: list[_Prepared] = []
-            shared_ms = 0.0  # the batch's parse, split over its items
-            analyses: dict[str, Any] = {}
-            if selector is not None:
-                # One spaCy call for the batch: about twice as fast per sentence as one each.
-                ts = time.perf_counter()
-                unique = list(dict.fromkeys(it.source for it in group if it.source))
-                try:
-                    analyses = dict(zip(unique, selector.analyze_batch(unique)))
-                except Exception:  # noqa: BLE001 - each item is then parsed (and fails) on its own
-                    pass
-                shared_ms = (time.perf_counter() - ts) * 1000 / len(group)
-            for it in group:
-                ts = time.perf_counter()
-                try:
-                    res, examples = None, []
-                    if selector is not None:
-                        res = selector.select(it.source, k=job.k, method=job.method, analysis=analyses.get(it.source))
-                        examples = [Example(p.src, p.tgt) for p in res.selected]
-                    select_ms = (time.perf_counter() - ts) * 1000 + shared_ms
-                    prompt = render_prompt(it.source, examples, job.src_lang, job.tgt_lang, template=job.template,
-                                           order=job_order(params), seed=params.get("seed", 0))
-                    prepared.append(_Prepared(it, res, selector.labels if selector is not None else None, prompt,
-                                              select_ms))
-                except Exception as e:  # noqa: BLE001
-                    if isinstance(e, psycopg.Error) and selector is not None:  # a broken connection: rebuild
-                        self._selectors.pop(sel_key, None)
-                        selector.close()
-                        selector = None
-                    failed.append((it, _error_text(e), None))
-            if not prepared:
-                continue
-            try:
-                backend = self.backend(job)
-            except Exception as e:  # noqa: BLE001
-                failed += [(p.item, _error_text(e), p) for p in prepared]
-                continue
-            g0 = time.perf_counter()
-            try:
-                gens = backend.generate([p.prompt for p in prepared],
-                                        max_new_tokens=int(params.get("max_new_tokens", 128)),
-                                        stop=stop_markers(job.template))
-                if len(gens) != len(prepared):
-                    raise RuntimeError(f"backend returned {len(gens)} generations for {len(prepared)} prompts")
-            except Exception as e:  # noqa: BLE001
-                gen_wall += time.perf_counter() - g0
-                failed += [(p.item, _error_text(e), p) for p in prepared]
-                continue
-            gen_wall += time.perf_counter() - g0
-            for p, g in zip(prepared, gens):
-                done.append((p, extract_answer(g.text), g.text, g.seconds * 1000))
-        self._store(items, done, failed, t0, gen_wall + self._setup_seconds - setup0)
+            gen = self.generate(prep.job, prep.prepared)
+            done += gen.done
+            failed += gen.failed
+            gen_wall += gen.seconds
+        # One-off loading of parsers and models is not per-item overhead either.
+        self.store(items, done, failed, t0, gen_wall + self._setup_seconds - setup0)
 
-    def _store(self, items: list[Claimed], done: list, failed: list, t0: float, gen_wall: float) -> None:
+    def prepare(self, job_id: int, group: list[Claimed]) -> PrepareResult:
+        """Select each item's examples and render its prompt. The group's sentences are
+        parsed in one spaCy call (about twice as fast per sentence as one call each)."""
+        try:
+            job = self.job(job_id)
+            selector, sel_key = self.selector(job) if job.method != "zero" and job.k > 0 else (None, None)
+        except Exception as e:  # noqa: BLE001 - the error is stored with each item
+            return PrepareResult(None, [], [Failed(it, _error_text(e)) for it in group])
+        shared_ms = 0.0  # the batch's parse, split over its items
+        analyses: dict[str, Any] = {}
+        if selector is not None:
+            ts = time.perf_counter()
+            unique = list(dict.fromkeys(it.source for it in group if it.source))
+            try:
+                analyses = dict(zip(unique, selector.analyze_batch(unique)))
+            except Exception:  # noqa: BLE001 - each item is then parsed (and fails) on its own
+                pass
+            shared_ms = (time.perf_counter() - ts) * 1000 / len(group)
+        prepared: list[Prepared] = []
+        failed: list[Failed] = []
+        for it in group:
+            try:
+                prepared.append(self._prepare_item(job, selector, it, analyses.get(it.source), shared_ms))
+            except Exception as e:  # noqa: BLE001
+                if isinstance(e, psycopg.Error) and selector is not None:  # a broken connection: rebuild
+                    self._selectors.pop(sel_key, None)
+                    selector.close()
+                    selector = None
+                failed.append(Failed(it, _error_text(e)))
+        return PrepareResult(job, prepared, failed)
+
+    def _prepare_item(self, job: Job, selector: Any, item: Claimed, analysis: Any, shared_ms: float) -> Prepared:
+        ts = time.perf_counter()
+        res, examples = None, []
+        if selector is not None:
+            res = selector.select(item.source, k=job.k, method=job.method, analysis=analysis)
+            examples = [Example(p.src, p.tgt) for p in res.selected]
+        select_ms = (time.perf_counter() - ts) * 1000 + shared_ms
+        prompt = render_prompt(item.source, examples, job.src_lang, job.tgt_lang, template=job.template,
+                               order=job_order(job.params), seed=job.params.get("seed", 0))
+        return Prepared(item, res, selector.labels if selector is not None else None, prompt, select_ms)
+
+    def generate(self, job: Job, prepared: list[Prepared]) -> GenerateResult:
+        """One backend call for the prepared items; a failure fails them all, keeping
+        their prompts."""
+        try:
+            backend = self.backend(job)
+        except Exception as e:  # noqa: BLE001
+            return GenerateResult([], [Failed(p.item, _error_text(e), p) for p in prepared], 0.0)
+        g0 = time.perf_counter()
+        try:
+            gens = backend.generate([p.prompt for p in prepared],
+                                    max_new_tokens=int(job.params.get("max_new_tokens", 128)),
+                                    stop=stop_markers(job.template))
+            if len(gens) != len(prepared):
+                raise RuntimeError(f"backend returned {len(gens)} generations for {len(prepared)} prompts")
+        except Exception as e:  # noqa: BLE001
+            return GenerateResult([], [Failed(p.item, _error_text(e), p) for p in prepared],
+                                  time.perf_counter() - g0)
+        seconds = time.perf_counter() - g0
+        return GenerateResult([Generated(p, extract_answer(g.text), g.text, g.seconds * 1000)
+                               for p, g in zip(prepared, gens)], [], seconds)
+
+    def store(self, items: list[Claimed], done: list[Generated], failed: list[Failed], t0: float,
+              gen_wall: float) -> None:
+        """Write the batch's results and errors in one transaction. Only rows still held
+        under this worker's claim are written; the others count as lost."""
         n = len(items)
         # Per-item overhead: this batch's wall time except generation (and one-off loading
         # of parsers and models), plus the previous batch's result write (this batch's
@@ -331,43 +375,43 @@ class Worker:
         w0 = time.perf_counter()
         written = 0
         with self.conn.transaction():  # one commit for the whole batch
-            self._record_selections([p for p, *_ in done] + [p for *_, p in failed if p is not None])
+            self._record_selections([g.prepared for g in done] + [f.prepared for f in failed if f.prepared])
             if done:
-                rows = self.conn.execute(SQL["complete_items"], {
-                    "worker": self.id,
-                    "job_ids": [p.item.job_id for p, *_ in done], "idxs": [p.item.idx for p, *_ in done],
-                    "attempts": [p.item.attempt for p, *_ in done],
-                    "selection_ids": [p.selection_id for p, *_ in done], "prompts": [p.prompt for p, *_ in done],
-                    "outputs": [o for _, o, _, _ in done], "raw_outputs": [r for _, _, r, _ in done],
-                    "select_ms": [round(p.select_ms, 3) for p, *_ in done],
-                    "generate_ms": [round(g, 3) for *_, g in done],
-                    "overhead_ms": [round(overhead, 3)] * len(done)}).fetchall()
+                rows = store.complete_items(self.conn, self.id, {
+                    "job_ids": [g.prepared.item.job_id for g in done], "idxs": [g.prepared.item.idx for g in done],
+                    "attempts": [g.prepared.item.attempt for g in done],
+                    "selection_ids": [g.prepared.selection_id for g in done],
+                    "prompts": [g.prepared.prompt for g in done],
+                    "outputs": [g.output for g in done], "raw_outputs": [g.raw_output for g in done],
+                    "select_ms": [round(g.prepared.select_ms, 3) for g in done],
+                    "generate_ms": [round(g.generate_ms, 3) for g in done],
+                    "overhead_ms": [round(overhead, 3)] * len(done)})
                 written += len(rows)
                 self.stats.done += len(rows)
-                self.stats.generate_ms += sum(g for *_, g in done)
+                self.stats.generate_ms += sum(g.generate_ms for g in done)
             if failed:
-                rows = self.conn.execute(SQL["fail_items"], {
-                    "worker": self.id, "job_ids": [it.job_id for it, *_ in failed],
-                    "idxs": [it.idx for it, *_ in failed], "attempts": [it.attempt for it, *_ in failed],
-                    "errors": [e for _, e, _ in failed],
-                    "prompts": [p.prompt if p else None for *_, p in failed],
-                    "selection_ids": [p.selection_id if p else None for *_, p in failed]}).fetchall()
+                rows = store.fail_items(self.conn, self.id, {
+                    "job_ids": [f.item.job_id for f in failed],
+                    "idxs": [f.item.idx for f in failed], "attempts": [f.item.attempt for f in failed],
+                    "errors": [f.error for f in failed],
+                    "prompts": [f.prepared.prompt if f.prepared else None for f in failed],
+                    "selection_ids": [f.prepared.selection_id if f.prepared else None for f in failed]})
                 written += len(rows)
                 for _, _, st in rows:
                     if st == "failed":
                         self.stats.failed += 1
                     else:
                         self.stats.requeued += 1
-        for _, e, _ in failed:
-            if e not in self.stats.errors and len(self.stats.errors) < 5:
-                self.stats.errors.append(e)
-                self.log(f"worker {self.id}: {e}")
+        for f in failed:
+            if f.error not in self.stats.errors and len(self.stats.errors) < 5:
+                self.stats.errors.append(f.error)
+                self.log(f"worker {self.id}: {f.error}")
         self.stats.lost += n - written
         self._last_write_ms = (time.perf_counter() - w0) * 1000
         self.stats.overhead_ms += overhead * n
         self.stats.batches += 1
 
-    def _record_selections(self, prepared: list[_Prepared]) -> None:
+    def _record_selections(self, prepared: list[Prepared]) -> None:
         """Store the selections (inside the caller's transaction; each in a savepoint, so a
         selection that cannot be stored costs only its link, never the result)."""
         from scoi.recording import record_selection
@@ -402,7 +446,7 @@ class Worker:
         try:
             if self.opts.job_id is not None:
                 self.preload(self.opts.job_id)
-            self.conn.execute("LISTEN scoi_job_item")
+            listen_for_items(self.conn)
             while not self._stop.is_set():
                 items = self.claim()
                 if not items:
@@ -425,8 +469,7 @@ class Worker:
                 if not self.conn.closed and not self.conn.broken:
                     if self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
                         self.conn.rollback()
-                    self.conn.execute(SQL["release_items"], {"worker": self.id, "uncount": interrupted,
-                                                             "error": error})
+                    store.release_items(self.conn, self.id, uncount=interrupted, error=error)
             except psycopg.Error:
                 pass
             restore()
@@ -449,4 +492,5 @@ class Worker:
         self.close()
 
 
-__all__ = ["Worker", "WorkerOptions", "WorkerStats", "Claimed", "default_worker_id"]
+__all__ = ["Claimed", "Failed", "GenerateResult", "Generated", "PrepareResult", "Prepared", "Worker", "WorkerOptions",
+           "WorkerStats", "default_worker_id"]

@@ -1,5 +1,5 @@
 -- Batch translation jobs (migration 0003): submit, claim, complete, export, retry, cancel,
--- sync, scores. Used by scoi/jobs/*.py and scoi/eval.py.
+-- sync, scores. Read by scoi/jobs/store.py alone (the worker and eval call its functions).
 
 -- name: insert_job
 INSERT INTO job (name, src_lang, tgt_lang, method, k, model, template, params, signature,
@@ -17,6 +17,10 @@ FROM STDIN;
 -- name: notify_items
 -- Wakes idle workers (they LISTEN on this channel, and poll anyway).
 NOTIFY scoi_job_item;
+
+-- name: listen_items
+-- An idle worker waits on this channel (notify_items) instead of only polling.
+LISTEN scoi_job_item;
 
 -- name: job_by_id
 SELECT id, name, created_at, src_lang, tgt_lang, method, k, model, template, params, signature,
