@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from dataclasses import dataclass
+from itertools import repeat
 
 import psycopg
 
@@ -35,7 +36,7 @@ def token_bounds(tids: list[int], by_length: list[tuple[int, list[int]]],
     Python-level loop per posting."""
     min_dl: dict[int, int] = {}
     for n, ids in sorted(by_length, key=lambda x: -x[0]):
-        min_dl.update(dict.fromkeys(ids, n))
+        min_dl.update(zip(ids, repeat(n)))
     n_rep: Counter[int] = Counter()
     max_tf: dict[int, int] = {}
     min_dl2: dict[int, int] = {}
@@ -248,7 +249,8 @@ class BatchWriter:
             postings.extend(f"{tid}\t{sid}\t{tf}\t{n}\t{sig}\n" for tid, _, tf in counts)
             df.update(tids)
             by_length.append((n, tids))
-            repeated.extend((tid, tf, n) for tid, _, tf in counts if tf > 1)
+            if n > len(counts):  # some token repeats (most sentences have none)
+                repeated.extend((tid, tf, n) for tid, _, tf in counts if tf > 1)
             lang_stats = stats.setdefault(s.lang, [0, 0])
             lang_stats[0] += 1
             lang_stats[1] += n
