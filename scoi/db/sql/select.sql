@@ -51,7 +51,7 @@ q AS MATERIALIZED (  -- the query's tokens known to the index: weight w = idf x 
     CROSS JOIN stats st
     CROSS JOIN LATERAL (SELECT ln(1 + (st.n_docs - v.df + 0.5::float8) / (v.df + 0.5::float8)) * qt.cnt AS w) x
 ),
-ranked AS MATERIALIZED (  -- what step 1 reads of each token: cap postings (all: full), rep_cap of its tf >= 2
+ranked AS MATERIALIZED (  -- what step 1 reads of each token: cap postings (all of them: all_read), rep_cap of its tf >= 2
                           -- postings; c, cw: its weight class and the class's mean weight (tokens not read in full)
     SELECT r.*, CASE WHEN r.all_read THEN 0 ELSE greatest(0, least(r.df_rep, st.repeats - coalesce(sum(r.df_rep)
                     FILTER (WHERE NOT r.all_read) OVER (ORDER BY r.all_read, r.w DESC, r.id ROWS UNBOUNDED PRECEDING)
