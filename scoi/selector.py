@@ -61,6 +61,14 @@ class Bm25Params:
     certify_frac: float = 0.0  # ... or this share of N, whichever is larger
     exact: bool = False        # always certify, whatever it reads: exact BM25's top n
 
+    def signature(self) -> str:
+        """The settings that change a pool: all of them, or k1 and b for the exact mode."""
+        if self.exact:
+            return f"k1={self.k1},b={self.b},exact"
+        return (f"k1={self.k1},b={self.b},budget={self.budget},frac={self.budget_frac},"
+                f"repeats={self.repeats},rfrac={self.repeats_frac},depth={self.depth},dfrac={self.depth_frac},"
+                f"certify={self.certify},cfrac={self.certify_frac}")
+
     def sql_params(self, pool: int) -> dict[str, Any]:
         """The preselection statement's settings for a pool of ``pool`` pairs (the caller
         adds the query tokens, languages, corpora and ``n``)."""
@@ -105,6 +113,8 @@ class SelectionResult:
     selected: list[Picked]
     timings_ms: dict[str, float] = field(default_factory=dict)
     selection_id: int | None = None
+    #: the pool is proven to be exact BM25's top ``pool`` (None: no pool, or no pair matched)
+    certified: bool | None = None
 
     def to_dict(self, explain: bool = False) -> dict[str, Any]:
         """The JSON shape of ``scoi select --json`` (``--explain``: candidates as objects)."""
@@ -117,7 +127,7 @@ class SelectionResult:
             "query": self.query, "src_lang": self.src_lang, "tgt_lang": self.tgt_lang, "method": self.method,
             "k": self.k, "params": self.params, "signature": self.signature,
             "candidates": cands, "selected": [asdict(p) for p in self.selected],
-            "selection_id": self.selection_id, "timings_ms": self.timings_ms,
+            "selection_id": self.selection_id, "certified": self.certified, "timings_ms": self.timings_ms,
         }
 
 
@@ -332,7 +342,8 @@ class Selector:
             # coverage (the work besides analysis); total: wall time.
             timings_ms={"analyze": _ms(t1 - t0), "pool": pool_ms, "wait": _ms(t2 - t1),
                         "coverage": _ms(t3 - t2), "select": round(pool_ms + _ms(t3 - t2), 3),
-                        "total": _ms(time.perf_counter() - t0)})
+                        "total": _ms(time.perf_counter() - t0)},
+            certified=self.certified if pool is not None else None)
         if record:
             from scoi.recording import record_selection
 
@@ -366,7 +377,7 @@ class Selector:
         b = self.bm25
         parts = [f"{self.src}-{self.tgt}", f"method:{method}", f"k:{k}", f"pool:{self.pool}",
                  f"sim:{self.similarity}", f"words:{self.word_overlap}", f"fill:{self.fill}", f"seed:{self.seed}",
-                 f"bm25:k1={b.k1},b={b.b},budget={b.budget},frac={b.budget_frac},depth={b.depth},dfrac={b.depth_frac}",
+                 f"bm25:{b.signature()}",
                  f"corpora:{','.join(self.corpora) if self.corpora else 'all'}",
                  f"parser:{self.scheme}", f"scoi:{__version__}"]
         return "|".join(parts)
