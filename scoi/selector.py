@@ -51,11 +51,11 @@ class Bm25Params:
 
     k1: float = 1.5
     b: float = 0.75
-    budget: int = 3000         # postings read at least
+    budget: int = 6000         # postings read at least
     budget_frac: float = 0.02  # ... or this share of N, whichever is larger
-    depth: int = 400           # sentences re-scored exactly at least
+    depth: int = 600           # sentences re-scored exactly at least
     depth_frac: float = 0.0004  # ... or this share of N, whichever is larger
-    repeats: int = 3000        # tf >= 2 postings of the other tokens read at most
+    repeats: int = 6000        # tf >= 2 postings of the other tokens read at most
     repeats_frac: float = 0.003  # ... or this share of N, whichever is larger
     certify: int = 5000        # postings the certification may read at most
     certify_frac: float = 0.0  # ... or this share of N, whichever is larger
