@@ -126,17 +126,15 @@ def sync(
     file adds exactly those. Follow with `scoi worker --burst --job NAME`.
     """
     from scoi.jobs.schedule import sync as sync_job
-    from scoi.jobs.store import JobError, JobSpec, find_job_by_name
+    from scoi.jobs.store import JobError, JobSpec
 
     sources, refs = _read_inputs(input_file, references)
     given = {a for a, v in (("src", src), ("tgt", tgt), ("model", model), ("method", method), ("k", k),
                             ("template", template)) if v is not None}
+    spec = JobSpec(src=src or "", tgt=tgt or "", model=model or "", method=method or "scoi",
+                   k=4 if k is None else k, template=template or "xglm", name=name, max_attempts=max_attempts,
+                   backend_options=_backend_options(backend_opt))
     with _connect() as conn:
-        if find_job_by_name(conn, name) is None and not {"src", "tgt", "model"} <= given:
-            fail(f"job {name!r} does not exist yet: its first sync needs --src, --tgt and --model")
-        spec = JobSpec(src=src or "", tgt=tgt or "", model=model or "", method=method or "scoi",
-                       k=4 if k is None else k, template=template or "xglm", name=name, max_attempts=max_attempts,
-                       backend_options=_backend_options(backend_opt))
         try:
             result = sync_job(conn, spec, sources, refs, input_path=str(input_file.resolve()),
                               references_path=str(references.resolve()) if references else None, check=given)

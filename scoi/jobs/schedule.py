@@ -52,7 +52,8 @@ def sync(conn: psycopg.Connection, spec: JobSpec, sources: Sequence[str],
     """Create the job named ``spec.name`` if needed, then append the lines it lacks.
 
     ``check``: the settings (JobSpec attribute names) the caller gave explicitly; on an
-    existing job they must match its stored ones (default: all of them)."""
+    existing job they must match its stored ones (default: all of them); a first run must
+    give src, tgt and model."""
     if not spec.name:
         raise JobError("sync needs --name: the recurring job's name")
     if references is not None and len(references) != len(sources):
@@ -60,6 +61,8 @@ def sync(conn: psycopg.Connection, spec: JobSpec, sources: Sequence[str],
                        "they must be aligned line by line")
     refs = list(references) if references is not None else [None] * len(sources)
     existing = find_job_by_name(conn, spec.name)
+    if existing is None and check is not None and not {"src", "tgt", "model"} <= set(check):
+        raise JobError(f"job {spec.name!r} does not exist yet: its first sync needs --src, --tgt and --model")
     if existing is None:
         validate(conn, spec)
     else:
