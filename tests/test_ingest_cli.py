@@ -4,6 +4,7 @@ imported once); one bad-input case and the parser fallback run as real processes
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import psycopg
@@ -272,3 +273,20 @@ def test_pipeline_discovery_matches_spacy_without_importing_it(tmp_path, monkeyp
     monkeypatch.syspath_prepend(str(tmp_path))
     assert pipeline_meta("xx_fake_trf")["lang"] == "xx" and needs_torch("xx_fake_trf")
     assert pipeline_meta("no_such_pipeline_pkg") is None
+
+
+# ------------------------------------------------------------------ scoi db check
+def test_db_check_passes_on_an_ingest_and_names_a_broken_counter(db_url, tmp_path, pairs):
+    cli_json(["ingest", str(write_tsv(tmp_path / "small.tsv", pairs[:20])), *FR_EN, *QUICK], db_url)
+    out = cli_json(["db", "check"], db_url)
+    assert out["ok"] and all(c["violations"] == 0 for c in out["checks"])
+    assert {"vocab_df", "pair_sentences", "one_scheme_per_language"} <= {c["name"] for c in out["checks"]}
+
+    with psycopg.connect(db_url) as conn:
+        conn.execute("UPDATE vocab SET df = df + 1 WHERE id = (SELECT min(token_id) FROM posting)")
+    result = cli(["db", "check", "--json"], db_url)
+    assert result.exit_code == 1
+    failed = {c["name"]: c["violations"] for c in json.loads(result.stdout)["checks"] if not c["ok"]}
+    assert failed == {"vocab_df": 1}
+    text = cli(["db", "check"], db_url)
+    assert text.exit_code == 1 and "FAIL" in text.stdout and "vocab_df" in text.stdout

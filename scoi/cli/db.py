@@ -1,4 +1,4 @@
-"""``scoi db``: where the database is, migrations, stopping the embedded server."""
+"""``scoi db``: where the database is, migrations, integrity checks, stopping the embedded server."""
 
 from __future__ import annotations
 
@@ -56,6 +56,27 @@ def downgrade(revision: str = typer.Argument(..., help="Target revision, e.g. 'b
     engine = get_engine(migrate=False)
     do_downgrade(engine, revision)
     console.print(f"schema at {current_revision(engine) or 'base'}")
+
+
+@app.command()
+def check(json_out: bool = typer.Option(False, "--json", help="Print one JSON object.")) -> None:
+    """Check the stored corpus's integrity (references without foreign keys, counters, BM25
+    index); exit 1 if any check finds violations."""
+    from scoi.cli.common import database_url
+    from scoi.db.check import run_checks
+
+    results = run_checks(database_url())
+    failed = [r for r in results if not r.ok]
+    if json_out:
+        emit_json({"ok": not failed, "checks": [{"name": r.name, "description": r.description,
+                                                  "violations": r.violations, "ok": r.ok} for r in results]})
+    else:
+        for r in results:
+            mark = "[green]ok[/]  " if r.ok else "[bold red]FAIL[/]"
+            console.print(f"{mark} {r.violations:>8}  {r.name}: {r.description}", highlight=False)
+        console.print(f"{len(results) - len(failed)} of {len(results)} checks passed")
+    if failed:
+        raise typer.Exit(1)
 
 
 @app.command()
