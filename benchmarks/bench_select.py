@@ -8,7 +8,7 @@ query analysis, preselection alone, preselection + fetch (the one statement
 overlap@100 (mean, min) of the SQL preselection with exact BM25 (bm25s, method="lucene",
 k1=1.5, b=0.75, over the same lowercased Moses tokens); the same-selection rate (SCOI's
 k=4 picks from our pool equal those from exact BM25's pool); the share of pools certified
-exact; and (short set) the coverage step's speed-up over the straightforward SPEC §4
+exact; and (short set) the coverage step's speed-up over the straightforward docs/method.md §4
 implementation (tests/reference.py) on the same pools.
 
     SCOI_DATABASE_URL=... python benchmarks/bench_select.py      # an existing database
@@ -131,7 +131,7 @@ def exact_mode(sel, token_lists: list[list[str]], exact: list[list[int]]) -> tup
 
 
 def coverage_speedup(sel, runs, n: int) -> tuple[float, float, float]:
-    """Fast coverage vs the SPEC §4 reference on the same pools: (speed-up, fast ms, reference ms)."""
+    """Fast coverage vs the docs/method.md §4 reference on the same pools: (speed-up, fast ms, reference ms)."""
     import reference
     from scoi.core.greedy import select as fast_select
 
@@ -213,7 +213,7 @@ def main() -> None:
         p50, p95, ov, cert = exact[name]
         print(f"| {name} | {p50:.1f} | {p95:.1f} | {ov:.3f} | {cert:.2f} |")
     print()
-    print(f"coverage speed-up over the SPEC §4 reference (short set): {speedup:.0f}x "
+    print(f"coverage speed-up over the docs/method.md §4 reference (short set): {speedup:.0f}x "
           f"(fast {fast_ms:.2f} ms vs reference {ref_ms:.0f} ms per query, {args.reference_queries} pools)")
 
 

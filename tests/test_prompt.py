@@ -1,4 +1,4 @@
-"""Prompt templates and answer extraction (SPEC §6), checked against literal strings."""
+"""Prompt templates and answer extraction (docs/method.md §6), checked against literal strings."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def test_language_names():
 
 
 def test_xglm_exact():
-    """Default order is reverse selection order (SPEC §6): EXAMPLES[0], the first pick,
+    """Default order is reverse selection order (docs/method.md §6): EXAMPLES[0], the first pick,
     is the last block, right before the query."""
     expected = (
         'French Sentence: "Il pleut."\n'

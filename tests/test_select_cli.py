@@ -1,4 +1,4 @@
-"""``scoi select`` and ``scoi prompt`` (SPEC §4-6) on a database holding the demo corpus and
+"""``scoi select`` and ``scoi prompt`` (docs/method.md §4-6) on a database holding the demo corpus and
 a second corpus ("extra"). Commands that load a parser run in-process (typer's CliRunner,
 parsers loaded once); the quick ones and one full selection run as real subprocesses."""
 
@@ -248,7 +248,7 @@ def test_prompt_xglm(cli):
     def blocks(ps: list[dict]) -> str:
         return "".join(f'French Sentence: "{p["src"]}"\nEnglish Sentence: "{p["tgt"]}"\n###\n' for p in ps)
 
-    # Default: reverse selection order (SPEC §6), the first pick right before the query.
+    # Default: reverse selection order (docs/method.md §6), the first pick right before the query.
     out = cli("prompt", QUERY, "--src", "fr", "--tgt", "en", "-k", "2").stdout
     assert out == blocks(picks[::-1]) + query + "\n"
     assert out.splitlines()[-1] == "English Sentence: "

@@ -1,4 +1,4 @@
-"""Selection against a real database (SPEC §3-5): the SQL preselection checked against a
+"""Selection against a real database (docs/method.md §3-5): the SQL preselection checked against a
 BM25 written here from its definition (and against bm25s), the candidate fetch, the
 selector checked against the slow reference on the fetched pools, edge cases, recording.
 
@@ -67,7 +67,7 @@ class PyBm25:
         self.docs: dict[str, list[str]] = {}
         for text in dict.fromkeys(texts):
             toks = moses_tokens(text, lang)
-            if len(toks) <= 120:  # SPEC §1: longer sentences are never examples
+            if len(toks) <= 120:  # docs/method.md §1: longer sentences are never examples
                 self.docs[text] = [t.lower() for t in toks]
         self.pairs_of = pairs_of
         self.n = len(self.docs)

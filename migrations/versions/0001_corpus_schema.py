@@ -56,7 +56,7 @@ CREATE TABLE sentence (
     tokens      text[] NOT NULL,          -- Moses tokens (normalised punctuation)
     n_tokens    integer NOT NULL,
     parser_id   integer NOT NULL REFERENCES parser(id),
-    eligible    boolean NOT NULL,         -- n_tokens <= 120 (SPEC §1)
+    eligible    boolean NOT NULL,         -- n_tokens <= 120 (docs/method.md §1)
     -- The polynomial again, as two arrays (term key, multiplicity): a read-only copy of
     -- sentence_term for the selector, which fetches 100 candidates per query in one
     -- row lookup each instead of joining ~1,500 term rows.

@@ -76,7 +76,7 @@ def cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
     non-whitespace character, and whether one was found.
 
     Stop strings inside the leading whitespace do not count: models often answer a prompt
-    ending in ``"Sentence: "`` with a newline first (SPEC §6), and stopping there would
+    ending in ``"Sentence: "`` with a newline first (docs/method.md §6), and stopping there would
     give an empty answer. The leading whitespace itself is kept (the text stays raw).
     """
     start = len(text) - len(text.lstrip())

@@ -7,7 +7,7 @@ raises BackendError with the status and the start of the response body.
 
 Stop strings: only those that are not pure whitespace are sent to the server. A server
 applies ``stop`` from the first generated character, so a ``"\\n"`` stop would end the
-answer of a model that starts with a newline (SPEC §6) before it began; the newline cut
+answer of a model that starts with a newline (docs/method.md §6) before it began; the newline cut
 is applied here instead, after the answer's first non-whitespace character.
 """
 

@@ -1,6 +1,6 @@
-"""Coverage of a test input by a set of examples (SPEC §3) and polynomial distance (§7).
+"""Coverage of a test input by a set of examples (docs/method.md §3) and polynomial distance (§7).
 
-Pure numpy: no I/O, no database. Term vectors are integer exponent vectors (SPEC §2), one
+Pure numpy: no I/O, no database. Term vectors are integer exponent vectors (docs/method.md §2), one
 row per term, repeats kept (a term multiset). All arrays of one query share the width d.
 
 Tie rule (one rule, used by both the fast selector and the slow reference in
@@ -99,7 +99,7 @@ def term_similarity(
 ) -> np.ndarray:
     """c(s, t) for all rows s of ``a`` (m, d) and t of ``b`` (n, d) -> (m, n) float64.
 
-    ``distance``: 1 / (1 + ||s - t||_1) (SPEC default). ``cosine``: s·t / (|s| |t|),
+    ``distance``: 1 / (1 + ||s - t||_1) (the default). ``cosine``: s·t / (|s| |t|),
     defined as 0 when either vector is zero.
     """
     if similarity == "distance":
@@ -163,7 +163,7 @@ def word_set_cov(
 
 
 def poly_distance(p: np.ndarray, q: np.ndarray) -> float:
-    """SPEC §7 d(P, Q) = (Σ_{s∈P} min_t ||s-t||_1 + Σ_{t∈Q} min_s ||s-t||_1) / (|P| + |Q|).
+    """docs/method.md §7 d(P, Q) = (Σ_{s∈P} min_t ||s-t||_1 + Σ_{t∈Q} min_s ||s-t||_1) / (|P| + |Q|).
 
     P and Q are term multisets (repeats counted). The numerator is an exact integer, so
     equal distances compare exactly equal. Both empty -> 0.0; one empty -> inf.

@@ -1,6 +1,6 @@
-"""Example selection over a preselected candidate pool (SPEC §4 and the §7 baselines).
+"""Example selection over a preselected candidate pool (docs/method.md §4 and the §7 baselines).
 
-The greedy SCOI loop is the paper's; only the arithmetic is reorganised (SPEC §4,
+The greedy SCOI loop is the paper's; only the arithmetic is reorganised (docs/method.md §4,
 implementation note): coverage is a sum of per-query-term maxima, so the per-candidate
 maxima are computed once per query as a small matrix, and each greedy step scores all
 unselected candidates at once with one elementwise maximum. The slow, literal version in
@@ -191,7 +191,7 @@ class _Covers:
 
 
 def greedy_cover(covers: _Covers, n: int, k: int, method: str) -> list[Pick]:
-    """SPEC §4 loop: alternate criteria, accept strict improvements, otherwise reset.
+    """docs/method.md §4 loop: alternate criteria, accept strict improvements, otherwise reset.
 
     A reset empties Z_cur and sets only this criterion's best to -inf; selected candidates
     stay selected. The repeated step then always accepts (anything beats -inf), so every

@@ -1,4 +1,4 @@
-"""Dependency tree -> polynomial terms (SPEC §2), with no parser or database involved.
+"""Dependency tree -> polynomial terms (docs/method.md §2), with no parser or database involved.
 
 A term is the multiset of labels on the path from a virtual ``ROOT`` node down to one
 token, so a sentence of n tokens has n + 1 terms (the virtual root's own term is

@@ -1,9 +1,9 @@
-"""Few-shot translation prompts and answer extraction (SPEC §6).
+"""Few-shot translation prompts and answer extraction (docs/method.md §6).
 
 Everything here is pure string work, so that a prompt can be rebuilt byte for byte from a
 run's stored examples; the only I/O is reading a user Jinja2 template given by path.
 
-Reading of the SPEC §6 layouts (the built-in templates reproduce them exactly):
+Reading of the docs/method.md §6 layouts (the built-in templates reproduce them exactly):
 
 XGLM style — one block per example, each block being the source line, the target line and
 a line holding only ``###``; then the query's source line and a target line that ends with
@@ -28,7 +28,7 @@ colon (no trailing space, no newline)::
     French: x\\n
     English:
 
-SPEC's Alpaca block shows a blank line only after the instruction; the ``{Target
+the method's Alpaca block shows a blank line only after the instruction; the ``{Target
 language}: {y_1}`` line is followed directly by the ``…`` placeholder and then by the query
 lines, so examples are not separated by blank lines (the newline already ends each
 answer, which is also where generation stops). Zero-shot prompts are the same layouts with
@@ -140,7 +140,7 @@ LANGUAGE_NAMES: dict[str, str] = {
 TEMPLATE_NAMES: tuple[str, ...] = ("xglm", "alpaca")
 
 #: Example orders ``render_prompt`` accepts. ``reverse``: the first example selected comes
-#: last, right before the query (SPEC §6: what the published runs did, so the default);
+#: last, right before the query (docs/method.md §6: what the published runs did, so the default);
 #: ``selection``: first selected first; ``random``: shuffled with the run's seed.
 ORDERS: tuple[str, ...] = ("reverse", "selection", "random")
 
@@ -303,11 +303,11 @@ def render_prompt(
     """The few-shot prompt for translating ``query`` from ``src_lang`` to ``tgt_lang``.
 
     ``template`` is ``"xglm"`` or ``"alpaca"`` (layouts in the module docstring, exactly
-    SPEC §6) or the path of a Jinja2 template file, rendered with ``examples`` (objects with
+    docs/method.md §6) or the path of a Jinja2 template file, rendered with ``examples`` (objects with
     ``src`` and ``tgt``), ``query``, ``src_lang``/``tgt_lang`` (codes) and
     ``src_lang_name``/``tgt_lang_name`` (English names). ``examples`` come in selection
     order (best first); ``order`` is ``"reverse"`` (default: the first selected is the last
-    example, right before the query, as in the published runs, SPEC §6), ``"selection"``
+    example, right before the query, as in the published runs, docs/method.md §6), ``"selection"``
     or ``"random"`` (seeded by ``seed``); ``"reversed"`` is accepted for ``"reverse"``.
     Raises ValueError for unknown languages, orders or templates.
     """
@@ -333,7 +333,7 @@ QUOTE_PAIRS: tuple[tuple[str, str], ...] = (
 
 
 def extract_answer(text: str) -> str:
-    """The translation inside a raw model continuation (SPEC §6).
+    """The translation inside a raw model continuation (docs/method.md §6).
 
     Skip leading whitespace and newlines (models often answer a prompt ending in a space
     with a newline first), keep the text before the first ``###`` and before the next

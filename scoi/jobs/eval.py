@@ -5,7 +5,7 @@ be reproduced. COMET runs only from a checkpoint available on this machine (a lo
 ``.ckpt`` file, a downloaded model directory, or a hub name already in the Hugging Face
 cache): scoi never downloads a model, and says so at once when one is missing. Scores
 are stored in ``job_score``; ``compare`` reads the latest ones into one table, one row
-per job (method), one column per metric, like the SPEC §8 figures.
+per job (method), one column per metric, like the docs/method.md §8 figures.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from scoi.config import environment
 from scoi.jobs.store import Job, insert_score, latest_score_rows, scored_items
 
 METRICS = ("bleu", "chrf", "comet")
-COMET_SCALE = 100  # stored x100, as SPEC §8 reports COMET
+COMET_SCALE = 100  # stored x100, as docs/method.md §8 reports COMET
 
 
 class EvalError(RuntimeError):
