@@ -26,6 +26,7 @@ from ingest.readers import InputError, Record, detect_format, read_records
 from ingest.workers import BatchRunner, Parsed, ParseTask
 from ingest.writer import SQL, BatchWriter, LabelRegistry, PairRow, ParsedSentence, sha
 from scoi.analysis import Analysis, ParserChoice, choose_parser, parser_labels
+from scoi.db import connect
 from scoi.db.literals import bytea_array
 
 # A batch is what one transaction writes: 2,048 pairs by default. Measured on the same
@@ -129,7 +130,7 @@ def ingest_files(opts: IngestOptions, url: str, *, progress: Callable[[int], Non
     started = time.perf_counter()
 
     a_lang, b_lang = sorted((src, tgt))
-    conn = psycopg.connect(url)
+    conn = connect(url)
     try:
         corpus_id, parsers, labels = _prepare(conn, corpus_name, src, tgt, choices)
         run_id = conn.execute(SQL["start_run"], {
@@ -150,7 +151,7 @@ def ingest_files(opts: IngestOptions, url: str, *, progress: Callable[[int], Non
         writer = BatchWriter(conn, corpus_id=corpus_id, run_id=run_id, a_lang=a_lang, b_lang=b_lang,
                              parsers=parsers, labels=labels)
         try:
-            with psycopg.connect(url, autocommit=True) as lookup:
+            with connect(url, autocommit=True) as lookup:
                 _IngestBatches(opts, fmt, src, tgt, lookup, writer, summary,
                                {k: c.name for k, c in choices.items()}, progress).run()
         except BaseException as exc:

@@ -29,6 +29,7 @@ from ingest.pipeline import scheme_parser
 from ingest.workers import BatchRunner, Parsed, ParseTask
 from ingest.writer import SQL, ParsedSentence, TermResolver, sentence_term_rows, term_arrays
 from scoi.analysis import TREE_TOKENS, Analysis, ParserChoice, ParserNotAvailable, Scheme, choose_parser
+from scoi.db import connect
 from scoi.db.literals import int_array, text_array
 from scoi.db.queries import load
 
@@ -116,7 +117,7 @@ def reanalyze(opts: ReanalyzeOptions, url: str, *, progress: Callable[[int], Non
         raise ReanalyzeError("--batch-size must be at least 1")
     started = time.perf_counter()
     summary = ReanalyzeSummary()
-    conn = psycopg.connect(url)
+    conn = connect(url)
     try:
         plans, summary.notes = plan(conn, opts)
         for p in plans:
@@ -135,7 +136,7 @@ def reanalyze(opts: ReanalyzeOptions, url: str, *, progress: Callable[[int], Non
             conn.execute(SQL["lock_writes"])
             labels = {p.lang: scheme_parser(conn, p.lang, p.choice) for p in plans}
         resolver = TermResolver(conn, {lang: reg.parser_id for lang, reg in labels.items()}, labels)
-        with psycopg.connect(url, autocommit=True) as reader:
+        with connect(url, autocommit=True) as reader:
             _ReanalyzeBatches(opts, reader, conn, plans, resolver, summary, progress).run()
         conn.autocommit = True
         conn.execute(RSQL["analyze_after_reanalyze"])

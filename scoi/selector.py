@@ -17,12 +17,12 @@ from itertools import chain
 from typing import Any
 
 import numpy as np
-import psycopg
 
 from scoi import __version__
 from scoi.analysis import Scheme
 from scoi.core.greedy import METHODS, Candidate, check_args, select as greedy_select
 from scoi.core.polynomial import LabelSpace, TermTable, expand
+from scoi.db import connect
 from scoi.db.queries import load
 
 SQL = load("select")
@@ -156,7 +156,7 @@ class Selector:
 
             url = resolve_database().url
             ensure_migrated(url)  # one query when at head (no SQLAlchemy/Alembic import)
-        self.conn = psycopg.connect(url, autocommit=True)
+        self.conn = connect(url, autocommit=True)
         if self.conn.execute(SQL["direction_exists"], {"lang": self.src, "tgt": self.tgt}).fetchone()[0] == 0:
             raise SelectionError(f"no corpus holds {self.src}-{self.tgt} pairs; load one first: "
                                  f"scoi ingest FILE --src {self.src} --tgt {self.tgt}")

@@ -101,3 +101,20 @@ def test_libpq_url_without_sqlalchemy():
         before = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
         assert _libpq_url(url).startswith("postgresql://")
         assert conninfo_to_dict(_libpq_url(url)) == conninfo_to_dict(before)
+
+
+def test_connect_registers_pgvector_types_where_the_extension_is(db_url, server_url):
+    from pgvector import SparseVector
+
+    from scoi.db import connect
+
+    with connect(db_url) as conn:
+        value = conn.execute("SELECT '{1:2,3:1}/1024'::sparsevec").fetchone()[0]
+        assert isinstance(value, SparseVector)
+        assert (value.dimensions(), value.indices(), value.values()) == (1024, [0, 2], [2.0, 1.0])
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS  # not autocommit
+    from scoi.db.engine import server_url as same_server
+
+    with connect(same_server(server_url, "postgres"), autocommit=True) as conn:  # no extension there
+        assert conn.execute("SELECT count(*) FROM pg_extension WHERE extname = 'vector'").fetchone()[0] == 0
+        assert conn.execute("SELECT 1").fetchone()[0] == 1

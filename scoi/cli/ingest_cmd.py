@@ -85,11 +85,10 @@ def ingest(
 
 def corpora(json_out: bool = typer.Option(False, "--json", help="Print a JSON array.")) -> None:
     """List corpora with their pair counts."""
-    import psycopg
-
     from ingest.writer import SQL
+    from scoi.db import connect
 
-    with psycopg.connect(database_url()) as conn:
+    with connect(database_url()) as conn:
         cur = conn.execute(SQL["list_corpora"])
         cols = [d.name for d in cur.description]
         rows = [dict(zip(cols, r)) for r in cur.fetchall()]

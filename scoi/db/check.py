@@ -49,7 +49,9 @@ def run_checks(url: str, names: list[str] | None = None) -> list[CheckResult]:
         if unknown:
             raise KeyError(f"no check {', '.join(unknown)} in scoi/db/sql/check.sql")
         selected = {n: selected[n] for n in selected if n in names}
-    with psycopg.connect(url) as conn:
+    from scoi.db import connect
+
+    with connect(url) as conn:
         conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
         conn.read_only = True
         with conn.transaction():

@@ -68,9 +68,11 @@ def _running_embedded_url(data_dir: Path) -> str | None:
         return None
     import psycopg
 
+    from scoi.db import connect
+
     url = _embedded_url(data_dir)
     try:
-        psycopg.connect(url, connect_timeout=5).close()
+        connect(url, connect_timeout=5).close()
     except psycopg.Error:  # not running after all, or no scoi database yet: the full path
         return None
     return url
@@ -216,10 +218,11 @@ def server_url(url: str, database: str) -> str:
 
 def create_database(url: str, name: str, *, template: str | None = None, drop: bool = True) -> str:
     """Create database ``name`` on the server of ``url`` (for tests and benchmarks)."""
-    import psycopg
     from psycopg import sql
 
-    with psycopg.connect(url, autocommit=True) as conn:
+    from scoi.db import connect
+
+    with connect(url, autocommit=True) as conn:
         if drop:
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
         stmt = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
@@ -230,8 +233,9 @@ def create_database(url: str, name: str, *, template: str | None = None, drop: b
 
 
 def drop_database(url: str, name: str) -> None:
-    import psycopg
     from psycopg import sql
 
-    with psycopg.connect(url, autocommit=True) as conn:
+    from scoi.db import connect
+
+    with connect(url, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))

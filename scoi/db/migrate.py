@@ -57,11 +57,13 @@ def at_head(url: str) -> bool:
     the caller runs the full upgrade, which is a no-op when nothing is to do."""
     import psycopg
 
+    from scoi.db import connect
+
     heads = known_heads()
     if heads is None:
         return False
     try:
-        with psycopg.connect(url, autocommit=True) as conn:
+        with connect(url, autocommit=True) as conn:
             stored = {r[0] for r in conn.execute("SELECT version_num FROM alembic_version").fetchall()}
     except psycopg.errors.UndefinedTable:
         return False

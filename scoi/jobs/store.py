@@ -105,7 +105,9 @@ class Job:
 def connect(url: str) -> psycopg.Connection:
     """A connection for the functions of this module: autocommit, because each of them
     that writes opens its own transaction (and a worker's idle LISTEN must not sit in one)."""
-    return psycopg.connect(url, autocommit=True)
+    from scoi.db import connect as db_connect
+
+    return db_connect(url, autocommit=True)
 
 
 def job_order(params: dict[str, Any]) -> str:
