@@ -6,6 +6,8 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
@@ -22,12 +24,16 @@ class _LazyConsole:
         self._stderr = stderr
         self._console: Console | None = None
 
-    def __getattr__(self, name: str) -> Any:
+    def get(self) -> Console:
+        """The Console itself, for rich APIs that need a real one (Progress, Live)."""
         if self._console is None:
             from rich.console import Console
 
             self._console = Console(stderr=self._stderr)
-        return getattr(self._console, name)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.get(), name)
 
 
 console: Console = _LazyConsole(stderr=False)  # type: ignore[assignment]
@@ -46,6 +52,31 @@ def emit_json(obj: Any) -> None:
     """One JSON object on one line of stdout (the last line, for scripts)."""
     sys.stdout.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
     sys.stdout.flush()
+
+
+Progress = Callable[[int], None]
+
+
+@contextmanager
+def rate_bar(label: str, unit: str, show: bool) -> Iterator[tuple[Progress | None, Progress | None]]:
+    """A progress bar with a rate column for long work (ingest, reanalyze): yields
+    ``(advance, set_total)`` callbacks, or ``(None, None)`` when not shown (``--json``, or
+    stdout is not a terminal)."""
+    if not show:
+        yield None, None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn(f"{{task.fields[rate]}} {unit}/s"),
+                  TimeRemainingColumn(), console=console.get()) as bar:  # type: ignore[attr-defined]
+        task = bar.add_task(label, total=None, rate="-")
+        t0 = time.perf_counter()
+
+        def advance(n: int) -> None:
+            bar.advance(task, n)
+            bar.update(task, rate=f"{bar.tasks[0].completed / max(time.perf_counter() - t0, 1e-9):.0f}")
+
+        yield advance, lambda total: bar.update(task, total=total)
 
 
 def database_url(steps: Steps | None = None) -> str:

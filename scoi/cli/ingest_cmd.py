@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from scoi.cli.common import console, database_url, emit_json, fail
+from scoi.cli.common import console, database_url, emit_json, fail, rate_bar
 
 
 def ingest(
@@ -45,24 +45,8 @@ def ingest(
     url = database_url()
     show_bar = not json_out and sys.stdout.isatty()
     try:
-        if show_bar:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-            with Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(),
-                          TextColumn("{task.fields[rate]} pairs/s"), TimeRemainingColumn(), console=console) as bar:
-                task = bar.add_task("ingest", total=None, rate="-")
-                import time
-                t0 = time.perf_counter()
-
-                def advance(n: int) -> None:
-                    bar.advance(task, n)
-                    done = bar.tasks[0].completed
-                    bar.update(task, rate=f"{done / max(time.perf_counter() - t0, 1e-9):.0f}")
-
-                summary = ingest_files(opts, url, progress=advance,
-                                       on_start=lambda total: bar.update(task, total=total))
-        else:
-            summary = ingest_files(opts, url)
+        with rate_bar("ingest", "pairs", show_bar) as (advance, set_total):
+            summary = ingest_files(opts, url, progress=advance, on_start=set_total)
     except (InputError, IngestError, ParserNotAvailable) as e:
         fail(str(e))
     except KeyboardInterrupt:

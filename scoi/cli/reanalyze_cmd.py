@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from scoi.cli.common import console, database_url, emit_json, fail
+from scoi.cli.common import console, database_url, emit_json, fail, rate_bar
 
 
 def reanalyze(
@@ -37,25 +37,8 @@ def reanalyze(
     url = database_url()
     show_bar = not json_out and sys.stdout.isatty()
     try:
-        if show_bar:
-            import time
-
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-            with Progress(TextColumn("reanalyze"), BarColumn(), MofNCompleteColumn(),
-                          TextColumn("{task.fields[rate]} sentences/s"), TimeRemainingColumn(),
-                          console=console) as bar:
-                task = bar.add_task("reanalyze", total=None, rate="-")
-                t0 = time.perf_counter()
-
-                def advance(n: int) -> None:
-                    bar.advance(task, n)
-                    done = bar.tasks[0].completed
-                    bar.update(task, rate=f"{done / max(time.perf_counter() - t0, 1e-9):.0f}")
-
-                summary = run(opts, url, progress=advance, on_start=lambda total: bar.update(task, total=total))
-        else:
-            summary = run(opts, url)
+        with rate_bar("reanalyze", "sentences", show_bar) as (advance, set_total):
+            summary = run(opts, url, progress=advance, on_start=set_total)
     except (ReanalyzeError, ParserNotAvailable) as e:
         fail(str(e))
     except KeyboardInterrupt:
