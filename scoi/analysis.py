@@ -15,7 +15,6 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import json
-import re
 import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -199,107 +198,9 @@ def parser_labels(name: str) -> list[str]:
     return [ROOT] + sorted(lb for lb in labels if lb != ROOT)
 
 
-# A pattern that is a plain string (no regex syntax, only escaped punctuation).
-_PLAIN_PATTERN = re.compile(r"(?:[^.^$*+?{}\[\]|()\\]|\\[^A-Za-z0-9])+")
-
-
-class PunctNormalizer:
-    """sacremoses' ``MosesPunctNormalizer`` (default options), same output, a third of the cost.
-
-    sacremoses runs ``re.sub(pattern_string, ...)`` for each of its ~45 substitutions (a
-    pattern-cache lookup every time): 32 us per sentence here. Compiled once: 19 us. Most
-    of them replace one plain string by another, which ``str.replace`` does in the same
-    left-to-right, non-overlapping way, and the three ``" +" -> " "`` steps only change a
-    text with two spaces in a row: 10 us. Identical output on all 86k sentences of
-    ../shared/data; tests/test_ingest_terms.py checks it on arbitrary text.
-    """
-
-    def __init__(self, lang: str) -> None:
-        MosesPunctNormalizer = _sacremoses().MosesPunctNormalizer
-
-        moses = MosesPunctNormalizer(lang=lang)
-        assert not moses.pre_replace_unicode_punct and not moses.post_remove_control_chars
-        # (plain string to replace, None, replacement) or (guard, compiled pattern, replacement):
-        # a regex step runs when its guard is in the text ("" always is).
-        self.steps: list[tuple[str, re.Pattern[str] | None, str]] = []
-        for pattern, repl in moses.substitutions:
-            if _PLAIN_PATTERN.fullmatch(pattern) and "\\" not in repl:
-                self.steps.append((re.sub(r"\\(.)", r"\1", pattern), None, repl))
-            else:
-                self.steps.append(("  " if (pattern, repl) == (" +", " ") else "", re.compile(pattern), repl))
-
-    def normalize(self, text: str) -> str:
-        for literal, pattern, repl in self.steps:
-            if pattern is None:
-                text = text.replace(literal, repl)
-            elif literal in text:
-                text = pattern.sub(repl, text)
-        return text.strip()
-
-
-def _sacremoses():
-    """The sacremoses package, imported without joblib when nothing imported it yet.
-
-    sacremoses imports joblib at its top only for ``parallelize_preprocess`` (its own
-    command line), which scoi never calls: ~0.1-0.2 s of a one-off ``scoi select``'s
-    CPU. While sacremoses is imported, ``joblib`` is a stand-in whose two names raise;
-    it is removed afterwards, so a later ``import joblib`` gets the real package.
-    """
-    if "sacremoses" in sys.modules or "joblib" in sys.modules:
-        import sacremoses
-
-        return sacremoses
-    import types
-
-    def unavailable(*args: object, **kwargs: object) -> None:
-        raise RuntimeError("sacremoses' parallel helpers are not available inside scoi")
-
-    stand_in = types.ModuleType("joblib")
-    stand_in.Parallel = stand_in.delayed = unavailable  # type: ignore[attr-defined]
-    sys.modules["joblib"] = stand_in
-    try:
-        import sacremoses
-    finally:
-        if sys.modules.get("joblib") is stand_in:
-            del sys.modules["joblib"]
-    return sacremoses
-
-
-def moses_tokenizer(lang: str):
-    """sacremoses' ``MosesTokenizer`` with a cheaper non-breaking-prefix step (same output).
-
-    sacremoses runs a regex on every token to find the ones ending in a period, looks
-    their prefix up in lists, and rebuilds sets of whole Unicode character classes for
-    each letter test. Here the same decisions use ``str.endswith`` and frozensets built
-    once: French tokenisation 56 -> 38 us per sentence (English, with fewer periods inside
-    sentences, gains little); identical tokens on all 86k sentences of ../shared/data and
-    on arbitrary text (tests/test_ingest_terms.py).
-    """
-    class _Tokenizer(_sacremoses().MosesTokenizer):
-        def __init__(self, lang: str) -> None:
-            super().__init__(lang=lang)
-            self._prefixes = frozenset(self.NONBREAKING_PREFIXES)
-            self._numeric_only = frozenset(self.NUMERIC_ONLY_PREFIXES)
-            self._alpha = frozenset(self.IsAlpha)
-            self._lower = frozenset(self.IsLower)
-
-        def handles_nonbreaking_prefixes(self, text: str) -> str:
-            tokens = text.split()
-            last = len(tokens) - 1
-            for i, token in enumerate(tokens):
-                if len(token) < 2 or token[-1] != ".":  # sacremoses: re.search(r"^(\S+)\.$", token)
-                    continue
-                prefix = token[:-1]
-                if (("." in prefix and not self._alpha.isdisjoint(prefix))
-                        or (prefix in self._prefixes and prefix not in self._numeric_only)
-                        or (i != last and tokens[i + 1][0] in self._lower)):
-                    continue  # a non-breaking prefix: the period stays
-                if prefix in self._numeric_only and i < last and tokens[i + 1][0] in "0123456789":
-                    continue  # e.g. "No. 5"
-                tokens[i] = prefix + " ."
-            return " ".join(tokens)
-
-    return _Tokenizer(lang)
+# Moses normalisation + tokenisation: sacremoses 0.2.0's output without importing sacremoses
+# (its import compiles ~130 regexes over huge Unicode classes, ~0.3 s); see scoi/moses.py.
+from scoi.moses import PunctNormalizer, moses_tokenizer  # noqa: E402,F401
 
 
 class Analyzer:
