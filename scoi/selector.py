@@ -14,7 +14,7 @@ import time
 from concurrent import futures
 from dataclasses import asdict, dataclass, field
 from itertools import chain
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,9 +25,17 @@ from scoi.core.polynomial import LabelSpace, TermTable, expand
 from scoi.db import connect
 from scoi.db.queries import load
 
+if TYPE_CHECKING:
+    import psycopg
+
 SQL = load("select")
 PRESELECT_FETCH = SQL["preselect_fetch"].replace("{preselect}", SQL["preselect"].rstrip().rstrip(";"))
 FILLS = ("none", "random")
+
+
+def direction_exists(conn: psycopg.Connection, src: str, tgt: str) -> bool:
+    """Whether some corpus holds src-tgt pairs (in either direction: one ingest serves both)."""
+    return conn.execute(SQL["direction_exists"], {"lang": src.lower(), "tgt": tgt.lower()}).fetchone()[0] > 0
 
 
 class SelectionError(RuntimeError):
@@ -157,7 +165,7 @@ class Selector:
             url = resolve_database().url
             ensure_migrated(url)  # one query when at head (no SQLAlchemy/Alembic import)
         self.conn = connect(url, autocommit=True)
-        if self.conn.execute(SQL["direction_exists"], {"lang": self.src, "tgt": self.tgt}).fetchone()[0] == 0:
+        if not direction_exists(self.conn, self.src, self.tgt):
             raise SelectionError(f"no corpus holds {self.src}-{self.tgt} pairs; load one first: "
                                  f"scoi ingest FILE --src {self.src} --tgt {self.tgt}")
         self.corpus_ids = self._corpus_ids(corpora)

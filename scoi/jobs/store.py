@@ -164,10 +164,9 @@ def validate(conn: psycopg.Connection, spec: JobSpec) -> None:
     if spec.name is not None and (not spec.name.strip() or spec.name.isdigit()):
         raise JobError(f"job name {spec.name!r} must be non-empty and not a number (numbers are job ids)")
     if spec.method != "zero" and spec.k > 0:
-        from scoi.selector import SQL as SELECT_SQL
+        from scoi.selector import direction_exists
 
-        n = conn.execute(SELECT_SQL["direction_exists"], {"lang": spec.src.lower(), "tgt": spec.tgt.lower()}).fetchone()[0]
-        if n == 0:
+        if not direction_exists(conn, spec.src, spec.tgt):
             raise JobError(f"no corpus holds {spec.src}-{spec.tgt} pairs to pick examples from; load one first: "
                            f"scoi ingest FILE --src {spec.src} --tgt {spec.tgt} (or use --method zero)")
 
