@@ -245,7 +245,7 @@ def _doc_terms(doc) -> dict[str, int]:
 
 @lru_cache(maxsize=8)
 def analyzer(lang: str, pipeline: str) -> Analyzer:
-    """This process's Analyzer for a language and pipeline. Building one takes about 0.1 s
-    (Moses tables and patterns) on top of loading the pipeline: the fork server that parse
-    workers are forked from builds them once (ingest/preload.py)."""
+    """This process's Analyzer for a language and pipeline, built once: loading the spaCy
+    pipeline is what costs (seconds); the Moses tables add ~30 ms (scoi.moses). Parse
+    workers are forked from a server that has loaded both (ingest/preload.py)."""
     return Analyzer(lang, pipeline)

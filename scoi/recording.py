@@ -14,7 +14,7 @@ from scoi.db.queries import load
 if TYPE_CHECKING:
     from scoi.selector import SelectionResult
 
-SQL = load("select")
+SQL = load("record")
 
 
 def record_selection(conn: psycopg.Connection, result: SelectionResult, labels: LabelSpace) -> int:
@@ -25,14 +25,14 @@ def record_selection(conn: psycopg.Connection, result: SelectionResult, labels: 
             "k": result.k, "params": json.dumps(result.params), "signature": result.signature,
             "tokens": result.query_tokens}).fetchone()[0]
         cur = conn.cursor()
-        with cur.copy("COPY selection_query_term (selection_id, key, mult, exps) FROM STDIN") as cp:
+        with cur.copy(SQL["copy_query_terms"]) as cp:
             for key, mult in result.query_terms.items():
                 exps = {labels.add(name): power for name, power in parse_key(key).items()}
                 cp.write_row((sel_id, key, mult, sparsevec(exps)))
-        with cur.copy("COPY selection_candidate (selection_id, rank, pair_id, score) FROM STDIN") as cp:
+        with cur.copy(SQL["copy_candidates"]) as cp:
             for rank, c in enumerate(result.candidates, 1):
                 cp.write_row((sel_id, rank, c.pair_id, c.score))
-        with cur.copy("COPY selection_pick (selection_id, position, pair_id, criterion, coverage) FROM STDIN") as cp:
+        with cur.copy(SQL["copy_picks"]) as cp:
             for pos, p in enumerate(result.selected, 1):
                 cp.write_row((sel_id, pos, p.pair_id, p.criterion, p.coverage))
     return sel_id

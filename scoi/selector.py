@@ -17,6 +17,7 @@ from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from psycopg import sql
 
 from scoi import __version__
 from scoi.analysis import Scheme
@@ -29,7 +30,8 @@ if TYPE_CHECKING:
     import psycopg
 
 SQL = load("select")
-PRESELECT_FETCH = SQL["preselect_fetch"].replace("{preselect}", SQL["preselect"].rstrip().rstrip(";"))
+# The one-trip statement nests the preselection as a CTE: composed by psycopg, not by hand.
+PRESELECT_FETCH = sql.SQL(SQL["preselect_fetch"]).format(preselect=sql.SQL(SQL["preselect"].rstrip().rstrip(";")))
 FILLS = ("none", "random")
 
 
@@ -254,6 +256,10 @@ class Selector:
     def preselect_params(self, tokens: list[str]) -> dict[str, Any]:
         return {"lang": self.src, "tgt": self.tgt, "tokens": [t.lower() for t in tokens], "n": self.pool,
                 "corpora": self.corpus_ids, **self.bm25.sql_params(self.pool)}
+
+    def preselect_sql(self) -> str:
+        """The statement :meth:`select` runs (preselection and candidate fetch), as text."""
+        return PRESELECT_FETCH.as_string(self.conn)
 
     def preselect(self, tokens: list[str]) -> list[tuple[int, float]]:
         """(pair_id, score) of the top ``pool`` candidates, best first. Sets

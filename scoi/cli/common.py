@@ -8,7 +8,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import typer
 
@@ -77,6 +77,32 @@ def rate_bar(label: str, unit: str, show: bool) -> Iterator[tuple[Progress | Non
             bar.update(task, rate=f"{bar.tasks[0].completed / max(time.perf_counter() - t0, 1e-9):.0f}")
 
         yield advance, lambda total: bar.update(task, total=total)
+
+
+T = TypeVar("T")
+
+
+def run_batches(label: str, unit: str, show_bar: bool, errors: tuple[type[Exception], ...],
+                work: Callable[[Progress | None, Progress | None], T]) -> T:
+    """Run batch-committing work (ingest, reanalyze) under a :func:`rate_bar`: its expected
+    ``errors`` and Ctrl-C become a clear message and a non-zero exit; committed batches stay."""
+    try:
+        with rate_bar(label, unit, show_bar) as (advance, set_total):
+            return work(advance, set_total)
+    except errors as e:
+        fail(str(e))
+    except KeyboardInterrupt:
+        fail("interrupted; batches already committed are kept, rerun to continue", code=130)
+
+
+def parser_options(parser: list[str]) -> dict[str, str]:
+    """``--parser fr=fr_core_news_md`` options over ``SCOI_PARSERS`` (see scoi.config)."""
+    from scoi.config import parse_parser_overrides, parser_overrides_from_env
+
+    try:
+        return {**parser_overrides_from_env(), **parse_parser_overrides(parser)}
+    except ValueError as e:
+        fail(str(e))
 
 
 def database_url(steps: Steps | None = None) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from scoi.cli.common import console, database_url, emit_json, fail, rate_bar
+from scoi.cli.common import console, database_url, emit_json, parser_options, run_batches
 
 
 def ingest(
@@ -31,26 +31,17 @@ def ingest(
     from scoi.analysis import ParserNotAvailable
     from ingest.pipeline import IngestError, IngestOptions, ingest_files
     from ingest.readers import InputError
-    from scoi.config import parse_parser_overrides, parser_overrides_from_env
 
     files = [str(file)] + ([str(file2)] if file2 else [])
-    try:
-        overrides = {**parser_overrides_from_env(), **parse_parser_overrides(parser)}
-    except ValueError as e:
-        fail(str(e))
+    overrides = parser_options(parser)
     opts = IngestOptions(files=files, src=src, tgt=tgt, corpus=corpus, fmt=fmt, workers=workers,
                          skip_bad=skip_bad, parsers=overrides)
     if batch_size:
         opts.batch_size = batch_size
     url = database_url()
-    show_bar = not json_out and sys.stdout.isatty()
-    try:
-        with rate_bar("ingest", "pairs", show_bar) as (advance, set_total):
-            summary = ingest_files(opts, url, progress=advance, on_start=set_total)
-    except (InputError, IngestError, ParserNotAvailable) as e:
-        fail(str(e))
-    except KeyboardInterrupt:
-        fail("interrupted; batches already committed are kept, rerun to continue", code=130)
+    summary = run_batches("ingest", "pairs", not json_out and sys.stdout.isatty(),
+                          (InputError, IngestError, ParserNotAvailable),
+                          lambda advance, set_total: ingest_files(opts, url, progress=advance, on_start=set_total))
 
     if json_out:
         emit_json(__import__("json").loads(summary.to_json()))

