@@ -164,15 +164,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", action="store_true", help="ingest ../shared/data into a fresh database first")
     ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--database", help="an existing database on the configured server (e.g. scoi_bench_select, "
+                                       "which --build makes)")
     ap.add_argument("--reference-queries", type=int, default=50, help="queries timed with the slow reference")
     ap.add_argument("--exact-queries", type=int, default=100, help="queries per set run in exact mode")
     args = ap.parse_args()
     if not available():
         sys.exit("../shared/data is not there; this benchmark needs it")
-    from scoi.db.engine import create_database, get_engine, resolve_database
+    from scoi.db.engine import create_database, get_engine, resolve_database, server_url
     from scoi.selector import Selector
 
     url = resolve_database().url
+    if args.database:
+        url = server_url(url, args.database)
     if args.build:
         url = create_database(url, "scoi_bench_select")
         get_engine(url)
