@@ -1,6 +1,6 @@
 """Write ``scoi/db/schema.sql``: the schema as the latest migration leaves it.
 
-A newcomer reads one file instead of replaying migrations 0001-0008. The file is
+A newcomer reads one file instead of replaying migrations 0001-0009. The file is
 ``pg_dump --schema-only`` of a freshly migrated database, tidied into a stable form (no
 session ``SET`` lines, no per-dump ``\\restrict`` key, one-line object headers), so two
 dumps of the same schema are byte-identical and ``tests/test_schema_file.py`` can compare

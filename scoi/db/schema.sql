@@ -224,6 +224,43 @@ CREATE TABLE public.job_item (
     CONSTRAINT job_item_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'running'::text, 'done'::text, 'failed'::text, 'cancelled'::text])))
 );
 
+-- TABLE job_score
+
+CREATE TABLE public.job_score (
+    id bigint NOT NULL,
+    job_id bigint NOT NULL,
+    metric text NOT NULL,
+    score double precision NOT NULL,
+    signature text NOT NULL,
+    n_items integer NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+-- TABLE job_segment_score
+
+CREATE TABLE public.job_segment_score (
+    score_id bigint NOT NULL,
+    idx integer NOT NULL,
+    score double precision NOT NULL
+);
+
+-- COMMENT TABLE job_segment_score
+
+COMMENT ON TABLE public.job_segment_score IS 'Per-item score of one evaluation (job_score row): idx is job_item.idx of the same job.';
+
+-- VIEW job_item_scores
+
+CREATE VIEW public.job_item_scores AS
+ SELECT s.job_id,
+    g.idx,
+    s.metric,
+    g.score,
+    s.id AS score_id,
+    s.signature,
+    s.created_at
+   FROM (public.job_segment_score g
+     JOIN public.job_score s ON ((s.id = g.score_id)));
+
 -- TABLE selection
 
 CREATE TABLE public.selection (
@@ -309,18 +346,6 @@ CREATE VIEW public.job_item_trace AS
    FROM ((public.job_item i
      LEFT JOIN public.selection s ON ((s.id = i.selection_id)))
      LEFT JOIN public.selection_pick_text p ON ((p.selection_id = i.selection_id)));
-
--- TABLE job_score
-
-CREATE TABLE public.job_score (
-    id bigint NOT NULL,
-    job_id bigint NOT NULL,
-    metric text NOT NULL,
-    score double precision NOT NULL,
-    signature text NOT NULL,
-    n_items integer NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL
-);
 
 -- VIEW job_latest_score
 
@@ -720,6 +745,11 @@ ALTER TABLE ONLY public.job
 ALTER TABLE ONLY public.job_score
     ADD CONSTRAINT job_score_pkey PRIMARY KEY (id);
 
+-- CONSTRAINT job_segment_score job_segment_score_pkey
+
+ALTER TABLE ONLY public.job_segment_score
+    ADD CONSTRAINT job_segment_score_pkey PRIMARY KEY (score_id, idx);
+
 -- CONSTRAINT label label_parser_id_name_key
 
 ALTER TABLE ONLY public.label
@@ -952,6 +982,11 @@ ALTER TABLE ONLY public.job_item
 
 ALTER TABLE ONLY public.job_score
     ADD CONSTRAINT job_score_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.job(id) ON DELETE CASCADE;
+
+-- FK CONSTRAINT job_segment_score job_segment_score_score_id_fkey
+
+ALTER TABLE ONLY public.job_segment_score
+    ADD CONSTRAINT job_segment_score_score_id_fkey FOREIGN KEY (score_id) REFERENCES public.job_score(id) ON DELETE CASCADE;
 
 -- FK CONSTRAINT label label_parser_id_fkey
 
