@@ -220,9 +220,14 @@ CREATE TABLE public.job_item (
     last_error text,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     finished_at timestamp with time zone,
+    warning text,
     CONSTRAINT job_item_max_attempts_check CHECK ((max_attempts >= 1)),
     CONSTRAINT job_item_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'running'::text, 'done'::text, 'failed'::text, 'cancelled'::text])))
 );
+
+-- COMMENT COLUMN job_item.warning
+
+COMMENT ON COLUMN public.job_item.warning IS 'What the worker had to change in the output to store it (e.g. NUL characters removed), or NULL.';
 
 -- TABLE job_score
 
@@ -935,6 +940,7 @@ CREATE OR REPLACE VIEW public.job_progress AS
                 ELSE 'queued'::text
             END
             WHEN (count(i.idx) FILTER (WHERE (i.status = 'failed'::text)) > 0) THEN 'failed'::text
+            WHEN (count(i.idx) FILTER (WHERE (i.status = 'cancelled'::text)) > 0) THEN 'cancelled'::text
             ELSE 'done'::text
         END AS state,
     round((avg(i.select_ms))::numeric, 2) AS avg_select_ms,
