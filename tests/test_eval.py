@@ -96,3 +96,40 @@ def test_comet_hub_name_not_in_cache_fails_offline():
     with pytest.raises(EvalError, match="not available offline.*does not download"):
         resolve_comet_checkpoint("scoi-test/no-such-comet-model")
     assert time.monotonic() - t0 < 10  # no network attempt
+
+
+def test_comet_runs_from_a_local_checkpoint_and_keeps_item_scores(two_jobs, tmp_path):
+    """unbabel-comet's real loading and scoring path, on a tiny random checkpoint built
+    here: the system score is stored, and so is each item's score (their mean)."""
+    from tiny_model import build_tiny_comet
+
+    url, (a, good), _, refs = two_jobs
+    model = build_tiny_comet(tmp_path / "tiny-comet")
+    out = last_json(scoi_cli(["eval", "good", "--comet", str(model), "--json"], url))
+    comet = next(s for s in out["scores"] if s["metric"] == "comet")
+    assert comet["n_items"] == len(refs) and "ckpt:model.ckpt" in comet["signature"]
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT idx, score FROM job_item_scores WHERE job_id = %s AND metric = 'comet' "
+                            "ORDER BY idx", (a,)).fetchall()
+    assert [i for i, _ in rows] == list(range(len(refs)))
+    assert sum(s for _, s in rows) / len(rows) == pytest.approx(comet["score"], abs=1e-3)
+
+
+def test_compare_marks_significance_like_sacrebleu(two_jobs):
+    """Paired bootstrap against the first job: BLEU/chrF equal sacreBLEU's own PairedTest,
+    the baseline has no p-value, a far worse system is significant."""
+    from sacrebleu.significance import PairedTest
+
+    url, (a, good), (b, bad), refs = two_jobs
+    out = last_json(scoi_cli(["eval", "--compare", "good", "bad", "--json"], url))
+    base, other = out["rows"]
+    assert base["baseline"] and base["significance"]["bleu"]["p_value"] is None
+    assert not other["baseline"] and other["significance"]["bleu"]["p_value"] < 0.05
+    _, res = PairedTest([("good", good), ("bad", bad)], {"bleu": BLEU(trg_lang="en")}, [refs], test_type="bs",
+                        n_samples=1000)()
+    sb = next(v for k, v in res.items() if k != "System")[1]
+    assert other["significance"]["bleu"]["p_value"] == pytest.approx(sb.p_value, abs=1e-4)
+    assert other["significance"]["bleu"]["mean"] == pytest.approx(sb.mean, abs=1e-3)
+    assert other["significance"]["bleu"]["n_items"] == len(refs)
+    table = scoi_cli(["eval", "--compare", "good", "bad", "--baseline", "bad"], url).stdout
+    assert "paired bootstrap" in table and "p=" in table

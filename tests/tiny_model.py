@@ -55,3 +55,44 @@ def build_tiny_model(out: str | Path, seed: int = 0) -> Path:
     tokenizer.save_pretrained(out)
     random_llama(tokenizer, seed=seed).save_pretrained(out)
     return out
+
+
+def build_tiny_comet(out: str | Path, seed: int = 0) -> Path:
+    """A COMET regression-metric model directory (``hparams.yaml`` +
+    ``checkpoints/model.ckpt``) over a tiny random XLM-R encoder saved beside it, for
+    ``scoi eval --comet DIR``: unbabel-comet's own loading and scoring path runs, offline.
+    Its scores mean nothing; their plumbing is what the tests check."""
+    import pytorch_lightning as pl
+    import torch
+    import yaml
+    from comet.models import RegressionMetric
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+    from transformers import XLMRobertaConfig, XLMRobertaModel, XLMRobertaTokenizerFast
+
+    out = Path(out)
+    encoder = out / "encoder"
+    tok = Tokenizer(models.Unigram())
+    tok.normalizer = normalizers.NFKC()
+    tok.pre_tokenizer = pre_tokenizers.Metaspace()
+    special = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    tok.train_from_iterator(CORPUS, trainers.UnigramTrainer(vocab_size=80, special_tokens=special, unk_token="<unk>",
+                                                            show_progress=False))
+    fast = XLMRobertaTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", sep_token="</s>",
+                                   cls_token="<s>", unk_token="<unk>", pad_token="<pad>", mask_token="<mask>")
+    fast.save_pretrained(encoder)
+    torch.manual_seed(seed)
+    config = XLMRobertaConfig(vocab_size=len(fast), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                              intermediate_size=37, max_position_embeddings=260, pad_token_id=fast.pad_token_id,
+                              bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id)
+    XLMRobertaModel(config, add_pooling_layer=False).save_pretrained(encoder)
+    hparams = dict(pretrained_model=str(encoder), encoder_model="XLM-RoBERTa", layer="mix", hidden_sizes=[16],
+                   pool="avg", activations="Tanh", final_activation=None, nr_frozen_epochs=0.3,
+                   keep_embeddings_frozen=True, optimizer="AdamW", encoder_learning_rate=1e-6, learning_rate=1.5e-5,
+                   layerwise_decay=0.95, dropout=0.1, batch_size=4, train_data=[], validation_data=[], loss="mse",
+                   layer_transformation="sparsemax", layer_norm=False, load_pretrained_weights=True)
+    model = RegressionMetric(**hparams)
+    (out / "checkpoints").mkdir(parents=True, exist_ok=True)
+    torch.save({"state_dict": model.state_dict(), "hyper_parameters": hparams, "epoch": 0, "global_step": 0,
+                "pytorch-lightning_version": pl.__version__}, out / "checkpoints" / "model.ckpt")
+    (out / "hparams.yaml").write_text(yaml.safe_dump({**hparams, "class_identifier": "regression_metric"}))
+    return out

@@ -309,22 +309,50 @@ def worker(
 
 
 # --------------------------------------------------------------------------- eval
+def _score_cell(row: dict, metric: str) -> str:
+    """A metric's cell of the compare table: the score, and for a job tested against the
+    baseline its bootstrap mean ± interval with * when p < 0.05."""
+    if metric not in row:
+        return "-"
+    sig = row.get("significance", {}).get(metric)
+    if sig is None or row.get("baseline"):
+        return f"{row[metric]:.2f}" + (f" ({sig['mean']:.2f} ± {sig['ci']:.2f})" if sig else "")
+    star = "*" if sig["p_value"] < 0.05 else ""
+    return f"{row[metric]:.2f}{star} ({sig['mean']:.2f} ± {sig['ci']:.2f}, p={sig['p_value']:.3f})"
+
+
 def eval_jobs(
     jobs: list[str] = typer.Argument(..., help="Job ids or names."),
     compare: bool = typer.Option(False, "--compare", help="One table: a row per job, a column per metric."),
     comet: str | None = typer.Option(None, "--comet",
                                      help="COMET checkpoint: a .ckpt file, a model directory, or a cached hub name."),
     partial: bool = typer.Option(False, "--partial", help="Score the done items even if others are not."),
+    baseline: str | None = typer.Option(None, "--baseline",
+                                        help="With --compare: the job the others are tested against "
+                                             "(default: the first)."),
+    samples: int = typer.Option(1000, "--samples", min=100, help="With --compare: bootstrap resamples."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the scores as JSON."),
 ) -> None:
-    """BLEU and chrF (sacrebleu) of a job against its references, COMET with --comet; stored."""
+    """BLEU and chrF (sacrebleu) of a job against its references, COMET with --comet; stored.
+
+    With --compare, each job's difference from the baseline gets a paired bootstrap test
+    over the items all jobs translated (sacreBLEU's own for BLEU and chrF, the same
+    resampling over per-item COMET scores): mean ± 95% interval, and * when p < 0.05.
+    """
     from scoi.jobs.eval import EvalError, compare as compare_jobs, evaluate
 
     with _connect() as conn:
         found = [_job(conn, ref) for ref in jobs]
+        base = 0
+        if baseline is not None:
+            base_job = _job(conn, baseline)
+            if base_job.id not in [j.id for j in found]:
+                found.insert(0, base_job)
+            base = [j.id for j in found].index(base_job.id)
         try:
             if compare:
-                columns, rows = compare_jobs(conn, found, comet=comet, partial=partial)
+                columns, rows = compare_jobs(conn, found, comet=comet, partial=partial, baseline=base,
+                                             n_samples=samples)
             else:
                 results = [(j, evaluate(conn, j, comet=comet, partial=partial)) for j in found]
         except EvalError as e:
@@ -338,7 +366,11 @@ def eval_jobs(
         table = Table("job", "method", "k", "model", "template", *columns, "items")
         for r in rows:
             table.add_row(r["name"] or str(r["job_id"]), r["method"], str(r["k"]), r["model"], r["template"],
-                          *(f"{r[c]:.2f}" if c in r else "-" for c in columns), str(r["n_items"]))
+                          *(_score_cell(r, c) for c in columns), str(r["n_items"]))
+        if len(rows) > 1:
+            n = max((v["n_items"] for r in rows for v in r.get("significance", {}).values()), default=0)
+            table.caption = (f"paired bootstrap ({samples} resamples) against {rows[base]['name'] or rows[base]['job_id']}"
+                             f" over {n} items all jobs translated: mean ± 95% interval; * p < 0.05")
         console.print(table)
         return
     if json_out:

@@ -11,14 +11,15 @@ per job (method), one column per metric, like the docs/method.md §8 figures.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import psycopg
 
 from scoi.config import environment
-from scoi.jobs.store import Job, insert_score, latest_score_rows, scored_items
+from scoi.jobs.significance import DEFAULT_SAMPLES, paired_bootstrap_means, paired_bootstrap_sacrebleu
+from scoi.jobs.store import Job, insert_score, latest_score_rows, latest_segment_scores, scored_items
 
 METRICS = ("bleu", "chrf", "comet")
 COMET_SCALE = 100  # stored x100, as docs/method.md §8 reports COMET
@@ -34,23 +35,37 @@ class Score:
     score: float
     signature: str
     n_items: int
+    #: Per-item scores in the order of the scored items (COMET; None for corpus metrics),
+    #: stored in ``job_segment_score`` for paired significance tests.
+    segments: list[float] | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        d.pop("segments")
+        return d
 
 
 # --------------------------------------------------------------------------- sacrebleu
-def sacrebleu_scores(hypotheses: Sequence[str], references: Sequence[str], tgt_lang: str) -> list[Score]:
-    """Corpus BLEU (tokeniser chosen by sacrebleu for the target language) and chrF."""
+def sacrebleu_metric(metric: str, tgt_lang: str):
+    """The sacrebleu metric object scoi scores ``metric`` with: BLEU with the tokeniser
+    sacrebleu picks for the target language, chrF with its defaults."""
     from sacrebleu.metrics import BLEU, CHRF
 
+    if metric == "bleu":
+        return BLEU(trg_lang=tgt_lang)
+    if metric == "chrf":
+        return CHRF()
+    raise ValueError(f"not a sacrebleu metric: {metric!r}")
+
+
+def sacrebleu_scores(hypotheses: Sequence[str], references: Sequence[str], tgt_lang: str) -> list[Score]:
+    """Corpus BLEU and chrF with their signatures."""
     hyps, refs = list(hypotheses), [list(references)]
-    bleu = BLEU(trg_lang=tgt_lang)
-    chrf = CHRF()
-    b = bleu.corpus_score(hyps, refs)
-    c = chrf.corpus_score(hyps, refs)
-    return [Score("bleu", round(b.score, 4), bleu.get_signature().format(), len(hyps)),
-            Score("chrf", round(c.score, 4), chrf.get_signature().format(), len(hyps))]
+    out = []
+    for name in ("bleu", "chrf"):
+        m = sacrebleu_metric(name, tgt_lang)
+        out.append(Score(name, round(m.corpus_score(hyps, refs).score, 4), m.get_signature().format(), len(hyps)))
+    return out
 
 
 # --------------------------------------------------------------------------- COMET
@@ -127,12 +142,14 @@ def comet_score(sources: Sequence[str], hypotheses: Sequence[str], references: S
         data = [{"src": s, "mt": h, "ref": r} for s, h, r in zip(sources, hypotheses, references)]
         out = model.predict(data, batch_size=batch_size, gpus=0, accelerator="cpu", progress_bar=False)
     return Score("comet", round(float(out.system_score) * COMET_SCALE, 4),
-                 f"comet:{spec}|ckpt:{ckpt.name}|scale:{COMET_SCALE}", len(data))
+                 f"comet:{spec}|ckpt:{ckpt.name}|scale:{COMET_SCALE}", len(data),
+                 segments=[float(x) * COMET_SCALE for x in out.scores])
 
 
 # --------------------------------------------------------------------------- jobs
-def job_triples(conn: psycopg.Connection, job: Job, *, partial: bool = False) -> tuple[list[str], list[str], list[str]]:
-    """(sources, outputs, references) of the job's items that have a reference."""
+def done_items(conn: psycopg.Connection, job: Job, *, partial: bool = False) -> list[tuple[int, str, str, str]]:
+    """(idx, source, output, reference) of the job's translated items that have a
+    reference; an unfinished job is an error unless ``partial``."""
     rows = scored_items(conn, job.id)
     if not rows:
         raise EvalError(f"{job.label} has no references; submit it with --references FILE")
@@ -144,22 +161,32 @@ def job_triples(conn: psycopg.Connection, job: Job, *, partial: bool = False) ->
         what = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
         raise EvalError(f"{job.label} is not finished ({what} of {len(rows)} items with references); run "
                         "`scoi worker --burst`, or pass --partial to score the done items only")
-    done = [r for r in rows if r[3] == "done"]
+    done = [(r[4], r[0], r[1] or "", r[2]) for r in rows if r[3] == "done"]
     if not done:
         raise EvalError(f"{job.label} has no translated items yet")
-    return [r[0] for r in done], [r[1] or "" for r in done], [r[2] for r in done]
+    return done
+
+
+def job_triples(conn: psycopg.Connection, job: Job, *, partial: bool = False) -> tuple[list[str], list[str], list[str]]:
+    """(sources, outputs, references) of the job's translated items that have a reference."""
+    done = done_items(conn, job, partial=partial)
+    return [d[1] for d in done], [d[2] for d in done], [d[3] for d in done]
 
 
 def evaluate(conn: psycopg.Connection, job: Job, *, comet: str | None = None, partial: bool = False,
              comet_batch_size: int = 8) -> list[Score]:
-    """Score the job and store the scores (COMET only when ``comet`` names a checkpoint)."""
-    sources, hyps, refs = job_triples(conn, job, partial=partial)
+    """Score the job and store the scores (COMET only when ``comet`` names a checkpoint),
+    with COMET's per-item scores."""
+    done = done_items(conn, job, partial=partial)
+    idxs = [d[0] for d in done]
+    sources, hyps, refs = [d[1] for d in done], [d[2] for d in done], [d[3] for d in done]
     scores = sacrebleu_scores(hyps, refs, job.tgt_lang)
     if comet:
         scores.append(comet_score(sources, hyps, refs, comet, batch_size=comet_batch_size))
     with conn.transaction():
         for s in scores:
-            insert_score(conn, job.id, s.metric, s.score, s.signature, s.n_items)
+            segments = dict(zip(idxs, s.segments)) if s.segments is not None else None
+            insert_score(conn, job.id, s.metric, s.score, s.signature, s.n_items, segments)
     return scores
 
 
@@ -168,11 +195,14 @@ def latest_scores(conn: psycopg.Connection, job_id: int) -> dict[str, dict[str, 
     return {m: {"score": s, "signature": sig, "n_items": n, "created_at": t} for m, s, sig, n, t in rows}
 
 
-def compare(conn: psycopg.Connection, jobs: Sequence[Job], *, comet: str | None = None,
-            partial: bool = False) -> tuple[list[str], list[dict[str, Any]]]:
+def compare(conn: psycopg.Connection, jobs: Sequence[Job], *, comet: str | None = None, partial: bool = False,
+            baseline: int = 0, n_samples: int = DEFAULT_SAMPLES) -> tuple[list[str], list[dict[str, Any]]]:
     """One row per job (its method and settings), one column per metric (latest stored
     score; BLEU/chrF are computed first for a job that has none, COMET when ``comet`` is
-    given). Returns (metric columns, rows)."""
+    given). With two jobs or more, each row but the baseline's (``jobs[baseline]``) also
+    holds ``significance``: per metric, the paired bootstrap's mean, 95% interval and
+    p-value against the baseline, over the items every job translated.
+    Returns (metric columns, rows)."""
     rows = []
     for job in jobs:
         have = latest_scores(conn, job.id)
@@ -184,8 +214,47 @@ def compare(conn: psycopg.Connection, jobs: Sequence[Job], *, comet: str | None 
                      **{m: have[m]["score"] for m in METRICS if m in have},
                      "n_items": max((v["n_items"] for v in have.values()), default=0)})
     columns = [m for m in METRICS if any(m in r for r in rows)]
+    if len(jobs) > 1:
+        for i, sig in enumerate(paired_significance(conn, jobs, columns, baseline=baseline, partial=partial,
+                                                    n_samples=n_samples)):
+            rows[i]["baseline"] = i == baseline
+            rows[i]["significance"] = sig
     return columns, rows
 
 
+def paired_significance(conn: psycopg.Connection, jobs: Sequence[Job], metrics: Sequence[str], *,
+                        baseline: int = 0, partial: bool = False,
+                        n_samples: int = DEFAULT_SAMPLES) -> list[dict[str, dict[str, Any]]]:
+    """Per job, per metric: {"mean", "ci", "p_value", "n_items"} of a paired bootstrap
+    against ``jobs[baseline]`` (scoi.jobs.significance), over the items (same idx, same
+    source) that every job translated. A metric without per-item scores for some job
+    (COMET scored before they were kept) gets no entry."""
+    done = [{d[0]: d for d in done_items(conn, job, partial=partial)} for job in jobs]
+    common = sorted(set.intersection(*(set(d) for d in done)))
+    common = [i for i in common if len({d[i][1] for d in done}) == 1]  # the same source sentence
+    out: list[dict[str, dict[str, Any]]] = [{} for _ in jobs]
+    if not common:
+        return out
+    order = [baseline] + [i for i in range(len(jobs)) if i != baseline]
+    refs = [done[baseline][i][3] for i in common]
+    for metric in metrics:
+        if metric == "comet":
+            segs = [latest_segment_scores(conn, jobs[j].id, "comet") for j in order]
+            if any(any(i not in s for i in common) for s in segs):
+                continue
+            per_job = [[s[i] for i in common] for s in segs]
+            results = paired_bootstrap_means(per_job[0], per_job[1:], n_samples=n_samples)
+        else:
+            outputs = [[done[j][i][2] for i in common] for j in order]
+            results = paired_bootstrap_sacrebleu(metric, outputs[0], outputs[1:], refs, jobs[baseline].tgt_lang,
+                                                 n_samples=n_samples)
+        for j, r in zip(order, results):
+            out[j][metric] = {"score": round(r.score, 4), "mean": round(r.mean, 4), "ci": round(r.ci, 4),
+                              "p_value": None if r.p_value is None else round(r.p_value, 4),
+                              "n_items": len(common)}
+    return out
+
+
 __all__ = ["EvalError", "Score", "METRICS", "sacrebleu_scores", "comet_score", "resolve_comet_checkpoint",
-           "evaluate", "compare", "latest_scores", "job_triples"]
+           "evaluate", "compare", "latest_scores", "job_triples", "done_items", "paired_significance",
+           "sacrebleu_metric"]

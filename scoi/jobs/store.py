@@ -371,14 +371,25 @@ def release_items(conn: psycopg.Connection, worker: str, *, uncount: bool, error
 
 
 # --------------------------------------------------------------------------- scores (scoi.jobs.eval)
-def scored_items(conn: psycopg.Connection, job_id: int) -> list[tuple[str, str | None, str, str]]:
-    """(source, output, reference, status) of the job's items that have a reference."""
+def scored_items(conn: psycopg.Connection, job_id: int) -> list[tuple[str, str | None, str, str, int]]:
+    """(source, output, reference, status, idx) of the job's items that have a reference."""
     return conn.execute(SQL["eval_items"], {"id": job_id}).fetchall()
 
 
-def insert_score(conn: psycopg.Connection, job_id: int, metric: str, score: float, signature: str, n: int) -> None:
-    conn.execute(SQL["insert_score"], {"id": job_id, "metric": metric, "score": score, "signature": signature,
-                                       "n": n})
+def insert_score(conn: psycopg.Connection, job_id: int, metric: str, score: float, signature: str, n: int,
+                 segments: dict[int, float] | None = None) -> int:
+    """Store a system score (and its per-item scores, by item idx); return its id."""
+    score_id = conn.execute(SQL["insert_score"], {"id": job_id, "metric": metric, "score": score,
+                                                  "signature": signature, "n": n}).fetchone()[0]
+    if segments:
+        conn.execute(SQL["insert_segment_scores"], {"score_id": score_id, "idxs": list(segments),
+                                                    "scores": list(segments.values())})
+    return score_id
+
+
+def latest_segment_scores(conn: psycopg.Connection, job_id: int, metric: str) -> dict[int, float]:
+    """Item idx -> score of the job's latest evaluation with ``metric`` that kept them."""
+    return dict(conn.execute(SQL["latest_segment_scores"], {"id": job_id, "metric": metric}).fetchall())
 
 
 def latest_score_rows(conn: psycopg.Connection, job_id: int) -> list[tuple[str, float, str, int, Any]]:
@@ -405,6 +416,6 @@ def cancel(conn: psycopg.Connection, job_id: int) -> int:
 
 __all__ = ["EXPORT_FORMATS", "Job", "JobError", "JobSpec", "add_items", "cancel", "claim_items", "complete_items",
            "connect", "export_rows", "export_to_file", "fail_items", "fail_stalled", "find_job_by_name", "get_job",
-           "heartbeat", "insert_job", "insert_score", "latest_score_rows", "list_jobs", "listen_for_items",
+           "heartbeat", "insert_job", "insert_score", "latest_score_rows", "latest_segment_scores", "list_jobs", "listen_for_items",
            "lock_for_append", "notify_workers", "read_lines", "release_items", "retry", "scored_items", "source_hash",
            "status", "submit", "validate", "write_export"]

@@ -170,13 +170,28 @@ SELECT coalesce(max(idx) + 1, 0) AS next_idx, coalesce(array_agg(DISTINCT source
 FROM job_item WHERE job_id = %(id)s;
 
 -- name: eval_items
-SELECT source, output, reference, status FROM job_item
+SELECT source, output, reference, status, idx FROM job_item
 WHERE job_id = %(id)s AND reference IS NOT NULL
 ORDER BY idx;
 
 -- name: insert_score
 INSERT INTO job_score (job_id, metric, score, signature, n_items)
-VALUES (%(id)s, %(metric)s, %(score)s, %(signature)s, %(n)s);
+VALUES (%(id)s, %(metric)s, %(score)s, %(signature)s, %(n)s)
+RETURNING id;
+
+-- name: insert_segment_scores
+-- Per-item scores of the evaluation that wrote job_score row %(score_id)s.
+INSERT INTO job_segment_score (score_id, idx, score)
+SELECT %(score_id)s, u.idx, u.score FROM unnest(%(idxs)s::int[], %(scores)s::float8[]) AS u(idx, score);
+
+-- name: latest_segment_scores
+-- (idx, score) of the job's latest evaluation with `metric` that stored segment scores.
+SELECT g.idx, g.score FROM job_segment_score g
+WHERE g.score_id = (SELECT s.id FROM job_score s
+                    WHERE s.job_id = %(id)s AND s.metric = %(metric)s
+                      AND EXISTS (SELECT 1 FROM job_segment_score x WHERE x.score_id = s.id)
+                    ORDER BY s.created_at DESC, s.id DESC LIMIT 1)
+ORDER BY g.idx;
 
 -- name: latest_scores
 SELECT metric, score, signature, n_items, created_at FROM job_latest_score

@@ -1,0 +1,96 @@
+"""Is a difference between two jobs' scores real? Paired tests over the same items.
+
+BLEU and chrF use sacreBLEU's own paired bootstrap (``sacrebleu.significance.PairedTest``,
+the procedure of Moses' ``bootstrap-hypothesis-difference-significance.pl``; corpus
+statistics are resampled, not sentence scores). COMET, whose system score is the mean of
+its segment scores, gets the same procedure over the stored segment scores: the same
+resampled item sets for both systems, the test statistic |mean_sys − mean_base| centred
+on its bootstrap mean, p = (#{stat > observed} + 1) / (n + 1), and the 95% interval as
+sacreBLEU estimates it (half the width between the 2.5th and 97.5th resampled scores).
+Both use sacreBLEU's seed (``SACREBLEU_SEED``, default 12345) so a rerun gives the same p.
+One departure, for both: a system whose score equals the baseline's gets p = 1 (the
+procedure's formula gives 1/(n+1), which would call identical outputs significant).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+DEFAULT_SAMPLES = 1000  # sacreBLEU's default for the paired bootstrap
+
+
+@dataclass(frozen=True)
+class Paired:
+    """One system's score against the baseline: the bootstrap mean and 95% interval
+    (± ``ci``) of the system's score, and the p-value of its difference (None for the
+    baseline itself)."""
+
+    score: float
+    mean: float
+    ci: float
+    p_value: float | None
+
+
+def _seed() -> int | None:
+    seed = os.environ.get("SACREBLEU_SEED", "12345")
+    return None if seed.lower() == "none" else int(seed)
+
+
+def _mean_ci(samples: np.ndarray) -> tuple[float, float]:
+    """sacreBLEU's estimate_ci: mean and half the width of the central 95%."""
+    s = np.sort(samples)
+    lo = len(s) // 40
+    return float(s.mean()), float(0.5 * (s[len(s) - lo - 1] - s[lo]))
+
+
+def _p_value(sample_diffs: np.ndarray, observed: float) -> float:
+    stats = sample_diffs - sample_diffs.mean()
+    return (int(np.sum(stats > observed)) + 1) / (len(stats) + 1)
+
+
+def paired_bootstrap_means(baseline: Sequence[float], systems: Sequence[Sequence[float]], *,
+                           n_samples: int = DEFAULT_SAMPLES, scale: float = 1.0) -> list[Paired]:
+    """Paired bootstrap over segment scores (COMET): element 0 is the baseline, then
+    one :class:`Paired` per system. All lists are scores of the same items, in the same
+    order. ``scale`` multiplies reported scores (COMET is stored x100)."""
+    base = np.asarray(baseline, dtype=np.float64)
+    n = len(base)
+    if n == 0 or any(len(s) != n for s in systems):
+        raise ValueError("paired scores need the same, non-empty list of items for every system")
+    idxs = np.random.default_rng(_seed()).choice(n, size=(n_samples, n), replace=True)
+    base_samples = base[idxs].mean(axis=1)
+    out = [Paired(float(base.mean()) * scale, *(v * scale for v in _mean_ci(base_samples)), None)]
+    for sys_scores in systems:
+        arr = np.asarray(sys_scores, dtype=np.float64)
+        samples = arr[idxs].mean(axis=1)
+        mean, ci = _mean_ci(samples)
+        observed = abs(float(arr.mean()) - float(base.mean()))
+        p = _p_value(np.abs(samples - base_samples), observed) if observed > 0 else 1.0
+        out.append(Paired(float(arr.mean()) * scale, mean * scale, ci * scale, p))
+    return out
+
+
+def paired_bootstrap_sacrebleu(metric: str, baseline: Sequence[str], systems: Sequence[Sequence[str]],
+                               references: Sequence[str], tgt_lang: str, *,
+                               n_samples: int = DEFAULT_SAMPLES) -> list[Paired]:
+    """sacreBLEU's paired bootstrap for ``metric`` ("bleu" or "chrf"): element 0 is the
+    baseline. The metric is configured as :func:`scoi.jobs.eval.sacrebleu_scores` scores it."""
+    from sacrebleu.significance import PairedTest
+
+    from scoi.jobs.eval import sacrebleu_metric
+
+    named = [("baseline", list(baseline))] + [(f"system{i}", list(s)) for i, s in enumerate(systems, 1)]
+    m = sacrebleu_metric(metric, tgt_lang)
+    _, results = PairedTest(named, {metric: m}, [list(references)], test_type="bs", n_samples=n_samples)()
+    rows = next(v for k, v in results.items() if k != "System")
+    base_score = float(rows[0].score)
+    return [Paired(float(r.score), float(r.mean), float(r.ci),
+                   None if i == 0 else 1.0 if float(r.score) == base_score else float(r.p_value))
+            for i, r in enumerate(rows)]
+
+
+__all__ = ["Paired", "paired_bootstrap_means", "paired_bootstrap_sacrebleu", "DEFAULT_SAMPLES"]
