@@ -20,11 +20,18 @@ ENV_PRELOAD_PIPELINES = "SCOI_PRELOAD_PIPELINES"  # comma-separated lang=pipelin
 ENV_PRELOAD_WITHOUT_TORCH = "SCOI_PRELOAD_WITHOUT_TORCH"  # "1": no pipeline needs torch, skip its import
 
 
+# Default home for root: the embedded server then runs as the 'pgserver' account, which
+# must reach the data dir without scoi opening root's home (README: The embedded database).
+ROOT_HOME = Path("/var/lib/scoi")
+
+
 def scoi_home() -> Path:
     """Directory for the embedded database and other local state."""
     value = os.environ.get(ENV_HOME)
     if value:
         return Path(value).expanduser()
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        return ROOT_HOME
     import platformdirs
 
     return Path(platformdirs.user_data_dir("scoi", appauthor=False))

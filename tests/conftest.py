@@ -9,9 +9,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -24,7 +26,11 @@ def server_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     from scoi.db.engine import resolve_database
 
     if not os.environ.get("SCOI_DATABASE_URL"):
-        os.environ["SCOI_HOME"] = str(tmp_path_factory.mktemp("scoi_home"))
+        home = tmp_path_factory.mktemp("scoi_home")
+        if os.geteuid() == 0:  # the server runs as 'pgserver'; scoi opens no folder (README: The embedded database)
+            home = Path(tempfile.mkdtemp(prefix="scoi-test-"))
+            home.chmod(0o755)
+        os.environ["SCOI_HOME"] = str(home)
     return resolve_database().url
 
 

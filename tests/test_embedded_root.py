@@ -155,3 +155,15 @@ def test_install_folder_below_a_closed_folder_is_refused(tmp_path, monkeypatch):
     with pytest.raises(EmbeddedServerError, match=f"{closed} \\(mode 0700\\) is not open to other users"):
         _check_install_folders()
     assert mode(closed) == 0o700
+
+
+def test_root_default_home_is_open_and_not_under_root(monkeypatch):
+    """Root's default SCOI_HOME is /var/lib/scoi: the 'pgserver' account reaches it
+    without scoi opening /root (a home under /root would be refused)."""
+    from scoi import config
+
+    monkeypatch.delenv("SCOI_HOME", raising=False)
+    monkeypatch.setattr(config.os, "geteuid", lambda: 0)
+    assert config.scoi_home() == Path("/var/lib/scoi")
+    monkeypatch.setattr(config.os, "geteuid", lambda: 1000)
+    assert config.scoi_home() != Path("/var/lib/scoi")
