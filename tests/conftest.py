@@ -7,6 +7,7 @@ gets its own copy (``CREATE DATABASE ... TEMPLATE``), procrastinate style.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -21,17 +22,25 @@ TEMPLATE = "scoi_test_template"
 
 
 @pytest.fixture(scope="session")
-def server_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """libpq URL of a server scoi tests may create databases on."""
-    from scoi.db.engine import resolve_database
+def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """libpq URL of a server scoi tests may create databases on. An embedded server the
+    suite starts is stopped, and its home removed, when the session ends."""
+    from scoi.db.engine import dispose_engines, resolve_database, stop_embedded
 
-    if not os.environ.get("SCOI_DATABASE_URL"):
-        home = tmp_path_factory.mktemp("scoi_home")
-        if os.geteuid() == 0:  # the server runs as 'pgserver'; scoi opens no folder (README: The embedded database)
-            home = Path(tempfile.mkdtemp(prefix="scoi-test-"))
-            home.chmod(0o755)
-        os.environ["SCOI_HOME"] = str(home)
-    return resolve_database().url
+    if os.environ.get("SCOI_DATABASE_URL"):
+        yield resolve_database().url
+        return
+    home = tmp_path_factory.mktemp("scoi_home")
+    if os.geteuid() == 0:  # the server runs as 'pgserver'; scoi opens no folder (README: The embedded database)
+        home = Path(tempfile.mkdtemp(prefix="scoi-test-"))
+        home.chmod(0o755)
+    os.environ["SCOI_HOME"] = str(home)
+    try:
+        yield resolve_database().url
+    finally:
+        dispose_engines()
+        stop_embedded()
+        shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
