@@ -60,11 +60,11 @@ def database() -> tuple[str, callable]:
     import psycopg
 
     from scoi.db.engine import create_database, dispose_engines, drop_database, get_engine, resolve_database
-    from scoi.selector import SQL as SELECT_SQL
+    from scoi.selector import direction_exists
 
     def has_fr_en(url: str) -> bool:
         with psycopg.connect(url) as conn:
-            return conn.execute(SELECT_SQL["direction_exists"], {"lang": "fr", "tgt": "en"}).fetchone()[0] > 0
+            return direction_exists(conn, "fr", "en")
 
     def ingest_demo(url: str) -> None:
         from ingest.pipeline import IngestOptions, ingest_files

@@ -8,7 +8,7 @@ Flow (data only moves forward):
   3. worker processes, forked from a fork server that loaded the spaCy pipelines once,
      parse the tasks (Moses tokens; ``nlp.pipe`` over the stripped texts for the trees)
      while the main process writes the previous batch with COPY (ingest/workers.py runs
-     them; ingest/writer.py writes).
+     them; ingest/writer.py writes, ingest/runs.py keeps the run's row).
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from dataclasses import asdict, dataclass, field
 
 import psycopg
 
+from ingest import runs
 from ingest.readers import InputError, Record, detect_format, read_records
 from ingest.workers import BatchRunner, Parsed, ParseTask
-from ingest.writer import SQL, BatchWriter, LabelRegistry, PairRow, ParsedSentence, sha
+from ingest.writer import BatchWriter, LabelRegistry, PairRow, ParsedSentence, lock_writes, sha, stored_sentences
 from scoi.analysis import Analysis, ParserChoice, choose_parser, parser_labels
 from scoi.db import connect
-from scoi.db.literals import bytea_array
 
 # A batch is what one transaction writes: 2,048 pairs by default. Measured on the same
 # 16k parsed pairs, writing them 2,048 at a time took 15-20% less CPU than 512 at a time
@@ -133,10 +133,10 @@ def ingest_files(opts: IngestOptions, url: str, *, progress: Callable[[int], Non
     conn = connect(url)
     try:
         corpus_id, parsers, labels = _prepare(conn, corpus_name, src, tgt, choices)
-        run_id = conn.execute(SQL["start_run"], {
-            "corpus_id": corpus_id, "files": [os.path.abspath(f) for f in opts.files], "format": fmt,
-            "workers": opts.workers, "parsers": json.dumps({k: str(c.scheme) for k, c in choices.items()}),
-            "host": socket.gethostname(), "pid": os.getpid()}).fetchone()[0]
+        run_id = runs.start_run(
+            conn, corpus_id=corpus_id, files=[os.path.abspath(f) for f in opts.files], fmt=fmt,
+            workers=opts.workers, parsers=json.dumps({k: str(c.scheme) for k, c in choices.items()}),
+            host=socket.gethostname(), pid=os.getpid())
         conn.commit()
         summary = IngestSummary(corpus=corpus_name, run_id=run_id,
                                 parsers={k: str(c.scheme) for k, c in choices.items()},
@@ -144,10 +144,8 @@ def ingest_files(opts: IngestOptions, url: str, *, progress: Callable[[int], Non
                                 rejected_rows=rejected, rejected=len(rejected))
         with conn.transaction():
             for r in rejected:
-                conn.execute(SQL["insert_rejected"], {"run_id": run_id, "file": r.file, "line": r.line,
-                                                      "reason": r.reason, "content": None})
-            conn.execute(SQL["add_run_counts"], {"run_id": run_id, "read": 0, "inserted": 0, "duplicates": 0,
-                                                 "rejected": len(rejected)})
+                runs.record_rejected(conn, run_id, r.file, r.line, r.reason)
+            runs.add_run_counts(conn, run_id, read=0, inserted=0, duplicates=0, rejected=len(rejected))
         writer = BatchWriter(conn, corpus_id=corpus_id, run_id=run_id, a_lang=a_lang, b_lang=b_lang,
                              parsers=parsers, labels=labels)
         try:
@@ -156,18 +154,17 @@ def ingest_files(opts: IngestOptions, url: str, *, progress: Callable[[int], Non
                                {k: c.name for k, c in choices.items()}, progress).run()
         except BaseException as exc:
             conn.rollback()
-            conn.execute(SQL["finish_run"], {"run_id": run_id, "status": "failed", "error": str(exc)[:2000]})
+            runs.finish_run(conn, run_id, "failed", str(exc)[:2000])
             conn.commit()
             raise
-        conn.execute(SQL["finish_run"], {"run_id": run_id, "status": "done", "error": None})
+        runs.finish_run(conn, run_id, "done")
         conn.commit()
         if summary.inserted:
             # Bulk load, then VACUUM ANALYZE (pgvector-python's recipe): fresh statistics for
             # the planner everywhere, and a visibility map for posting, the table read by
             # index-only scans (the rest is left to autovacuum: less time at the end of a run).
             conn.autocommit = True
-            conn.execute(SQL["vacuum_after_ingest"])
-            conn.execute(SQL["analyze_after_ingest"])
+            runs.vacuum_analyze(conn)
     finally:
         conn.close()
     summary.seconds = time.perf_counter() - started
@@ -186,9 +183,8 @@ def _default_corpus_name(files: list[str]) -> str:
 def _prepare(conn: psycopg.Connection, corpus_name: str, src: str, tgt: str,
              choices: dict[str, ParserChoice]) -> tuple[int, dict[str, int], dict[str, LabelRegistry]]:
     with conn.transaction():
-        conn.execute(SQL["lock_writes"])
-        corpus_id, c_src, c_tgt = conn.execute(SQL["get_or_create_corpus"],
-                                               {"name": corpus_name, "src": src, "tgt": tgt}).fetchone()
+        lock_writes(conn)
+        corpus_id, c_src, c_tgt = runs.get_or_create_corpus(conn, corpus_name, src, tgt)
         if {c_src, c_tgt} != {src, tgt}:
             raise IngestError(f"corpus {corpus_name!r} holds {c_src}-{c_tgt} pairs, not {src}-{tgt}; "
                               "choose another --corpus name")
@@ -202,8 +198,7 @@ def _prepare(conn: psycopg.Connection, corpus_name: str, src: str, tgt: str,
 def scheme_parser(conn: psycopg.Connection, lang: str, choice: ParserChoice) -> LabelRegistry:
     """The parser row of ``choice``'s analysis scheme (created if new) and its label
     registry, labels written. Call inside a transaction holding ``lock_writes``."""
-    pid = conn.execute(SQL["get_or_create_parser"], {"lang": lang, "name": choice.name, "version": choice.version,
-                                                     "tree_tokens": choice.scheme.tree_tokens}).fetchone()[0]
+    pid = runs.get_or_create_parser(conn, lang, choice.name, choice.version, choice.scheme.tree_tokens)
     registry = LabelRegistry(conn, pid, parser_labels(choice.name))
     registry.flush(conn)
     return registry
@@ -247,8 +242,7 @@ class _IngestBatches(BatchRunner):
     def _to_parse(self, lang: str, texts: list[str]) -> list[tuple[str, bytes]]:
         """(text, sha) of the distinct ``texts`` not stored yet."""
         uniq = {sha(t): t for t in texts}
-        have = {bytes(r[0]) for r in self.lookup.execute(
-            SQL["stored_sentences"], {"lang": lang, "shas": bytea_array(list(uniq))})}
+        have = stored_sentences(self.lookup, lang, list(uniq))
         return [(t, h) for h, t in uniq.items() if h not in have]
 
     def handle(self, result: Parsed) -> None:

@@ -27,7 +27,8 @@ import psycopg
 
 from ingest.pipeline import scheme_parser
 from ingest.workers import BatchRunner, Parsed, ParseTask
-from ingest.writer import SQL, ParsedSentence, TermResolver, sentence_term_rows, term_arrays
+from ingest.writer import (ParsedSentence, TermResolver, copy_sentence_terms, lock_writes, sentence_term_rows,
+                           term_arrays)
 from scoi.analysis import TREE_TOKENS, Analysis, ParserChoice, ParserNotAvailable, Scheme, choose_parser
 from scoi.db import connect
 from scoi.db.literals import int_array, text_array
@@ -133,7 +134,7 @@ def reanalyze(opts: ReanalyzeOptions, url: str, *, progress: Callable[[int], Non
         if on_start:
             on_start(sum(len(p.ids) for p in plans))
         with conn.transaction():
-            conn.execute(SQL["lock_writes"])
+            lock_writes(conn)
             labels = {p.lang: scheme_parser(conn, p.lang, p.choice) for p in plans}
         resolver = TermResolver(conn, {lang: reg.parser_id for lang, reg in labels.items()}, labels)
         with connect(url, autocommit=True) as reader:
@@ -199,7 +200,7 @@ def write_batch(conn: psycopg.Connection, resolver: TermResolver, lang: str, ids
     arrays = [term_arrays(a.terms) for a in analyses]
     with conn.transaction():
         cur = conn.cursor()
-        cur.execute(SQL["lock_writes"])
+        lock_writes(cur)
         term_ids = resolver.resolve(cur, [ParsedSentence(lang, "", b"", a) for a in analyses])
         moved = [r[0] for r in cur.execute(RSQL["move_sentences"], {
             "parser_id": pid, "ids": int_array(ids), "keys": text_array([k for k, _ in arrays]),
@@ -207,9 +208,8 @@ def write_batch(conn: psycopg.Connection, resolver: TermResolver, lang: str, ids
         if moved:
             cur.execute(RSQL["delete_sentence_terms"], {"ids": int_array(moved)})
             terms = dict(zip(ids, (a.terms for a in analyses)))
-            with cur.copy(SQL["copy_sentence_terms"]) as cp:
-                cp.write("".join(itertools.chain.from_iterable(
-                    sentence_term_rows(sid, pid, terms[sid], term_ids) for sid in moved)))
+            copy_sentence_terms(cur, itertools.chain.from_iterable(
+                sentence_term_rows(sid, pid, terms[sid], term_ids) for sid in moved))
     resolver.committed(term_ids)
     return len(moved)
 

@@ -3,24 +3,47 @@
 One batch is one transaction, so a crash (even ``kill -9``) leaves whole batches or
 nothing; a rerun skips what is already there. Sentences that already exist are neither
 re-parsed nor re-written: the pair simply points at them.
+
+The only reader of scoi/db/sql/ingest.sql: the pipeline and ``scoi reanalyze`` take the
+ingest lock and write ``sentence_term`` rows through ``lock_writes`` and ``copy_sentence_terms``.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import repeat
 
 import psycopg
 
+from ingest.runs import add_run_counts
 from scoi.analysis import MAX_EXAMPLE_TOKENS, Analysis
 from scoi.core.polynomial import LabelSpace, parse_key
 from scoi.db.literals import (VECTOR_WIDTH, bytea_array, copy_text, int_array, opt_int_array, signature, sparsevec,
                               text_array)
 from scoi.db.queries import load
 
-SQL = load("ingest")
+_SQL = load("ingest")
+
+
+def lock_writes(conn: psycopg.Connection | psycopg.Cursor) -> None:
+    """Take the ingest lock until commit: ingest batches, reanalyze batches and the
+    creation of corpus and parser rows run one at a time (why: ingest.sql, lock_writes)."""
+    conn.execute(_SQL["lock_writes"])
+
+
+def stored_sentences(conn: psycopg.Connection | psycopg.Cursor, lang: str, shas: list[bytes]) -> dict[bytes, int]:
+    """sha -> sentence.id of those of ``shas`` already stored in ``lang``."""
+    return {bytes(h): sid for h, sid in conn.execute(_SQL["stored_sentences"],
+                                                     {"lang": lang, "shas": bytea_array(shas)})}
+
+
+def copy_sentence_terms(cur: psycopg.Cursor, rows: Iterable[str]) -> None:
+    """COPY ``sentence_term`` rows (from ``sentence_term_rows``) in the cursor's transaction."""
+    with cur.copy(_SQL["copy_sentence_terms"]) as cp:
+        cp.write("".join(rows))
 
 
 def sha(text: str) -> bytes:
@@ -72,7 +95,7 @@ class LabelRegistry:
 
     def __init__(self, conn: psycopg.Connection, parser_id: int, initial: list[str]) -> None:
         self.parser_id = parser_id
-        rows = conn.execute(SQL["parser_labels"], {"parser_id": parser_id}).fetchall()
+        rows = conn.execute(_SQL["parser_labels"], {"parser_id": parser_id}).fetchall()
         self.space = LabelSpace([name for _, name in rows])
         self.pending: list[tuple[int, str]] = []
         self._vectors: dict[str, tuple[str, int]] = {}
@@ -91,7 +114,7 @@ class LabelRegistry:
 
     def flush(self, conn: psycopg.Connection) -> None:
         for i, name in self.pending:
-            conn.execute(SQL["insert_label"], {"parser_id": self.parser_id, "idx": i, "name": name})
+            conn.execute(_SQL["insert_label"], {"parser_id": self.parser_id, "idx": i, "name": name})
         self.pending.clear()
 
     def sparsevec(self, key: str) -> tuple[str, int]:
@@ -143,10 +166,10 @@ class TermResolver:
             defs = [(key, *self.labels[lang].sparsevec(key)) for key, lang in keys.items()]
             for reg in self.labels.values():
                 reg.flush(self.conn)  # labels first: a term's dimensions must be interpretable
-            cur.execute(SQL["insert_terms"], {"parser_id": pid, "keys": text_array([d[0] for d in defs]),
+            cur.execute(_SQL["insert_terms"], {"parser_id": pid, "keys": text_array([d[0] for d in defs]),
                                               "exps": text_array([d[1] for d in defs]),
                                               "degrees": int_array([d[2] for d in defs])})
-            for key, tid in cur.execute(SQL["term_ids"], {"parser_id": pid, "keys": text_array(list(keys))}):
+            for key, tid in cur.execute(_SQL["term_ids"], {"parser_id": pid, "keys": text_array(list(keys))}):
                 ids[(pid, key)] = tid
         return ids
 
@@ -186,18 +209,18 @@ class BatchWriter:
         """
         with self.conn.transaction():
             cur = self.conn.cursor()
-            cur.execute(SQL["lock_writes"])
+            lock_writes(cur)
             ids = self._stored_ids(cur, pairs)
             new = list({(s.lang, s.sha): s for s in sentences if (s.lang, s.sha) not in ids}.values())
             term_ids = self.terms.resolve(cur, new)
             vocab = self._resolve_tokens(cur, new)
-            new_ids = [r[0] for r in cur.execute(SQL["next_sentence_ids"], {"n": len(new)})] if new else []
+            new_ids = [r[0] for r in cur.execute(_SQL["next_sentence_ids"], {"n": len(new)})] if new else []
             self._write_sentences(cur, new_ids, new, term_ids)
             self._write_bm25(cur, new_ids, new, vocab)
             ids.update(((s.lang, s.sha), sid) for sid, s in zip(new_ids, new))
             inserted = self._write_pairs(cur, pairs, ids)
-            cur.execute(SQL["add_run_counts"], {"run_id": self.run_id, "read": read, "inserted": inserted,
-                                                "duplicates": len(pairs) - inserted, "rejected": rejected})
+            add_run_counts(cur, self.run_id, read=read, inserted=inserted, duplicates=len(pairs) - inserted,
+                           rejected=rejected)
         self.terms.committed(term_ids)
         self._vocab.update(vocab)
         return inserted
@@ -207,8 +230,7 @@ class BatchWriter:
         up under the lock: another ingest may have written some since the batch was read)."""
         ids: dict[tuple[str, bytes], int] = {}
         for lang, shas in ((self.a_lang, {p.a_sha for p in pairs}), (self.b_lang, {p.b_sha for p in pairs})):
-            for h, sid in cur.execute(SQL["stored_sentences"], {"lang": lang, "shas": bytea_array(list(shas))}):
-                ids[(lang, bytes(h))] = sid
+            ids.update(((lang, h), sid) for h, sid in stored_sentences(cur, lang, list(shas)).items())
         return ids
 
     def _write_sentences(self, cur: psycopg.Cursor, ids: list[int], new: list[ParsedSentence],
@@ -223,10 +245,9 @@ class BatchWriter:
             rows.append(f"{sid}\t{s.lang}\t{copy_text(s.text)}\t\\\\x{s.sha.hex()}\t{copy_text(text_array(tokens))}\t"
                         f"{n}\t{pid}\t{'t' if n <= MAX_EXAMPLE_TOKENS else 'f'}\t{copy_text(keys)}\t{mults}\n")
             term_rows.extend(sentence_term_rows(sid, pid, s.analysis.terms, term_ids))
-        with cur.copy(SQL["copy_sentences"]) as cp:
+        with cur.copy(_SQL["copy_sentences"]) as cp:
             cp.write("".join(rows))
-        with cur.copy(SQL["copy_sentence_terms"]) as cp:
-            cp.write("".join(term_rows))
+        copy_sentence_terms(cur, term_rows)
 
     def _write_bm25(self, cur: psycopg.Cursor, ids: list[int], new: list[ParsedSentence],
                     vocab: dict[tuple[str, str], tuple[int, int]]) -> None:
@@ -254,15 +275,15 @@ class BatchWriter:
             lang_stats = stats.setdefault(s.lang, [0, 0])
             lang_stats[0] += 1
             lang_stats[1] += n
-        with cur.copy(SQL["copy_bm25_docs"]) as cp:
+        with cur.copy(_SQL["copy_bm25_docs"]) as cp:
             cp.write("".join(docs))
-        with cur.copy(SQL["copy_postings"]) as cp:
+        with cur.copy(_SQL["copy_postings"]) as cp:
             cp.write("".join(postings))
         if df:
-            cur.execute(SQL["add_df"], {"ids": int_array(list(df)), "n": int_array(list(df.values())),
+            cur.execute(_SQL["add_df"], {"ids": int_array(list(df)), "n": int_array(list(df.values())),
                                         **token_bounds(list(df), by_length, repeated)})
         for lang, (n_docs, total_len) in stats.items():
-            cur.execute(SQL["add_bm25_stats"], {"lang": lang, "n_docs": n_docs, "total_len": total_len})
+            cur.execute(_SQL["add_bm25_stats"], {"lang": lang, "n_docs": n_docs, "total_len": total_len})
 
     def _write_pairs(self, cur: psycopg.Cursor, pairs: list[PairRow], ids: dict[tuple[str, bytes], int]) -> int:
         """Insert the batch's pairs by sentence id; returns how many were new."""
@@ -273,7 +294,7 @@ class BatchWriter:
             # Only possible if sentences were deleted while this ingest ran.
             raise RuntimeError("a sentence of this batch vanished from the database during the ingest; "
                                "rerun the ingest") from None
-        cur.execute(SQL["insert_pairs"], {"corpus_id": self.corpus_id, "run_id": self.run_id, "a_lang": self.a_lang,
+        cur.execute(_SQL["insert_pairs"], {"corpus_id": self.corpus_id, "run_id": self.run_id, "a_lang": self.a_lang,
                                           "b_lang": self.b_lang, "a_ids": int_array(a_ids), "b_ids": int_array(b_ids),
                                           "lines": int_array([p.line for p in pairs])})
         return cur.fetchone()[0]
@@ -291,7 +312,7 @@ class BatchWriter:
                         missing.setdefault(s.lang, set()).add(low)
         for lang, tokens in missing.items():
             toks = text_array(sorted(tokens))
-            cur.execute(SQL["insert_vocab"], {"lang": lang, "tokens": toks})
-            for tok, vid, bit in cur.execute(SQL["vocab_ids"], {"lang": lang, "tokens": toks}):
+            cur.execute(_SQL["insert_vocab"], {"lang": lang, "tokens": toks})
+            for tok, vid, bit in cur.execute(_SQL["vocab_ids"], {"lang": lang, "tokens": toks}):
                 vocab[(lang, tok)] = (vid, bit)
         return vocab

@@ -60,13 +60,11 @@ def ingest(
 
 def corpora(json_out: bool = typer.Option(False, "--json", help="Print a JSON array.")) -> None:
     """List corpora with their pair counts."""
-    from ingest.writer import SQL
+    from ingest.runs import list_corpora
     from scoi.db import connect
 
     with connect(database_url()) as conn:
-        cur = conn.execute(SQL["list_corpora"])
-        cols = [d.name for d in cur.description]
-        rows = [dict(zip(cols, r)) for r in cur.fetchall()]
+        rows = list_corpora(conn)
     if json_out:
         emit_json(rows)
         return
