@@ -19,13 +19,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.writer import BatchWriter, LabelRegistry, PairRow, ParsedSentence, sha
+from ingest import runs
+from ingest.writer import BatchWriter, LabelRegistry, PairRow, ParsedSentence, lock_writes, sha
 from scoi.analysis import Analysis
 from scoi.db.queries import load
 from scoi.selector import Bm25Params
 
 SELECT = load("select")
-INGEST = load("ingest")
 K1, B = 1.5, 0.75
 # A skewed vocabulary: a few tokens in most sentences, many rare ones, so that budgets,
 # repeats (tf >= 2) and the non-essential prefix all come into play.
@@ -64,15 +64,11 @@ class Corpus:
     def __init__(self, url: str, conn: psycopg.Connection) -> None:
         self.url, self.conn = url, conn
         with conn.transaction():
-            conn.execute(INGEST["lock_writes"])
-            corpus_id = conn.execute(INGEST["get_or_create_corpus"], {"name": "random", "src": "fr", "tgt": "en"}
-                                     ).fetchone()[0]
-            pids = {lang: conn.execute(INGEST["get_or_create_parser"], {
-                "lang": lang, "name": "test", "version": "0", "tree_tokens": "spacy"}).fetchone()[0]
-                for lang in ("fr", "en")}
-            run_id = conn.execute(INGEST["start_run"], {
-                "corpus_id": corpus_id, "files": [], "format": "test", "workers": 0, "parsers": "{}",
-                "host": "test", "pid": 0}).fetchone()[0]
+            lock_writes(conn)
+            corpus_id = runs.get_or_create_corpus(conn, "random", "fr", "en")[0]
+            pids = {lang: runs.get_or_create_parser(conn, lang, "test", "0", "spacy") for lang in ("fr", "en")}
+            run_id = runs.start_run(conn, corpus_id=corpus_id, files=[], fmt="test", workers=0, parsers="{}",
+                                    host="test", pid=0)
         self.writer = BatchWriter(conn, corpus_id=corpus_id, run_id=run_id, a_lang="en", b_lang="fr", parsers=pids,
                                   labels={lang: LabelRegistry(conn, pid, []) for lang, pid in pids.items()})
         self.lines = 0
