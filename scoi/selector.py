@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from concurrent import futures
 from dataclasses import asdict, dataclass, field
+from functools import cache
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,7 @@ from scoi import __version__
 from scoi.analysis import Scheme
 from scoi.core.greedy import METHODS, Candidate, check_args, select as greedy_select
 from scoi.core.polynomial import LabelSpace, TermTable, expand
+from scoi.core.rbm25 import check_variant
 from scoi.db import connect
 from scoi.db.queries import load
 
@@ -151,8 +153,9 @@ class Selector:
     def __init__(self, src: str, tgt: str, *, url: str | None = None, corpora: list[str] | None = None,
                  k: int = 4, method: str = "scoi", pool: int = 100, similarity: str = "distance",
                  word_overlap: str = "set", fill: str = "none", seed: int = 0,
-                 bm25: Bm25Params | None = None, parser: str | None = None) -> None:
+                 bm25: Bm25Params | None = None, parser: str | None = None, rbm25_variant: str = "ctq") -> None:
         check_args(method, similarity, word_overlap, k)
+        check_variant(rbm25_variant)
         if fill not in FILLS:
             raise SelectionError(f"unknown fill {fill!r}; expected one of {FILLS}")
         if pool < 1:
@@ -160,6 +163,7 @@ class Selector:
         self.src, self.tgt = src.lower(), tgt.lower()
         self.k, self.method, self.pool = k, method, pool
         self.similarity, self.word_overlap, self.fill, self.seed = similarity, word_overlap, fill, seed
+        self.rbm25_variant = rbm25_variant
         self.bm25 = bm25 or Bm25Params()
         if url is None:
             from scoi.db.engine import ensure_migrated, resolve_database
@@ -338,9 +342,12 @@ class Selector:
                 futures.wait([pool])  # the connection is free again before anything else uses it
         t2 = time.perf_counter()
         q, q_ids, cands, table = self.coverage_inputs(terms, rows)
-        picks = greedy_select(q, tokens, cands, k=k, method=method, similarity=self.similarity,
+        pick_tokens = tokens
+        if method == "rbm25" and self.rbm25_variant == "agrawal":  # docs/method.md §7.1: 13a tokens
+            pick_tokens, cands = _tokens_13a(text), [c._replace(tokens=_tokens_13a(r.src)) for c, r in zip(cands, rows)]
+        picks = greedy_select(q, pick_tokens, cands, k=k, method=method, similarity=self.similarity,
                               word_overlap=self.word_overlap, seed=self.seed, term_table=table,
-                              query_term_ids=q_ids)
+                              query_term_ids=q_ids, rbm25_variant=self.rbm25_variant)
         selected = [Picked(rows[p.index].pair_id, rows[p.index].src, rows[p.index].tgt, p.criterion, p.coverage)
                     for p in picks]
         t3 = time.perf_counter()
@@ -382,14 +389,16 @@ class Selector:
         return [Picked(r.pair_id, r.src, r.tgt, "fill", None) for r in rows]
 
     def params(self, method: str, k: int) -> dict[str, Any]:
-        return {"method": method, "k": k, "pool": self.pool, "similarity": self.similarity,
+        variant = {"rbm25_variant": self.rbm25_variant} if method == "rbm25" else {}
+        return {"method": method, **variant, "k": k, "pool": self.pool, "similarity": self.similarity,
                 "word_overlap": self.word_overlap, "fill": self.fill, "seed": self.seed,
                 "corpora": self.corpora, "bm25": asdict(self.bm25)}
 
     def signature(self, method: str, k: int) -> str:
         """Every setting that changes the result, sacrebleu style."""
         b = self.bm25
-        parts = [f"{self.src}-{self.tgt}", f"method:{method}", f"k:{k}", f"pool:{self.pool}",
+        variant = [f"rbm25:{self.rbm25_variant}"] if method == "rbm25" else []
+        parts = [f"{self.src}-{self.tgt}", f"method:{method}", *variant, f"k:{k}", f"pool:{self.pool}",
                  f"sim:{self.similarity}", f"words:{self.word_overlap}", f"fill:{self.fill}", f"seed:{self.seed}",
                  f"bm25:{b.signature()}",
                  f"corpora:{','.join(self.corpora) if self.corpora else 'all'}",
@@ -413,6 +422,19 @@ def _certified(rows: list[Any], col: int) -> bool | None:
     """The preselection's ``certified`` column (the same on every row); None when no pair
     matched, which the statement cannot tell apart from a short uncertified pool."""
     return bool(rows[0][col]) if rows else None
+
+
+@cache
+def _tokenizer_13a() -> Any:
+    """sacreBLEU's 13a tokenizer, imported on first use (sacrebleu takes ~0.25 s to import)."""
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+
+    return Tokenizer13a()
+
+
+def _tokens_13a(text: str) -> list[str]:
+    """A sentence's tokens as Agrawal et al.'s R-BM25 reads it: 13a, after rstrip."""
+    return _tokenizer_13a()(text.rstrip()).split()
 
 
 def _ms(seconds: float) -> float:

@@ -21,6 +21,11 @@ import numpy as np
 from scoi.core.coverage import argmax_first, improves
 from scoi.core.greedy import Candidate, Pick, check_args
 
+try:
+    from tests import reference_baselines as baselines
+except ImportError:  # tests/ on sys.path but not importable as a package
+    import reference_baselines as baselines  # type: ignore[no-redef]
+
 Vec = list[int]
 
 
@@ -99,12 +104,18 @@ def select(
     similarity: str = "distance",
     word_overlap: str = "set",
     seed: int = 0,
+    *,
+    rbm25_variant: str = "ctq",
 ) -> list[Pick]:
-    """Same contract as :func:`scoi.core.greedy.select`, computed the slow way."""
+    """Same contract as :func:`scoi.core.greedy.select`, computed the slow way (R-BM25 and
+    DPP in ``tests/reference_baselines.py``)."""
     check_args(method, similarity, word_overlap, k)
     n = len(candidates)
     if method == "zero" or k == 0 or n == 0:
         return []
+    if method in ("rbm25", "dpp"):
+        dists = [poly_distance(query_terms, c.terms) for c in candidates]
+        return baselines.select(dists, query_tokens, candidates, k, method, rbm25_variant)
     if method == "bm25":
         return [Pick(i, "bm25", None) for i in range(min(k, n))]
     if method == "random":

@@ -8,7 +8,9 @@ import typer
 
 from scoi.cli.common import Steps, console, database_url, emit_json, fail
 
-METHOD_HELP = "scoi | scoi-word-first | syntax | word | poly-topk | bm25 | random | zero"
+METHOD_HELP = "scoi | scoi-word-first | syntax | word | poly-topk | bm25 | rbm25 | dpp | random | zero"
+RBM25_HELP = ("R-BM25 variant (--method rbm25): ctq (CTQ Scorer's, behind the published numbers) | agrawal "
+              "(Agrawal et al.'s release).")
 ORDER_HELP = ("Example order in the prompt: reverse (default, as published: the first example selected "
               "comes last, right before the sentence) | selection (first selected first) | random (seeded).")
 
@@ -17,7 +19,7 @@ VERBOSE_HELP = "Print where the command's time went (imports, server, migration 
 
 
 def _selector(src: str, tgt: str, k: int, method: str, pool: int, similarity: str, word_overlap: str,
-              fill: str, seed: int, corpus: list[str], steps: Steps):
+              fill: str, seed: int, corpus: list[str], steps: Steps, rbm25_variant: str = "ctq"):
     """A Selector with its analyser loaded, each start-up step timed in ``steps``."""
     from scoi.analysis import ParserNotAvailable, import_spacy, load_pipeline, needs_torch
     from scoi.selector import SelectionError, Selector
@@ -26,7 +28,8 @@ def _selector(src: str, tgt: str, k: int, method: str, pool: int, similarity: st
     url = database_url(steps)
     try:
         sel = Selector(src, tgt, url=url, corpora=corpus or None, k=k, method=method, pool=pool,
-                       similarity=similarity, word_overlap=word_overlap, fill=fill, seed=seed)
+                       similarity=similarity, word_overlap=word_overlap, fill=fill, seed=seed,
+                       rbm25_variant=rbm25_variant)
         steps.step("selector set-up (SQL)")
         # What the first query would load anyway, loaded here step by step to time it.
         import_spacy(with_torch=needs_torch(sel.scheme.name))
@@ -55,6 +58,7 @@ def select(
     tgt: str = typer.Option(..., "--tgt", help="Target language code."),
     k: int = typer.Option(4, "-k", "--k", min=0, help="Number of examples."),
     method: str = typer.Option("scoi", "--method", help=METHOD_HELP),
+    rbm25_variant: str = typer.Option("ctq", "--rbm25-variant", help=RBM25_HELP),
     pool: int = typer.Option(100, "--pool", min=1, help="Candidates preselected by BM25."),
     similarity: str = typer.Option("distance", "--similarity", help="Term similarity: distance | cosine."),
     word_overlap: str = typer.Option("set", "--word-overlap", help="Word coverage: set | multiset."),
@@ -72,7 +76,7 @@ def select(
     steps = Steps()
     if (text is None) == (file is None):
         fail("give either a TEXT argument or --file FILE")
-    sel = _selector(src, tgt, k, method, pool, similarity, word_overlap, fill, seed, corpus, steps)
+    sel = _selector(src, tgt, k, method, pool, similarity, word_overlap, fill, seed, corpus, steps, rbm25_variant)
     if show_sql:
         tokens, _ = sel.analyze(text or "")
         console.print(sel.preselect_sql(), highlight=False, markup=False)
@@ -123,6 +127,7 @@ def prompt(
     tgt: str = typer.Option(..., "--tgt", help="Target language code."),
     k: int = typer.Option(4, "-k", "--k", min=0, help="Number of examples."),
     method: str = typer.Option("scoi", "--method", help=METHOD_HELP),
+    rbm25_variant: str = typer.Option("ctq", "--rbm25-variant", help=RBM25_HELP),
     template: str = typer.Option("xglm", "--template", help="xglm | alpaca | path to a Jinja2 template."),
     order: str = typer.Option("reverse", "--order", help=ORDER_HELP),
     pool: int = typer.Option(100, "--pool", min=1, help="Candidates preselected by BM25."),
@@ -133,7 +138,7 @@ def prompt(
     from scoi.core.prompt import Example, render_prompt
 
     steps = Steps()
-    sel = _selector(src, tgt, k, method, pool, "distance", "set", "none", seed, [], steps)
+    sel = _selector(src, tgt, k, method, pool, "distance", "set", "none", seed, [], steps, rbm25_variant)
     result = sel.select(text)
     _query_steps(steps, result)
     try:

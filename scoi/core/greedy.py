@@ -1,4 +1,5 @@
-"""Example selection over a preselected candidate pool (docs/method.md §4 and the §7 baselines).
+"""Example selection over a preselected candidate pool (docs/method.md §4 and the §7 baselines;
+R-BM25 in :mod:`scoi.core.rbm25`, DPP in :mod:`scoi.core.dpp`).
 
 The greedy SCOI loop is the paper's; only the arithmetic is reorganised (docs/method.md §4,
 implementation note): coverage is a sum of per-query-term maxima, so the per-candidate
@@ -27,8 +28,10 @@ from scoi.core.coverage import (
     poly_distance,
     term_similarity,
 )
+from scoi.core.dpp import dpp
+from scoi.core.rbm25 import check_variant, rbm25
 
-METHODS = ("scoi", "scoi-word-first", "syntax", "word", "poly-topk", "bm25", "random", "zero")
+METHODS = ("scoi", "scoi-word-first", "syntax", "word", "poly-topk", "bm25", "rbm25", "dpp", "random", "zero")
 SIMILARITIES = ("distance", "cosine")
 WORD_OVERLAPS = ("set", "multiset")
 
@@ -51,7 +54,9 @@ class Pick:
     """One selected example.
 
     ``coverage``: for syntax/word picks, the criterion's running best after the pick (the
-    accepted maximum); for poly picks, the polynomial distance; otherwise None.
+    accepted maximum); for poly picks, the polynomial distance; for rbm25 picks, the
+    R-BM25 score; for dpp picks, the residual (gain in det L_Y); otherwise None (bm25 picks,
+    including the pool-order padding of rbm25 and dpp).
     """
 
     index: int
@@ -235,6 +240,13 @@ def poly_distances(query_terms: np.ndarray, candidates: Sequence[Candidate],
     return out
 
 
+def pad_in_pool_order(picks: list[Pick], n: int, k: int) -> list[Pick]:
+    """``picks`` followed by the unpicked candidates in pool (BM25) order, up to k in all."""
+    taken = {p.index for p in picks}
+    rest = (i for i in range(n) if i not in taken)
+    return picks + [Pick(i, "bm25", None) for _, i in zip(range(k - len(picks)), rest)]
+
+
 def select(
     query_terms: np.ndarray,
     query_tokens: Sequence[str],
@@ -246,20 +258,33 @@ def select(
     seed: int = 0,
     term_table: np.ndarray | None = None,
     query_term_ids: np.ndarray | None = None,
+    rbm25_variant: str = "ctq",
 ) -> list[Pick]:
     """Select up to k candidates for one query with ``method`` (one of :data:`METHODS`).
 
-    Pools smaller than k return every candidate; ``zero`` and k = 0 return [].
+    Pools smaller than k return every candidate (except ``rbm25`` with ``rbm25_variant``
+    ``agrawal``, which stops at its threshold); ``zero`` and k = 0 return [].
+    ``rbm25`` reads ``query_tokens`` and the candidates' tokens as given (the selector
+    passes Moses tokens for ``ctq`` and sacreBLEU 13a tokens for ``agrawal``).
     ``term_table``: when every candidate carries ``term_ids`` (rows of this table, the
     same multiset as its ``terms``), distinct terms are found by id — same result, faster;
     likewise for the query with ``query_term_ids`` (the rows of ``query_terms``).
     """
     check_args(method, similarity, word_overlap, k)
+    check_variant(rbm25_variant)
     n = len(candidates)
     if method == "zero" or k == 0 or n == 0:
         return []
     if method == "bm25":
         return [Pick(i, "bm25", None) for i in range(min(k, n))]
+    if method == "rbm25":
+        found = rbm25(query_tokens, [c.tokens for c in candidates], k, rbm25_variant)
+        picks = [Pick(i, "rbm25", score) for i, score in found]
+        return picks if rbm25_variant == "agrawal" else pad_in_pool_order(picks, n, k)
+    if method == "dpp":
+        found = dpp(poly_distances(query_terms, candidates, term_table), query_tokens,
+                    [c.tokens for c in candidates], k)
+        return pad_in_pool_order([Pick(i, "dpp", resid) for i, resid in found], n, k)
     if method == "random":
         order = np.random.default_rng(seed).permutation(n)[:k]
         return [Pick(int(i), "random", None) for i in order]

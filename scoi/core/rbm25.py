@@ -1,0 +1,152 @@
+"""R-BM25: n-gram recall re-ranking of the BM25 pool with coverage (docs/method.md §7.1).
+
+Pure: token lists in, (candidate index, score) lists out; no I/O. Two variants:
+
+- ``ctq`` (default): CTQ Scorer's re-ranking, which produced the published R-BM25 rows.
+- ``agrawal``: Agrawal et al.'s release (BLEU-style smoothed recall, λ = 0.1, threshold 1).
+
+Both keep a weight per distinct n-gram of the test sentence, score every candidate by its
+recall of the weighted n-grams, take the best, multiply the weights of the n-grams it matched
+by λ, and repeat. The candidate × n-gram counts are one matrix built once per query; each
+round is one elementwise minimum. Sums run sequentially along the n-gram axis in the order
+the released code iterates its dictionaries (:func:`_seq_sum`), and the per-candidate
+log/exp/round use :mod:`math`, so the scores are the released code's floats.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+RBM25_VARIANTS = ("ctq", "agrawal")
+CTQ_LAMBDA = 0.25
+CTQ_ORDERS = 2  # orders scored; the released code also tracks trigrams, which never enter a score
+AGRAWAL_LAMBDA = 0.1
+AGRAWAL_ORDERS = 4
+AGRAWAL_THRESHOLD = 1.0
+
+Gram = tuple[str, ...]
+
+
+def check_variant(variant: str) -> None:
+    """Reject an unknown R-BM25 variant."""
+    if variant not in RBM25_VARIANTS:
+        raise ValueError(f"unknown R-BM25 variant {variant!r}; expected one of {RBM25_VARIANTS}")
+
+
+def ngram_counts(tokens: Sequence[str], n: int) -> Counter[Gram]:
+    """Counts of the n-grams of order n, in first-occurrence order."""
+    return Counter(zip(*(tokens[i:] for i in range(n))))
+
+
+class _Grams:
+    """The test sentence's n-gram weights ``S`` (one column per distinct n-gram) and every
+    candidate's counts of them ``Q`` (candidates × n-grams)."""
+
+    def __init__(self, query_tokens: Sequence[str], cand_tokens: Sequence[Sequence[str]], max_order: int) -> None:
+        query_tokens, cand_tokens = list(query_tokens), [list(t) for t in cand_tokens]
+        by_order = [ngram_counts(query_tokens, n) for n in range(1, max_order + 1)]
+        grams = [g for counts in by_order for g in counts]  # order by order, first occurrence first
+        col = {g: i for i, g in enumerate(grams)}
+        self.weights = np.array([by_order[len(g) - 1][g] for g in grams], dtype=np.float64)
+        self.order = np.array([len(g) for g in grams], dtype=np.int64)
+        self.counts = np.zeros((len(cand_tokens), len(grams)), dtype=np.float64)
+        for j, toks in enumerate(cand_tokens):
+            for n, query_counts in enumerate(by_order, start=1):
+                counts = ngram_counts(toks, n)
+                for g in counts.keys() & query_counts.keys():
+                    self.counts[j, col[g]] = counts[g]
+        self.live = np.ones(len(cand_tokens), dtype=bool)  # not picked yet
+        self.orders = [self.order == n for n in range(1, int(self.order.max(initial=0)) + 1)]
+
+    def matched(self) -> list[list[float]]:
+        """Σ_g min(S_g, Q_jg) per candidate j and order n (rows: candidates)."""
+        hit = np.minimum(self.weights, self.counts)
+        return np.stack([_seq_sum(hit[:, cols], axis=1) for cols in self.orders], axis=1).tolist()
+
+    def totals(self) -> list[float]:
+        """Σ_g S_g per order n."""
+        return [float(_seq_sum(self.weights[cols], axis=0)) for cols in self.orders]
+
+    def take(self, j: int, lam: float) -> None:
+        """Candidate j is picked: its matched n-grams' weights times λ, its counts zeroed."""
+        self.weights[self.counts[j] > 0] *= lam
+        self.counts[j] = 0.0
+        self.live[j] = False
+
+
+def _seq_sum(x: np.ndarray, axis: int) -> np.ndarray:
+    """Left-to-right sum (numpy's ``sum`` is pairwise): the released code's Python ``sum``."""
+    if x.shape[axis] == 0:
+        return np.sum(x, axis=axis)
+    return np.take(np.cumsum(x, axis=axis), -1, axis=axis)
+
+
+def ctq_score(matched: Sequence[float], totals: Sequence[float]) -> float:
+    """docs/method.md §7.1 CTQ score: P = Σ_{n: matched_n > 0} (n/4)·ln(matched_n / total_n),
+    round(e^P, 2), and 0 when P = 0 (no match, or every scored order fully recalled)."""
+    power = 0.0
+    for n, (m, t) in enumerate(zip(matched, totals), start=1):
+        if m == 0:
+            continue
+        power += (1 / 4) * n * math.log(m / t)
+    return 0.0 if power == 0 else round(math.e ** power, 2)
+
+
+def agrawal_score(correct: Sequence[float], totals: Sequence[float]) -> float:
+    """docs/method.md §7.1 Agrawal score: BLEU-style geometric mean (×100) of the recalls of
+    orders 1..n_eff (the orders the test sentence has), an order without a match counting
+    100 / (2^m · total) for its m-th such order; 0 when nothing matched."""
+    if not any(correct):
+        return 0.0
+    logs, smooth = [], 1.0
+    for c, t in zip(correct, totals):
+        if t == 0:
+            break
+        if c == 0:
+            smooth *= 2
+            logs.append(math.log(100.0 / (smooth * t)))
+        else:
+            logs.append(math.log(100.0 * c / t))
+    return math.exp(sum(logs) / len(logs))
+
+
+def _greedy(grams: _Grams, n_picks: int, score: Callable[[list[float], list[float]], float],
+            lam: float, good: Callable[[float], bool]) -> list[tuple[int, float]]:
+    """Pick the first candidate with the largest score until ``n_picks`` picks or a best
+    score that is not ``good``; each pick multiplies its n-grams' weights by ``lam``."""
+    picks: list[tuple[int, float]] = []
+    while len(picks) < n_picks and grams.weights.size and grams.live.any():
+        matched, totals = grams.matched(), grams.totals()
+        scores = [score(m, totals) if live else 0.0 for m, live in zip(matched, grams.live)]
+        j = int(np.argmax(scores))  # the first of the largest
+        if not good(scores[j]):
+            break
+        picks.append((j, scores[j]))
+        grams.take(j, lam)
+    return picks
+
+
+def rbm25_ctq(query_tokens: Sequence[str], cand_tokens: Sequence[Sequence[str]], n_picks: int,
+              lam: float = CTQ_LAMBDA) -> list[tuple[int, float]]:
+    """CTQ Scorer's greedy (docs/method.md §7.1): up to ``n_picks`` (index, score) in
+    selection order; stops early when the best score is 0. Padding is the caller's."""
+    return _greedy(_Grams(query_tokens, cand_tokens, CTQ_ORDERS), n_picks, ctq_score, lam, lambda s: s > 0)
+
+
+def rbm25_agrawal(query_tokens: Sequence[str], cand_tokens: Sequence[Sequence[str]], n_picks: int,
+                  lam: float = AGRAWAL_LAMBDA, threshold: float = AGRAWAL_THRESHOLD) -> list[tuple[int, float]]:
+    """Agrawal et al.'s greedy (docs/method.md §7.1): up to ``n_picks`` (index, score);
+    stops when the best score is below ``threshold``. No padding."""
+    return _greedy(_Grams(query_tokens, cand_tokens, AGRAWAL_ORDERS), n_picks, agrawal_score, lam,
+                   lambda s: s >= threshold)
+
+
+def rbm25(query_tokens: Sequence[str], cand_tokens: Sequence[Sequence[str]], n_picks: int,
+          variant: str = "ctq") -> list[tuple[int, float]]:
+    """R-BM25 picks of one variant (see :data:`RBM25_VARIANTS`), before any padding."""
+    check_variant(variant)
+    return (rbm25_ctq if variant == "ctq" else rbm25_agrawal)(query_tokens, cand_tokens, n_picks)
