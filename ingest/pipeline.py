@@ -46,6 +46,7 @@ class IngestOptions:
     fmt: str | None = None
     workers: int = 1
     skip_bad: bool = False
+    header: bool | None = None  # TSV first line: True = a header, False = a pair, None = by the README's rule
     batch_size: int = DEFAULT_BATCH  # pairs per transaction
     parsers: dict[str, str] = field(default_factory=dict)  # lang -> pipeline override
 
@@ -89,16 +90,22 @@ class IngestError(RuntimeError):
 
 
 # ---------------------------------------------------------------- the pipeline
-def validate(files: list[str], fmt: str, src: str, tgt: str, skip_bad: bool) -> tuple[int, list[Rejected]]:
-    """Read everything once; raise on the first bad row unless ``skip_bad``."""
+def validate(files: list[str], fmt: str, src: str, tgt: str, skip_bad: bool,
+             header: bool | None = None) -> tuple[int, list[Rejected]]:
+    """Read everything once; raise on the first bad row unless ``skip_bad``, and when
+    no pair is left to ingest (an empty file, or only bad rows): nothing is written."""
     good, bad = 0, []
-    for rec in read_records(files, fmt, src_lang=src, tgt_lang=tgt):
+    for rec in read_records(files, fmt, src_lang=src, tgt_lang=tgt, header=header):
         if rec.problem:
             if not skip_bad:
                 raise InputError(rec.file, rec.line, rec.problem + " (use --skip-bad to skip such rows)")
             bad.append(Rejected(rec.file, rec.line, rec.problem))
         else:
             good += 1
+    if not good:
+        what = (f"all {len(bad)} rows are bad (first: {bad[0].file}:{bad[0].line}: {bad[0].reason})" if bad
+                else "it holds no pairs (empty file)")
+        raise InputError(files[0], None, f"nothing to ingest: {what}; no corpus was created or changed")
     return good, bad
 
 
@@ -123,7 +130,7 @@ def ingest_files(opts: IngestOptions, url: str, *, progress: Callable[[int], Non
         raise IngestError(f"source and target language are both {src!r}")
     fmt = opts.fmt or detect_format(opts.files)
     choices: dict[str, ParserChoice] = {lang: choose_parser(lang, opts.parsers.get(lang)) for lang in (src, tgt)}
-    total, rejected = validate(opts.files, fmt, src, tgt, opts.skip_bad)
+    total, rejected = validate(opts.files, fmt, src, tgt, opts.skip_bad, opts.header)
     if on_start:
         on_start(total + len(rejected))
     corpus_name = opts.corpus or _default_corpus_name(opts.files)
@@ -225,7 +232,8 @@ class _IngestBatches(BatchRunner):
         self.group: list[tuple[int, dict[str, list[Analysis]]]] = []  # parsed tasks of the current batch
 
     def tasks(self) -> Iterator[ParseTask]:
-        records = read_records(self.opts.files, self.fmt, src_lang=self.src, tgt_lang=self.tgt)
+        records = read_records(self.opts.files, self.fmt, src_lang=self.src, tgt_lang=self.tgt,
+                               header=self.opts.header)
         no = 0
         for batch, last in _with_last(_batches(records, self.opts.batch_size)):
             parts = _split(batch, TASKS_PER_BATCH)

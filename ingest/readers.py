@@ -10,12 +10,23 @@ from __future__ import annotations
 
 import gzip
 import json
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 FORMATS = ("tsv", "moses", "tmx", "jsonl")
+
+# What the database can store and index, checked before anything is written (issue 15):
+# sentence.tsv is to_tsvector(text), at most 1 MB; bm25_doc.dl, posting.tf/dl and
+# vocab.max_tf/min_dl are smallint (at most 32,767 tokens per sentence); vocab (lang,
+# token) is a unique btree, whose rows must stay under ~2,700 bytes. A side of at most
+# MAX_SIDE_CHARS characters (<= 40 KB of UTF-8, <= 10,000 tokens) and words of at most
+# MAX_WORD_CHARS characters (a Moses token escapes a character to at most 6 bytes:
+# <= 1,800 bytes, under the btree limit and tsvector's 2 KB per word) stay far within them.
+MAX_SIDE_CHARS = 10_000
+MAX_WORD_CHARS = 300
 
 
 @dataclass(frozen=True)
@@ -41,9 +52,61 @@ def open_text(path: str | Path) -> IO[bytes]:
     p = Path(path)
     if not p.exists():
         raise InputError(str(path), None, "file not found")
+    if p.is_dir():
+        raise InputError(str(path), None, "is a directory, not a corpus file")
+    try:
+        raw = open(p, "rb")
+    except OSError as e:
+        raise InputError(str(path), None, f"cannot be opened: {e.strerror or e}") from None
     if p.suffix == ".gz":
-        return gzip.open(p, "rb")
-    return open(p, "rb")
+        return _Checked(gzip.GzipFile(fileobj=raw, mode="rb"), str(path), raw)
+    return _Checked(raw, str(path))
+
+
+class _Checked:
+    """A binary file whose read errors (not gzip, truncated or corrupt .gz, I/O errors)
+    become one InputError naming the file, instead of a traceback."""
+
+    def __init__(self, fh: IO[bytes], file: str, raw: IO[bytes] | None = None) -> None:
+        self.fh, self.file, self.raw = fh, file, raw
+
+    def _fail(self, e: BaseException) -> InputError:
+        if isinstance(e, gzip.BadGzipFile):
+            why = "is not a gzip file (a .gz name, but not gzip content)"
+        elif isinstance(e, EOFError):
+            why = "is a truncated gzip file (it ends before the end of the compressed data)"
+        elif isinstance(e, zlib.error):
+            why = f"is a corrupt gzip file ({e})"
+        else:
+            why = f"cannot be read: {getattr(e, 'strerror', None) or e}"
+        return InputError(self.file, None, why)
+
+    def read(self, n: int = -1) -> bytes:
+        try:
+            return self.fh.read(n)
+        except (OSError, EOFError, zlib.error) as e:
+            raise self._fail(e) from None
+
+    def readline(self, n: int = -1) -> bytes:
+        try:
+            return self.fh.readline(n)
+        except (OSError, EOFError, zlib.error) as e:
+            raise self._fail(e) from None
+
+    def __iter__(self) -> Iterator[bytes]:
+        while line := self.readline():
+            yield line
+
+    def close(self) -> None:
+        self.fh.close()
+        if self.raw is not None:
+            self.raw.close()
+
+    def __enter__(self) -> "_Checked":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _decode(raw: bytes, file: str, line: int) -> tuple[str | None, str | None]:
@@ -69,6 +132,17 @@ def _check(file: str, line: int, src: str, tgt: str) -> Record:
         return Record(file, line, None, None, "source side is empty")
     if not tgt:
         return Record(file, line, None, None, "target side is empty")
+    for side, text in (("source", src), ("target", tgt)):
+        if len(text) > MAX_SIDE_CHARS:
+            return Record(file, line, None, None,
+                          f"{side} side is {len(text):,} characters long; expected at most {MAX_SIDE_CHARS:,} "
+                          "characters per side (one sentence or segment, not a document)")
+        if len(text) > MAX_WORD_CHARS:
+            word = max(text.split(), key=len)
+            if len(word) > MAX_WORD_CHARS:
+                return Record(file, line, None, None,
+                              f"{side} side has a word of {len(word):,} characters ({word[:20]!r}...); expected "
+                              f"words of at most {MAX_WORD_CHARS} characters (longer ones cannot be indexed)")
     return Record(file, line, src, tgt)
 
 
@@ -83,7 +157,8 @@ def detect_format(files: list[str]) -> str:
     raise InputError(files[0], None, "cannot tell the format from the file name; pass --format tsv|moses|tmx|jsonl")
 
 
-def read_records(files: list[str], fmt: str, *, src_lang: str = "", tgt_lang: str = "") -> Iterator[Record]:
+def read_records(files: list[str], fmt: str, *, src_lang: str = "", tgt_lang: str = "",
+                 header: bool | None = None) -> Iterator[Record]:
     """Yield records of ``files`` in format ``fmt``; raises InputError only for whole-file problems."""
     if fmt == "moses":
         if len(files) != 2:
@@ -92,9 +167,10 @@ def read_records(files: list[str], fmt: str, *, src_lang: str = "", tgt_lang: st
         return
     if len(files) != 1:
         raise InputError(files[1], None, f"the {fmt} format takes one file")
-    reader = {"tsv": read_tsv, "jsonl": read_jsonl}.get(fmt)
-    if reader is not None:
-        yield from reader(files[0])
+    if fmt == "tsv":
+        yield from read_tsv(files[0], src_lang, tgt_lang, header)
+    elif fmt == "jsonl":
+        yield from read_jsonl(files[0])
     elif fmt == "tmx":
         yield from read_tmx(files[0], src_lang, tgt_lang)
     else:
@@ -113,26 +189,60 @@ def _text_lines(file: str) -> Iterator[tuple[int, str] | Record]:
                 yield n, _strip_nl(text)
 
 
-def read_tsv(file: str) -> Iterator[Record]:
-    """Two tab-separated columns; a first line ``src<TAB>tgt`` (or similar header) is skipped."""
+def read_tsv(file: str, src_lang: str = "", tgt_lang: str = "", header: bool | None = None) -> Iterator[Record]:
+    """Two tab-separated columns. The first non-blank line is a header, and skipped, when
+    ``header`` is True, or when ``header`` is None and :func:`looks_like_header` says so."""
+    first = True
     for item in _text_lines(file):
         if isinstance(item, Record):
+            first = False
             yield item
             continue
         n, text = item
         cols = text.split("\t")
+        if first:
+            first = False
+            if header or (header is None and len(cols) == 2 and looks_like_header(cols, src_lang, tgt_lang)):
+                continue
         if len(cols) != 2:
             what = "no tab" if len(cols) == 1 else f"{len(cols)} columns"
             yield Record(file, n, None, None, f"expected 2 tab-separated columns (source<TAB>target), found {what}")
             continue
-        if n == 1 and _looks_like_header(cols):
-            continue
         yield _check(file, n, cols[0], cols[1])
 
 
-def _looks_like_header(cols: list[str]) -> bool:
-    names = {"src", "tgt", "source", "target", "en", "fr", "de", "ru", "es", "it"}
-    return all(c.strip().lower() in names for c in cols)
+# Column names of a header row, besides the languages' codes and names.
+_GENERIC = {"src", "tgt", "source", "target", "trg", "source text", "target text", "source_text", "target_text"}
+# code -> names a header may use for the language (English and native, lower case).
+LANGUAGE_NAMES: dict[str, tuple[str, ...]] = {
+    "ar": ("arabic", "العربية"), "bg": ("bulgarian", "български"), "ca": ("catalan", "català"),
+    "cs": ("czech", "čeština"), "da": ("danish", "dansk"), "de": ("german", "deutsch"),
+    "el": ("greek", "ελληνικά"), "en": ("english",), "es": ("spanish", "español", "castellano"),
+    "et": ("estonian", "eesti"), "fi": ("finnish", "suomi"), "fr": ("french", "français", "francais"),
+    "he": ("hebrew", "עברית"), "hi": ("hindi", "हिन्दी"), "hr": ("croatian", "hrvatski"),
+    "hu": ("hungarian", "magyar"), "it": ("italian", "italiano"), "ja": ("japanese", "日本語"),
+    "ko": ("korean", "한국어"), "lt": ("lithuanian", "lietuvių"), "lv": ("latvian", "latviešu"),
+    "mk": ("macedonian", "македонски"), "nb": ("norwegian", "norsk", "norsk bokmål"),
+    "nl": ("dutch", "nederlands"), "pl": ("polish", "polski"), "pt": ("portuguese", "português"),
+    "ro": ("romanian", "română"), "ru": ("russian", "русский"), "sk": ("slovak", "slovenčina"),
+    "sl": ("slovenian", "slovenščina"), "sv": ("swedish", "svenska"), "tr": ("turkish", "türkçe"),
+    "uk": ("ukrainian", "українська"), "zh": ("chinese", "中文"),
+}
+
+
+def _names(lang: str) -> set[str]:
+    base = lang.split("-")[0].split("_")[0].lower()
+    return {lang.lower(), base, *LANGUAGE_NAMES.get(base, ())} if base else set()
+
+
+def looks_like_header(cols: list[str], src_lang: str = "", tgt_lang: str = "") -> bool:
+    """The header rule (README, Ingest): both cells are column names (src, tgt, source,
+    target) or name the run's languages, by code (fr) or by English or native name
+    (French, Français), case-insensitive: ``French<TAB>English`` for --src fr --tgt en."""
+    allowed = _GENERIC | _names(src_lang) | _names(tgt_lang)
+    if not (src_lang or tgt_lang):  # no languages given: the codes of the languages known here
+        allowed |= set(LANGUAGE_NAMES)
+    return len(cols) == 2 and all(c.strip().lower() in allowed for c in cols)
 
 
 def read_moses(src_file: str, tgt_file: str) -> Iterator[Record]:

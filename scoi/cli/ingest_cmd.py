@@ -22,6 +22,9 @@ def ingest(
     skip_bad: bool = typer.Option(False, "--skip-bad", help="Skip and list bad rows instead of stopping."),
     batch_size: int | None = typer.Option(None, "--batch-size", min=1,
                                           help="Pairs per transaction, parsed as 4 tasks (default: 2048)."),
+    header: bool | None = typer.Option(None, "--header/--no-header",
+                                       help="TSV: the first line is a header / is a pair (default: detected, see README)."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Always print notes (which spaCy pipeline parses each language), even when nothing was parsed."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: one JSON summary object."),
 ) -> None:
     """Load a parallel corpus: pairs, Moses tokens, polynomial terms and the BM25 index.
@@ -35,7 +38,7 @@ def ingest(
     files = [str(file)] + ([str(file2)] if file2 else [])
     overrides = parser_options(parser)
     opts = IngestOptions(files=files, src=src, tgt=tgt, corpus=corpus, fmt=fmt, workers=workers,
-                         skip_bad=skip_bad, parsers=overrides)
+                         skip_bad=skip_bad, header=header, parsers=overrides)
     if batch_size:
         opts.batch_size = batch_size
     url = database_url()
@@ -48,14 +51,21 @@ def ingest(
         return
     console.print(f"corpus {summary.corpus}: {summary.inserted} pairs inserted, {summary.duplicates} duplicates, "
                   f"{summary.rejected} rejected ({summary.read} read in {summary.seconds:.1f}s, "
-                  f"{summary.pairs_per_second:.0f} pairs/s)", highlight=False, soft_wrap=True, markup=False)
-    for note in summary.notes:
+                  f"{_rate(summary.pairs_per_second)} pairs/s)", highlight=False, soft_wrap=True, markup=False)
+    # Which pipeline parsed (a fallback from the default): only when something was parsed.
+    for note in summary.notes if verbose or summary.parsed_sentences else ():
         console.print(f"note: {note}", highlight=False, soft_wrap=True, markup=False)
     for r in summary.rejected_rows[:50]:
         console.print(f"  skipped {r.file}:{r.line}: {r.reason}", highlight=False, soft_wrap=True, markup=False)
     if len(summary.rejected_rows) > 50:
         console.print(f"  ... and {len(summary.rejected_rows) - 50} more (see table rejected_row, run {summary.run_id})",
                       highlight=False, soft_wrap=True, markup=False)
+
+
+def _rate(per_second: float) -> str:
+    """A rate people can read: whole numbers from 10 up, two significant digits below
+    (a 3-pair ingest of 5 s is 0.6 pairs/s, not 0)."""
+    return f"{per_second:.0f}" if per_second >= 10 or per_second == 0 else f"{per_second:.2g}"
 
 
 def corpora(json_out: bool = typer.Option(False, "--json", help="Print a JSON array.")) -> None:
