@@ -6,6 +6,7 @@ value on the last line of stdout.
 
 from __future__ import annotations
 
+import csv
 import json
 import sys
 from pathlib import Path
@@ -18,8 +19,41 @@ from scoi.cli.common import console, database_url, emit_json, err_console, fail
 job_app = typer.Typer(help="Batch translation jobs stored in PostgreSQL.", no_args_is_help=True)
 
 METHOD_HELP = "Example selection: scoi, scoi-word-first, syntax, word, poly-topk, bm25, random, zero."
+BACKEND_OPT_HELP = ("Backend option KEY=VALUE (repeatable), stored with the job. Secrets (api_key, tokens, "
+                    "passwords) are refused: set SCOI_OPENAI_API_KEY in the workers' environment instead.")
 ORDER_HELP = ("Example order in the prompt: reverse (default, as published: the first example selected comes "
               "last, right before the sentence) | selection (first selected first) | random (seeded by --seed).")
+
+
+def _say(text: str) -> None:
+    """Print a line as it is: job names, models, errors and signatures are user or model
+    text, in which rich would take ``[failed, 2 attempts]`` or ``[bold]`` for markup (and
+    drop it), and wrap long lines at 80 columns when stdout is not a terminal."""
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+def _log(text: str) -> None:
+    """A worker's log line, on stderr (stdout stays clean for --json), printed as it is."""
+    err_console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+def _print_rows(headers: list[str], rows: list[list[str]]) -> None:
+    """A table: on a terminal a rich table whose long cells fold (never cut, never read as
+    markup); otherwise TSV, header first (csv quoting, as `job export`), since a pipe or a
+    file has no width to fit and rich would cut names and models to a few characters."""
+    if not console.is_terminal:
+        writer = csv.writer(sys.stdout, delimiter="\t", lineterminator="\n")
+        writer.writerow(headers)
+        writer.writerows(rows)
+        sys.stdout.flush()
+        return
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(*headers)
+    for row in rows:
+        table.add_row(*(Text(cell, overflow="fold") for cell in row))
+    console.print(table)
 
 
 def _connect():
@@ -80,7 +114,7 @@ def submit(
     order: str = typer.Option("reverse", "--order", help=ORDER_HELP),
     seed: int = typer.Option(0, "--seed", help="Seed for random selection / order."),
     max_new_tokens: int = typer.Option(128, "--max-new-tokens", min=1, help="Generation limit per item."),
-    backend_opt: list[str] = typer.Option([], "--backend-opt", help="Backend option KEY=VALUE (repeatable)."),
+    backend_opt: list[str] = typer.Option([], "--backend-opt", help=BACKEND_OPT_HELP),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the job as JSON."),
 ) -> None:
     """Create a job with one item per input line; `scoi worker` translates them."""
@@ -100,8 +134,8 @@ def submit(
     if json_out:
         emit_json(out)
     else:
-        console.print(f"job {job_id}{f' ({name})' if name else ''}: {len(sources)} items queued; "
-                      f"run `scoi worker --burst` to translate them", highlight=False)
+        _say(f"job {job_id}{f' ({name})' if name else ''}: {len(sources)} items queued; "
+             f"run `scoi worker --burst` to translate them")
 
 
 # --------------------------------------------------------------------------- job sync
@@ -117,7 +151,7 @@ def sync(
     references: Path | None = typer.Option(None, "--references", "-r", help="Reference translations, line-aligned."),
     template: str | None = typer.Option(None, "--template", help="xglm | alpaca | PATH (default xglm)."),
     max_attempts: int = typer.Option(3, "--max-attempts", min=1, help="Attempts per item (first run)."),
-    backend_opt: list[str] = typer.Option([], "--backend-opt", help="Backend option KEY=VALUE (first run)."),
+    backend_opt: list[str] = typer.Option([], "--backend-opt", help=BACKEND_OPT_HELP + " First run only."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: what was added, as JSON."),
 ) -> None:
     """Add to the named job the input lines it does not hold yet (idempotent; for cron).
@@ -143,14 +177,14 @@ def sync(
     if json_out:
         emit_json(result.to_dict())
     else:
-        console.print(f"job {result.job_id} ({name}){' created' if result.created else ''}: {result.added} new "
-                      f"items, {result.skipped} lines already there or blank", highlight=False)
+        _say(f"job {result.job_id} ({name}){' created' if result.created else ''}: {result.added} new "
+             f"items, {result.skipped} lines already there or blank")
 
 
 # --------------------------------------------------------------------------- job list / status
 @job_app.command("list")
 def list_cmd(json_out: bool = typer.Option(False, "--json", help="Print a JSON array.")) -> None:
-    """Jobs with their item counts by status."""
+    """Jobs with their item counts by status (a table on a terminal, TSV lines otherwise)."""
     from scoi.jobs.store import list_jobs
 
     with _connect() as conn:
@@ -159,22 +193,19 @@ def list_cmd(json_out: bool = typer.Option(False, "--json", help="Print a JSON a
         emit_json(rows)
         return
     if not rows:
-        console.print("no jobs yet: create one with `scoi job submit --input FILE --src fr --tgt en --model M`")
+        _say("no jobs yet: create one with `scoi job submit --input FILE --src fr --tgt en --model M`")
         return
-    from rich.table import Table
-
-    table = Table("id", "name", "pair", "method", "k", "state", "done", "queued", "failed", "model")
-    for r in rows:
-        table.add_row(str(r["job_id"]), r["name"] or "", f"{r['src_lang']}-{r['tgt_lang']}", r["method"], str(r["k"]),
-                      r["state"], f"{r['done']}/{r['total']}", str(r["queued"] + r["running"]), str(r["failed"]),
-                      r["model"])
-    console.print(table)
+    _print_rows(["id", "name", "pair", "method", "k", "state", "done", "queued", "failed", "model"],
+                [[str(r["job_id"]), r["name"] or "", f"{r['src_lang']}-{r['tgt_lang']}", r["method"], str(r["k"]),
+                  r["state"], f"{r['done']}/{r['total']}", str(r["queued"] + r["running"]), str(r["failed"]),
+                  r["model"]] for r in rows])
 
 
 @job_app.command("status")
 def status_cmd(job: str = typer.Argument(..., help="Job id or name."),
                json_out: bool = typer.Option(False, "--json", help="Print a JSON object.")) -> None:
-    """Progress of a job: items by status, mean timings, recent errors, latest scores."""
+    """Progress of a job: items by status, mean timings, latest scores, the current errors of
+    unfinished items and the warnings of cleaned outputs."""
     from scoi.jobs.store import status
 
     with _connect() as conn:
@@ -184,18 +215,19 @@ def status_cmd(job: str = typer.Argument(..., help="Job id or name."),
     if json_out:
         emit_json(st)
         return
-    console.print(f"job {j.id}{f' ({j.name})' if j.name else ''}: {st['state']} — {st['done']}/{st['total']} done, "
-                  f"{st['queued']} queued, {st['running']} running, {st['failed']} failed, "
-                  f"{st['cancelled']} cancelled", highlight=False)
-    console.print(f"  {j.signature}", highlight=False)
+    _say(f"job {j.id}{f' ({j.name})' if j.name else ''}: {st['state']} — {st['done']}/{st['total']} done, "
+         f"{st['queued']} queued, {st['running']} running, {st['failed']} failed, "
+         f"{st['cancelled']} cancelled")
+    _say(f"  {j.signature}")
     if st["avg_generate_ms"] is not None:
-        console.print(f"  per item: select {st['avg_select_ms']} ms, generate {st['avg_generate_ms']} ms, "
-                      f"overhead {st['avg_overhead_ms']} ms", highlight=False)
+        _say(f"  per item: select {st['avg_select_ms']} ms, generate {st['avg_generate_ms']} ms, "
+             f"overhead {st['avg_overhead_ms']} ms")
     for s in st["scores"]:
-        console.print(f"  {s['metric']}: {s['score']:.2f}  ({s['signature']})", highlight=False)
+        _say(f"  {s['metric']}: {s['score']:.2f}  ({s['signature']})")
     for e in st["errors"]:
-        console.print(f"  item {e['idx']} [{e['status']}, {e['attempts']} attempts]: {e['last_error']}",
-                      highlight=False)
+        _say(f"  item {e['idx']} [{e['status']}, {e['attempts']} attempts]: {e['last_error']}")
+    for w in st["warnings"]:
+        _say(f"  item {w['idx']} [{w['status']}]: {w['warning']}")
 
 
 # --------------------------------------------------------------------------- job export / retry / cancel
@@ -222,23 +254,37 @@ def export_cmd(
     if json_out:
         emit_json({"job_id": j.id, "rows": n, "output": str(output), "format": fmt})
     else:
-        console.print(f"{n} rows written to {output}", highlight=False)
+        _say(f"{n} rows written to {output}")
 
 
 @job_app.command("retry")
 def retry_cmd(job: str = typer.Argument(..., help="Job id or name."),
-              failed_only: bool = typer.Option(False, "--failed-only", help="Leave cancelled items alone."),
+              failed_only: bool = typer.Option(False, "--failed-only",
+                                               help="Queue failed items only; cancelled items stay cancelled."),
               json_out: bool = typer.Option(False, "--json")) -> None:
-    """Queue the failed (and cancelled) items again, with fresh attempts."""
-    from scoi.jobs.store import retry
+    """Queue the failed and cancelled items again, with fresh attempts (--failed-only: the failed ones).
+
+    The job becomes active again only when items are queued. So --failed-only on a
+    cancelled job re-opens its failed items, if it has any, and leaves its cancelled items
+    cancelled (once the re-opened items end, the job reads cancelled again); with no failed
+    items nothing changes and the job stays cancelled. Without --failed-only a cancelled
+    job resumes.
+    """
+    from scoi.jobs.store import retry, status
 
     with _connect() as conn:
         j = _job(conn, job)
         n = retry(conn, j.id, include_cancelled=not failed_only)
+        st = status(conn, j.id, errors=0)
     if json_out:
-        emit_json({"job_id": j.id, "requeued": n})
+        emit_json({"job_id": j.id, "requeued": n, "state": st["state"]})
+    elif n:
+        _say(f"job {j.id}: {n} items queued again")
     else:
-        console.print(f"job {j.id}: {n} items queued again", highlight=False)
+        hint = (f" (`scoi job retry {j.id}` without --failed-only queues its {st['cancelled']} cancelled items)"
+                if failed_only and st["cancelled"] else "")
+        _say(f"job {j.id}: no {'failed' if failed_only else 'failed or cancelled'} items to queue again; "
+             f"the job stays {st['state']}{hint}")
 
 
 @job_app.command("cancel")
@@ -253,7 +299,7 @@ def cancel_cmd(job: str = typer.Argument(..., help="Job id or name."),
     if json_out:
         emit_json({"job_id": j.id, "cancelled": n})
     else:
-        console.print(f"job {j.id}: cancelled, {n} items stopped", highlight=False)
+        _say(f"job {j.id}: cancelled, {n} items stopped")
 
 
 # --------------------------------------------------------------------------- worker
@@ -290,8 +336,7 @@ def worker(
         if concurrency > 1:
             summary = run_pool(concurrency, opts)
         else:
-            log = lambda msg: err_console.print(msg, highlight=False)  # noqa: E731 - stderr; stdout stays clean
-            with Worker(url, opts, log=log) as w:
+            with Worker(url, opts, log=_log) as w:
                 summary = w.run().to_dict()
     except KeyboardInterrupt:
         fail("interrupted; unfinished items were handed back to the queue", code=130)
@@ -302,10 +347,10 @@ def worker(
     if json_out:
         emit_json(summary)
     else:
-        console.print(f"{summary['worker']}: {summary['done']} done, {summary['failed']} failed, "
-                      f"{summary['requeued']} requeued, {summary['lost']} lost to other workers in "
-                      f"{summary['seconds']:.1f}s ({summary['items_per_second']:.2f} items/s, overhead "
-                      f"{summary['overhead_ms_per_item']:.1f} ms/item)", highlight=False)
+        _say(f"{summary['worker']}: {summary['done']} done, {summary['failed']} failed, "
+             f"{summary['requeued']} requeued, {summary['lost']} lost to other workers in "
+             f"{summary['seconds']:.1f}s ({summary['items_per_second']:.2f} items/s, overhead "
+             f"{summary['overhead_ms_per_item']:.1f} ms/item)")
 
 
 # --------------------------------------------------------------------------- eval
@@ -378,6 +423,6 @@ def eval_jobs(
         emit_json(out[0] if len(out) == 1 else out)
         return
     for j, scores in results:
-        console.print(f"{j.label} ({j.method}, k={j.k}, {len(scores) and scores[0].n_items} items):", highlight=False)
+        _say(f"{j.label} ({j.method}, k={j.k}, {len(scores) and scores[0].n_items} items):")
         for s in scores:
-            console.print(f"  {s.metric:6s} {s.score:7.2f}  {s.signature}", highlight=False)
+            _say(f"  {s.metric:6s} {s.score:7.2f}  {s.signature}")

@@ -24,8 +24,8 @@ from typing import Sequence
 
 import psycopg
 
-from scoi.jobs.store import (JobError, JobSpec, add_items, find_job_by_name, insert_job, lock_for_append,
-                             notify_workers, source_hash, validate)
+from scoi.jobs.store import (JobError, JobSpec, add_items, check_backend_options, find_job_by_name, insert_job,
+                             lock_for_append, notify_workers, source_hash, validate)
 
 # The settings a sync run may not change on an existing job (they define its outputs).
 _FIXED = (("src", "src_lang"), ("tgt", "tgt_lang"), ("method", "method"), ("k", "k"), ("model", "model"),
@@ -56,6 +56,7 @@ def sync(conn: psycopg.Connection, spec: JobSpec, sources: Sequence[str],
     give src, tgt and model."""
     if not spec.name:
         raise JobError("sync needs --name: the recurring job's name")
+    check_backend_options(spec.backend_options)  # also when the job exists: a secret given is refused, not ignored
     if references is not None and len(references) != len(sources):
         raise JobError(f"the references have {len(references)} lines but the input has {len(sources)}; "
                        "they must be aligned line by line")

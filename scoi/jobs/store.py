@@ -9,9 +9,11 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Sequence
+from urllib.parse import urlsplit
 
 import psycopg
 from psycopg.rows import dict_row
@@ -135,8 +137,44 @@ def read_lines(path: str | Path) -> list[str]:
     return [line.strip() for line in text.splitlines()]
 
 
+#: Words of a backend option name that mark a credential (``api_key``, ``hf_token``,
+#: ``password``...): such options are refused, because job.params is plain text that every
+#: database user, dump and backup can read.
+SECRET_WORDS = frozenset({"key", "apikey", "token", "secret", "password", "passwd", "auth", "authorization",
+                          "credential", "credentials", "bearer", "cookie"})
+
+
+def _secret_hint() -> str:
+    from scoi.config import ENV_OPENAI_API_KEY
+
+    return (f"set {ENV_OPENAI_API_KEY[0]} (or {ENV_OPENAI_API_KEY[1]}) in the environment of the workers for an "
+            "OpenAI-compatible server (HF_TOKEN for the Hugging Face hub)")
+
+
+def check_backend_options(options: dict[str, Any], where: str = "backend option") -> None:
+    """Refuse options that would store a secret with the job: a credential-like name (at
+    any depth, e.g. inside ``extra_body``) or a URL with a password. Backends read keys
+    from the environment instead (scoi.config.openai_api_key)."""
+    for name, value in options.items():
+        if set(re.split(r"[^a-z0-9]+", str(name).lower())) & SECRET_WORDS:
+            raise JobError(f"{where} {name!r} looks like a secret, and secrets are never stored with a job "
+                           f"(job.params is plain text): {_secret_hint()}")
+        if isinstance(value, dict):
+            check_backend_options(value, f"{where} {name!r}: key")
+        elif isinstance(value, str) and _has_password(value):
+            raise JobError(f"{where} {name!r} is a URL with a password, and secrets are never stored with a job: "
+                           f"drop the user:password part and {_secret_hint()}")
+
+
+def _has_password(text: str) -> bool:
+    try:
+        return "://" in text and urlsplit(text).password is not None
+    except ValueError:  # not a URL after all
+        return False
+
+
 def validate(conn: psycopg.Connection, spec: JobSpec) -> None:
-    """Reject a job that could never run, before any item is stored."""
+    """Reject a job that could never run, or that would store a secret, before any item is stored."""
     from scoi.backends.base import ACCEPTED_FORMS
     from scoi.core.greedy import METHODS
     from scoi.core.prompt import ORDERS, TEMPLATE_NAMES, language_name
@@ -163,6 +201,7 @@ def validate(conn: psycopg.Connection, spec: JobSpec) -> None:
         raise JobError(f"--model is empty; accepted forms: {ACCEPTED_FORMS}")
     if spec.name is not None and (not spec.name.strip() or spec.name.isdigit()):
         raise JobError(f"job name {spec.name!r} must be non-empty and not a number (numbers are job ids)")
+    check_backend_options(spec.backend_options)
     if spec.method != "zero" and spec.k > 0:
         from scoi.selector import direction_exists
 
@@ -262,16 +301,18 @@ def list_jobs(conn: psycopg.Connection) -> list[dict[str, Any]]:
 
 
 def status(conn: psycopg.Connection, job_id: int, errors: int = 5) -> dict[str, Any]:
-    """Progress of one job, with its latest scores and a few of its errors."""
+    """Progress of one job, with its latest scores, a few of its errors (of the items'
+    current attempts) and a few of its warnings (outputs cleaned to be stored)."""
     with conn.cursor(row_factory=dict_row) as cur:
         out = dict(cur.execute(SQL["job_progress"], {"id": job_id}).fetchone())
         out["errors"] = cur.execute(SQL["recent_errors"], {"id": job_id, "n": errors}).fetchall()
+        out["warnings"] = cur.execute(SQL["recent_warnings"], {"id": job_id, "n": errors}).fetchall()
         out["scores"] = cur.execute(SQL["latest_scores"], {"id": job_id}).fetchall()
     return out
 
 
-EXPORT_COLUMNS = ("index", "source", "output", "reference", "status", "attempts", "error", "selection_id",
-                  "select_ms", "generate_ms", "overhead_ms")
+EXPORT_COLUMNS = ("index", "source", "output", "reference", "status", "attempts", "error", "warning",
+                  "selection_id", "select_ms", "generate_ms", "overhead_ms")
 
 
 def export_rows(conn: psycopg.Connection, job_id: int, *, with_prompt: bool = False) -> Iterator[dict[str, Any]]:
@@ -279,10 +320,10 @@ def export_rows(conn: psycopg.Connection, job_id: int, *, with_prompt: bool = Fa
     with conn.transaction(), conn.cursor(name=f"export_{job_id}") as cur:
         cur.itersize = 2000
         cur.execute(SQL["export_items"], {"id": job_id})
-        for (idx, source, output, reference, st, attempts, error, selection_id,
+        for (idx, source, output, reference, st, attempts, error, warning, selection_id,
              select_ms, generate_ms, overhead_ms, raw_output, prompt) in cur:
             row = {"index": idx, "source": source, "output": output, "reference": reference, "status": st,
-                   "attempts": attempts, "error": error, "selection_id": selection_id,
+                   "attempts": attempts, "error": error, "warning": warning, "selection_id": selection_id,
                    "select_ms": select_ms, "generate_ms": generate_ms, "overhead_ms": overhead_ms}
             if with_prompt:
                 row["prompt"] = prompt
@@ -335,6 +376,30 @@ def export_to_file(conn: psycopg.Connection, job_id: int, fmt: str, path: Path, 
         n = write_export(export_rows(conn, job_id, with_prompt=with_prompt), fmt, fh)
     tmp.replace(path)
     return n
+
+
+# --------------------------------------------------------------------------- text PostgreSQL refuses
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def storable_text(text: str) -> tuple[str, str | None]:
+    """``text`` as a PostgreSQL text value can hold it, and what had to change (None: nothing).
+
+    Models do write what text columns refuse: NUL (0x00; random-weight and small models
+    emit it, servers relay it) and lone UTF-16 surrogates (a JSON ``\\ud800`` without its
+    pair), which no UTF-8 encoder accepts. One of them among a batch's parameters fails the
+    whole statement, so the worker cleans each text first: NUL is removed, a lone surrogate
+    becomes U+FFFD, and the note says how many, for the item's ``warning``.
+    """
+    nul = text.count("\x00")
+    text, surrogates = _SURROGATE.subn("\ufffd", text.replace("\x00", ""))
+    changes = []
+    if nul:
+        changes.append(f"removed {nul} NUL character{'s' if nul > 1 else ''} (PostgreSQL text cannot hold 0x00)")
+    if surrogates:
+        changes.append(f"replaced {surrogates} lone surrogate{'s' if surrogates > 1 else ''} with U+FFFD "
+                       "(not encodable as UTF-8)")
+    return text, "; ".join(changes) or None
 
 
 # --------------------------------------------------------------------------- the queue (scoi.jobs.worker)
@@ -398,12 +463,17 @@ def latest_score_rows(conn: psycopg.Connection, job_id: int) -> list[tuple[str, 
 
 
 def retry(conn: psycopg.Connection, job_id: int, *, include_cancelled: bool = True) -> int:
-    """Queue failed (and cancelled) items again with fresh attempts; reactivate the job."""
+    """Queue failed (and cancelled) items again with fresh attempts; the number queued.
+
+    The job is reactivated only when items were queued again: ``--failed-only`` on a
+    cancelled job without failed items must leave it cancelled (reactivating it made its
+    cancelled items read as a finished job). Items not queued keep their status."""
     statuses = ["failed", "cancelled"] if include_cancelled else ["failed"]
     with conn.transaction():
         n = conn.execute(SQL["retry_items"], {"id": job_id, "statuses": statuses}).rowcount
-        conn.execute(SQL["set_job_status"], {"id": job_id, "status": "active"})
-        notify_workers(conn)
+        if n:
+            conn.execute(SQL["set_job_status"], {"id": job_id, "status": "active"})
+            notify_workers(conn)
     return n
 
 
@@ -414,8 +484,9 @@ def cancel(conn: psycopg.Connection, job_id: int) -> int:
         return conn.execute(SQL["cancel_items"], {"id": job_id}).rowcount
 
 
-__all__ = ["EXPORT_FORMATS", "Job", "JobError", "JobSpec", "add_items", "cancel", "claim_items", "complete_items",
-           "connect", "export_rows", "export_to_file", "fail_items", "fail_stalled", "find_job_by_name", "get_job",
-           "heartbeat", "insert_job", "insert_score", "latest_score_rows", "latest_segment_scores", "list_jobs", "listen_for_items",
-           "lock_for_append", "notify_workers", "read_lines", "release_items", "retry", "scored_items", "source_hash",
-           "status", "submit", "validate", "write_export"]
+__all__ = ["EXPORT_FORMATS", "Job", "JobError", "JobSpec", "add_items", "cancel", "check_backend_options",
+           "claim_items", "complete_items", "connect", "export_rows", "export_to_file", "fail_items", "fail_stalled",
+           "find_job_by_name", "get_job", "heartbeat", "insert_job", "insert_score", "latest_score_rows",
+           "latest_segment_scores", "list_jobs", "listen_for_items", "lock_for_append", "notify_workers", "read_lines",
+           "release_items", "retry", "scored_items", "source_hash", "status", "storable_text", "submit", "validate",
+           "write_export"]

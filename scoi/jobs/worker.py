@@ -12,7 +12,10 @@ alone (scoi/db/sql/jobs.sql):
   heartbeat is older than a claimer's ``stall_timeout`` are claimed again (kill -9 loses
   nothing), unless they have used ``max_attempts`` — then they end failed;
 * an attempt that raises keeps its error in ``last_error`` and goes back to the queue, or
-  ends ``failed`` after ``max_attempts``.
+  ends ``failed`` after ``max_attempts``;
+* one item never costs the batch: text PostgreSQL refuses (NUL, lone surrogates) is
+  cleaned and noted in the item's ``warning``, and a value the database still refuses fails
+  that item alone.
 
 Selectors (one per direction and selection settings) and backends (one per model spec and
 options) are built once per worker and reused for every batch; with ``job_id`` they are
@@ -44,6 +47,9 @@ from scoi.jobs import store
 from scoi.jobs.store import Job, get_job, job_order, listen_for_items
 
 MAX_ERROR_CHARS = 4000
+#: What writing a value PostgreSQL cannot hold raises: DataError from the server (NUL, a
+#: character the database encoding lacks), UnicodeEncodeError from psycopg (a lone surrogate).
+REFUSED_VALUE = (psycopg.DataError, UnicodeEncodeError)
 
 
 @dataclass
@@ -107,12 +113,14 @@ class Prepared:
 
 
 class Generated(NamedTuple):
-    """An item's answer (step 2): the extracted output, the raw text, generation time."""
+    """An item's answer (step 2): the extracted output, the raw text, generation time, and
+    what was cleaned from the text to store it (``job_item.warning``)."""
 
     prepared: Prepared
     output: str
     raw_output: str
     generate_ms: float
+    warning: str | None = None
 
 
 class Failed(NamedTuple):
@@ -137,8 +145,17 @@ class GenerateResult(NamedTuple):
 
 
 def _error_text(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}"
+    """The error for ``last_error``: cut, and storable (a message may quote model output)."""
+    text = store.storable_text(f"{type(exc).__name__}: {exc}")[0]
     return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS] + " ..."
+
+
+def _generated(prepared: Prepared, gen: Any) -> Generated:
+    """A backend's Generation as the database can store it: the raw text cleaned of what
+    PostgreSQL refuses (store.storable_text), the answer extracted from it, the change noted."""
+    raw, note = store.storable_text(gen.text)
+    warning = f"output cleaned: {note}" if note else None
+    return Generated(prepared, extract_answer(raw), raw, gen.seconds * 1000, warning)
 
 
 def default_worker_id() -> str:
@@ -365,8 +382,7 @@ class Worker:
             return GenerateResult([], [Failed(p.item, _error_text(e), p) for p in prepared],
                                   time.perf_counter() - g0)
         seconds = time.perf_counter() - g0
-        return GenerateResult([Generated(p, extract_answer(g.text), g.text, g.seconds * 1000)
-                               for p, g in zip(prepared, gens)], [], seconds)
+        return GenerateResult([_generated(p, g) for p, g in zip(prepared, gens)], [], seconds)
 
     def store(self, items: list[Claimed], done: list[Generated], failed: list[Failed], t0: float,
               gen_wall: float) -> None:
@@ -378,35 +394,11 @@ class Worker:
         # write cannot time itself), split evenly over the batch.
         overhead = ((time.perf_counter() - t0 - gen_wall) * 1000 + self._last_write_ms) / n
         w0 = time.perf_counter()
-        written = 0
         with self.conn.transaction():  # one commit for the whole batch
             self._record_selections([g.prepared for g in done] + [f.prepared for f in failed if f.prepared])
-            if done:
-                rows = store.complete_items(self.conn, self.id, {
-                    "job_ids": [g.prepared.item.job_id for g in done], "idxs": [g.prepared.item.idx for g in done],
-                    "attempts": [g.prepared.item.attempt for g in done],
-                    "selection_ids": [g.prepared.selection_id for g in done],
-                    "prompts": [g.prepared.prompt for g in done],
-                    "outputs": [g.output for g in done], "raw_outputs": [g.raw_output for g in done],
-                    "select_ms": [round(g.prepared.select_ms, 3) for g in done],
-                    "generate_ms": [round(g.generate_ms, 3) for g in done],
-                    "overhead_ms": [round(overhead, 3)] * len(done)})
-                written += len(rows)
-                self.stats.done += len(rows)
-                self.stats.generate_ms += sum(g.generate_ms for g in done)
-            if failed:
-                rows = store.fail_items(self.conn, self.id, {
-                    "job_ids": [f.item.job_id for f in failed],
-                    "idxs": [f.item.idx for f in failed], "attempts": [f.item.attempt for f in failed],
-                    "errors": [f.error for f in failed],
-                    "prompts": [f.prepared.prompt if f.prepared else None for f in failed],
-                    "selection_ids": [f.prepared.selection_id if f.prepared else None for f in failed]})
-                written += len(rows)
-                for _, _, st in rows:
-                    if st == "failed":
-                        self.stats.failed += 1
-                    else:
-                        self.stats.requeued += 1
+            written, refused = self._write_done(done, overhead)
+            failed = failed + refused
+            written += self._write_failed(failed)
         for f in failed:
             if f.error not in self.stats.errors and len(self.stats.errors) < 5:
                 self.stats.errors.append(f.error)
@@ -415,6 +407,59 @@ class Worker:
         self._last_write_ms = (time.perf_counter() - w0) * 1000
         self.stats.overhead_ms += overhead * n
         self.stats.batches += 1
+
+    def _write_done(self, done: list[Generated], overhead: float) -> tuple[int, list[Failed]]:
+        """Store the done items: rows written, and the items whose result the database
+        refused, as failures. One statement for the batch; only when PostgreSQL refuses a
+        value is it written again item by item, each in a savepoint, so a refused text
+        fails its own item (with the reason), never the batch or the worker."""
+        if not done:
+            return 0, []
+        try:
+            with self.conn.transaction():
+                return self._complete(done, overhead), []
+        except REFUSED_VALUE:
+            pass
+        written, refused = 0, []
+        for g in done:
+            try:
+                with self.conn.transaction():
+                    written += self._complete([g], overhead)
+            except REFUSED_VALUE as e:
+                refused.append(Failed(g.prepared.item, f"the output could not be stored: {_error_text(e)}",
+                                      g.prepared))
+        return written, refused
+
+    def _complete(self, done: list[Generated], overhead: float) -> int:
+        rows = store.complete_items(self.conn, self.id, {
+            "job_ids": [g.prepared.item.job_id for g in done], "idxs": [g.prepared.item.idx for g in done],
+            "attempts": [g.prepared.item.attempt for g in done],
+            "selection_ids": [g.prepared.selection_id for g in done],
+            "prompts": [g.prepared.prompt for g in done],
+            "outputs": [g.output for g in done], "raw_outputs": [g.raw_output for g in done],
+            "select_ms": [round(g.prepared.select_ms, 3) for g in done],
+            "generate_ms": [round(g.generate_ms, 3) for g in done],
+            "overhead_ms": [round(overhead, 3)] * len(done), "warnings": [g.warning for g in done]})
+        self.stats.done += len(rows)
+        self.stats.generate_ms += sum(g.generate_ms for g in done)
+        return len(rows)
+
+    def _write_failed(self, failed: list[Failed]) -> int:
+        """Record the failed attempts; rows written."""
+        if not failed:
+            return 0
+        rows = store.fail_items(self.conn, self.id, {
+            "job_ids": [f.item.job_id for f in failed],
+            "idxs": [f.item.idx for f in failed], "attempts": [f.item.attempt for f in failed],
+            "errors": [f.error for f in failed],
+            "prompts": [f.prepared.prompt if f.prepared else None for f in failed],
+            "selection_ids": [f.prepared.selection_id if f.prepared else None for f in failed]})
+        for _, _, st in rows:
+            if st == "failed":
+                self.stats.failed += 1
+            else:
+                self.stats.requeued += 1
+        return len(rows)
 
     def _record_selections(self, prepared: list[Prepared]) -> None:
         """Store the selections (inside the caller's transaction; each in a savepoint, so a

@@ -49,9 +49,17 @@ SELECT job_id, name, created_at, src_lang, tgt_lang, method, k, model, total, qu
 FROM job_progress WHERE job_id = %(id)s;
 
 -- name: recent_errors
+-- last_error is the current attempt's (complete_items clears it), so done items have none.
 SELECT idx, status, attempts, last_error FROM job_item
 WHERE job_id = %(id)s AND last_error IS NOT NULL
 ORDER BY (status = 'failed') DESC, idx
+LIMIT %(n)s;
+
+-- name: recent_warnings
+-- Items whose output the worker had to clean to store it (NUL removed, ...).
+SELECT idx, status, warning FROM job_item
+WHERE job_id = %(id)s AND warning IS NOT NULL
+ORDER BY idx
 LIMIT %(n)s;
 
 -- name: fail_stalled
@@ -99,15 +107,18 @@ WHERE locked_by = %(worker)s AND status = 'running';
 -- name: complete_items
 -- Store the results of one batch in one statement. Only rows this worker still holds
 -- under the same claim are written: a stalled item that another worker re-claimed (or a
--- cancelled one) is left alone, and running the statement twice changes nothing.
+-- cancelled one) is left alone, and running the statement twice changes nothing. The
+-- error of an earlier attempt goes: last_error describes the current attempt, which
+-- succeeded (else a finished job would list errors, and its export fill `error` on done rows).
 UPDATE job_item i
 SET status = 'done', output = r.output, raw_output = r.raw_output, prompt = r.prompt,
     selection_id = r.selection_id, select_ms = r.select_ms, generate_ms = r.generate_ms,
-    overhead_ms = r.overhead_ms, finished_at = now(), heartbeat_at = NULL
+    overhead_ms = r.overhead_ms, warning = r.warning, last_error = NULL, finished_at = now(), heartbeat_at = NULL
 FROM unnest(%(job_ids)s::bigint[], %(idxs)s::int[], %(attempts)s::int[], %(selection_ids)s::bigint[],
             %(prompts)s::text[], %(outputs)s::text[], %(raw_outputs)s::text[],
-            %(select_ms)s::float8[], %(generate_ms)s::float8[], %(overhead_ms)s::float8[])
-     AS r(job_id, idx, attempt, selection_id, prompt, output, raw_output, select_ms, generate_ms, overhead_ms)
+            %(select_ms)s::float8[], %(generate_ms)s::float8[], %(overhead_ms)s::float8[], %(warnings)s::text[])
+     AS r(job_id, idx, attempt, selection_id, prompt, output, raw_output, select_ms, generate_ms, overhead_ms,
+          warning)
 WHERE i.job_id = r.job_id AND i.idx = r.idx AND i.attempts = r.attempt
   AND i.status = 'running' AND i.locked_by = %(worker)s
 RETURNING i.job_id, i.idx;
@@ -143,13 +154,13 @@ SET status = CASE WHEN NOT %(uncount)s AND attempts >= max_attempts THEN 'failed
 WHERE locked_by = %(worker)s AND status = 'running';
 
 -- name: export_items
-SELECT idx, source, output, reference, status, attempts, last_error, selection_id,
+SELECT idx, source, output, reference, status, attempts, last_error, warning, selection_id,
        select_ms, generate_ms, overhead_ms, raw_output, prompt
 FROM job_item WHERE job_id = %(id)s ORDER BY idx;
 
 -- name: retry_items
 -- Failed (and cancelled) items get a fresh set of attempts; last_error stays until a new
--- attempt replaces it.
+-- attempt replaces it (or succeeds: complete_items clears it).
 UPDATE job_item
 SET status = 'queued', attempts = 0, locked_by = NULL, locked_at = NULL, heartbeat_at = NULL,
     finished_at = NULL
