@@ -6,6 +6,11 @@ or GGUF file is loaded with ``local_files_only=True``; a hub id is looked up in 
 cache first, and only if the hub is reachable (checked with a short timeout) is it
 downloaded. Without a reachable hub the user gets a BackendError at once, saying how to
 provide the model, instead of a hang.
+
+A Gemma-family GGUF file gets its tokenizer from scoi.backends.gguf_tokenizer, not from
+transformers: transformers 4.x (the newest unbabel-comet allows) turns its BPE vocabulary
+into a Unigram that cuts every word into fragments, and the model then writes degenerate
+text (benchmarks/bench_gemma_chrf.py). float16 is refused for Gemma (NaN logits on CPU).
 """
 
 from __future__ import annotations
@@ -116,6 +121,11 @@ class TransformersBackend:
         self._dtype_kwarg = "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
 
         self.tokenizer, self.model = self._load(source, _torch_dtype(dtype), trust_remote_code)
+        model_type = str(getattr(self.model.config, "model_type", ""))
+        if dtype == "float16" and model_type.startswith("gemma"):
+            # Gemma's activations overflow float16: NaN logits, and greedy decoding then
+            # returns empty text (measured on gemma-3-270m); bfloat16 and float32 are fine.
+            raise BackendError(f"{self.name}: {model_type} overflows float16 (NaN logits); use float32 or bfloat16")
         tok = self.tokenizer
         tok.padding_side = "left"  # decoder-only: new tokens must follow the prompt directly
         if tok.pad_token_id is None:
@@ -155,7 +165,9 @@ class TransformersBackend:
             kwargs["gguf_file"] = self.gguf_file
         what = f"{source}/{self.gguf_file}" if self.gguf_file else source
         try:
-            tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
+            tokenizer = self._gguf_tokenizer(source) if self.gguf_file else None
+            if tokenizer is None:
+                tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
         except Exception as exc:  # transformers raises OSError, ValueError, KeyError...
             raise BackendError(f"cannot load the tokenizer of {what}: {exc}") from exc
         try:
@@ -163,6 +175,18 @@ class TransformersBackend:
         except Exception as exc:
             raise BackendError(f"cannot load the model {what}: {exc}") from exc
         return tokenizer, model
+
+    def _gguf_tokenizer(self, source: str) -> Any:
+        """The tokenizer of a Gemma-family GGUF file, rebuilt as the BPE it is (transformers
+        4.x reads it as a Unigram and cuts every word into fragments: scoi.backends.gguf_tokenizer);
+        None for other files, whose tokenizer transformers converts itself."""
+        from .gguf_tokenizer import gemma_tokenizer, needs_gemma_tokenizer, read_gguf_vocab
+
+        path = Path(source) / str(self.gguf_file)
+        if not path.is_file():
+            return None
+        vocab = read_gguf_vocab(path)
+        return gemma_tokenizer(path, vocab) if needs_gemma_tokenizer(vocab) else None
 
     # -- generation ------------------------------------------------------------------------
 
