@@ -166,8 +166,9 @@ def test_gguf_backend_uses_the_rebuilt_tokenizer(tiny):
     assert backend.model.config.model_type == "gemma3_text"
     tok = backend.tokenizer
     assert tok.convert_ids_to_tokens(tok("Hello world")["input_ids"]) == ["<bos>", "Hello", SP + "world"]
-    gens = backend.generate(["Hello world", "the cat"], max_new_tokens=5, stop=())
-    assert [g.prompt_tokens for g in gens] == [3, 3]
+    prompts = ["Hello world", "the cat"]
+    gens = backend.generate(prompts, max_new_tokens=5, stop=())
+    assert [g.prompt_tokens for g in gens] == [len(tok(p)["input_ids"]) for p in prompts]
     assert all(1 <= g.completion_tokens <= 5 for g in gens)
     with pytest.raises(BackendError, match="float16"):
         load_backend(f"gguf:{tiny}", dtype="float16")

@@ -33,10 +33,10 @@ def _ingest(args, db_url):
 
 # ------------------------------------------------------------ 1. rows the writer refuses
 def _huge_line(n_bytes: int = 1_000_000) -> str:
-    words, i = [], 0
-    while sum(len(w) + 1 for w in words) < n_bytes:
-        words.append(f"mot{i}x")
-        i += 1
+    words, size = [], 0
+    while size < n_bytes:
+        words.append(f"mot{len(words)}x")
+        size += len(words[-1]) + 1
     return " ".join(words)
 
 
@@ -102,7 +102,7 @@ def test_header_flags_force_it(db_url, tmp_path, pairs):
     path.write_text("Titre\tTitle\n" + "".join(f"{a}\t{b}\n" for a, b in pairs[:3]), encoding="utf-8")
     assert cli_json(["ingest", str(path), *FR_EN, *QUICK, "--header", "--corpus", "a"], db_url)["inserted"] == 3
     path2 = tmp_path / "h2.tsv"
-    path2.write_text("src\ttgt\n" + "".join(f"{a}\t{b}\n" for a, b in pairs[:3]), encoding="utf-8")
+    path2.write_text("src\ttgt\n" + "".join(f"{a}\t{b}\n" for a, b in pairs[3:6]), encoding="utf-8")
     assert cli_json(["ingest", str(path2), *FR_EN, *QUICK, "--no-header", "--corpus", "b"], db_url)["inserted"] == 4
 
 
