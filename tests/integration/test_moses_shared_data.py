@@ -1,0 +1,32 @@
+"""scoi.moses against sacremoses 0.2.0 on real text: every French and English line of
+../shared/data (Europarl, Multi30k, Tatoeba; skipped where it is absent). The parity on
+all code points and on arbitrary text: tests/unit/test_moses.py."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.moses import ours, run, theirs
+
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"  # ../shared/data beside the repository
+
+
+def shared_lines(lang):
+    for path in sorted(SHARED.glob(f"*/*.{lang}")) + sorted(SHARED.glob(f"*/*.{lang}.gz")):
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt", encoding="utf-8") as f:
+            yield from (line.rstrip("\n") for line in f)
+
+
+@pytest.mark.parametrize("lang", ["fr", "en"])
+def test_equals_sacremoses_on_shared_data(lang):
+    if not SHARED.is_dir():
+        pytest.skip(f"{SHARED} is absent")
+    n = 0
+    for line in shared_lines(lang):
+        assert run(ours(lang), line) == run(theirs(lang), line), line
+        n += 1
+    assert n > 10_000
