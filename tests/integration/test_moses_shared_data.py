@@ -1,17 +1,19 @@
 """scoi.moses against sacremoses 0.2.0 on real text: every French and English line of
-../shared/data (Europarl, Multi30k, Tatoeba; skipped where it is absent). The parity on
-all code points and on arbitrary text: tests/unit/test_moses.py."""
+../shared/data (Europarl, Multi30k, Tatoeba), or of $SCOI_SHARED_DATA; skipped where it is
+absent. The parity on all code points and on arbitrary text: tests/unit/test_moses.py."""
 
 from __future__ import annotations
 
 import gzip
+import os
 from pathlib import Path
 
 import pytest
 
 from tests.helpers.moses import ours, run, theirs
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"  # ../shared/data beside the repository
+# ../shared/data beside the repository, or SCOI_SHARED_DATA (as for benchmarks/shared_data.py)
+SHARED = Path(os.environ.get("SCOI_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))
 
 
 def shared_lines(lang):
