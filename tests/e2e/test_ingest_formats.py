@@ -8,6 +8,7 @@ import pytest
 
 from tests.helpers.cli import cli_json
 from tests.helpers.ingest import (
+    few_pairs,
     demo_pairs,
     gzipped,
     stored_pairs,
@@ -23,12 +24,7 @@ def pairs():
 
 @pytest.fixture(scope="module")
 def few(pairs):
-    """A dozen pairs with quotes, apostrophes, « », ;, numbers and a typographic apostrophe."""
-    picked: list = []
-    for marks, n in (("«", 3), ("’", 1), (";", 2), ("'", 3), ("0123456789", 3)):
-        picked += [p for p in pairs if any(c in p[0] for c in marks) and p not in picked][:n]
-    assert len(picked) == 12 and any('"' in en for _, en in picked) and any("«" in fr for fr, _ in picked)
-    return picked
+    return few_pairs(pairs)
 
 
 def test_tmx_through_the_cli(db_url, tmp_path, few):

@@ -174,3 +174,31 @@ def snapshot(db_url: str) -> dict:
             "bm25": q("SELECT lang, n_docs, total_len FROM bm25_stats"),
             "labels": q("SELECT p.lang, l.idx, l.name FROM label l JOIN parser p ON p.id = l.parser_id"),
         }
+
+
+# Every input format the readers take: one corpus written in each, for the tier tests.
+FORMATS = ["tsv", "tsv-noheader", "moses", "tmx", "jsonl"]
+
+
+def make_input(fmt: str, directory, pairs, gz: bool) -> list:
+    """``pairs`` written as format ``fmt`` (a FORMATS name) in ``directory``, gzipped if ``gz``."""
+    if fmt == "tsv":
+        files = [write_tsv(directory / "c.fr-en.tsv", pairs)]
+    elif fmt == "tsv-noheader":
+        files = [write_tsv(directory / "c.fr-en.tsv", pairs, header=False)]
+    elif fmt == "moses":
+        files = list(write_moses(directory, "c.fr-en", pairs))
+    elif fmt == "tmx":
+        files = [write_tmx(directory / "c.fr-en.tmx", pairs)]
+    else:
+        files = [write_jsonl(directory / "c.fr-en.jsonl", pairs)]
+    return [gzipped(f) for f in files] if gz else files
+
+
+def few_pairs(pairs) -> list:
+    """A dozen pairs with quotes, apostrophes, « », ;, numbers and a typographic apostrophe."""
+    picked: list = []
+    for marks, n in (("«", 3), ("’", 1), (";", 2), ("'", 3), ("0123456789", 3)):
+        picked += [p for p in pairs if any(c in p[0] for c in marks) and p not in picked][:n]
+    assert len(picked) == 12 and any('"' in en for _, en in picked) and any("«" in fr for fr, _ in picked)
+    return picked

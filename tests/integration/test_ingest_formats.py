@@ -8,34 +8,16 @@ from collections import Counter
 import pytest
 
 from tests.helpers.ingest import (
+    FORMATS,
+    few_pairs,
+    make_input,
     assert_consistent,
     demo_pairs,
-    gzipped,
     ingest_inprocess,
     snapshot,
     stored_pairs,
-    write_jsonl,
-    write_moses,
-    write_tmx,
     write_tsv,
 )
-
-FORMATS = ["tsv", "tsv-noheader", "moses", "tmx", "jsonl"]
-
-
-def make_input(fmt: str, directory, pairs, gz: bool) -> list:
-    if fmt == "tsv":
-        files = [write_tsv(directory / "c.fr-en.tsv", pairs)]
-    elif fmt == "tsv-noheader":
-        files = [write_tsv(directory / "c.fr-en.tsv", pairs, header=False)]
-    elif fmt == "moses":
-        files = list(write_moses(directory, "c.fr-en", pairs))
-    elif fmt == "tmx":
-        files = [write_tmx(directory / "c.fr-en.tmx", pairs)]
-    else:
-        files = [write_jsonl(directory / "c.fr-en.jsonl", pairs)]
-    return [gzipped(f) for f in files] if gz else files
-
 
 @pytest.fixture(scope="module")
 def pairs():
@@ -44,12 +26,7 @@ def pairs():
 
 @pytest.fixture(scope="module")
 def few(pairs):
-    """A dozen pairs with quotes, apostrophes, « », ;, numbers and a typographic apostrophe."""
-    picked: list = []
-    for marks, n in (("«", 3), ("’", 1), (";", 2), ("'", 3), ("0123456789", 3)):
-        picked += [p for p in pairs if any(c in p[0] for c in marks) and p not in picked][:n]
-    assert len(picked) == 12 and any('"' in en for _, en in picked) and any("«" in fr for fr, _ in picked)
-    return picked
+    return few_pairs(pairs)
 
 
 @pytest.fixture(scope="module")

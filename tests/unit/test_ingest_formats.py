@@ -7,30 +7,11 @@ import pytest
 
 from ingest.readers import detect_format, read_records
 from tests.helpers.ingest import (
+    FORMATS,
+    make_input,
     demo_pairs,
-    gzipped,
-    write_jsonl,
-    write_moses,
-    write_tmx,
     write_tsv,
 )
-
-FORMATS = ["tsv", "tsv-noheader", "moses", "tmx", "jsonl"]
-
-
-def make_input(fmt: str, directory, pairs, gz: bool) -> list:
-    if fmt == "tsv":
-        files = [write_tsv(directory / "c.fr-en.tsv", pairs)]
-    elif fmt == "tsv-noheader":
-        files = [write_tsv(directory / "c.fr-en.tsv", pairs, header=False)]
-    elif fmt == "moses":
-        files = list(write_moses(directory, "c.fr-en", pairs))
-    elif fmt == "tmx":
-        files = [write_tmx(directory / "c.fr-en.tmx", pairs)]
-    else:
-        files = [write_jsonl(directory / "c.fr-en.jsonl", pairs)]
-    return [gzipped(f) for f in files] if gz else files
-
 
 @pytest.fixture(scope="module")
 def pairs():
