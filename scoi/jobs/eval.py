@@ -246,8 +246,8 @@ def paired_significance(conn: psycopg.Connection, jobs: Sequence[Job], metrics: 
             results = paired_bootstrap_means(per_job[0], per_job[1:], n_samples=n_samples)
         else:
             outputs = [[done[j][i][2] for i in common] for j in order]
-            results = paired_bootstrap_sacrebleu(metric, outputs[0], outputs[1:], refs, jobs[baseline].tgt_lang,
-                                                 n_samples=n_samples)
+            results = paired_bootstrap_sacrebleu(sacrebleu_metric(metric, jobs[baseline].tgt_lang), outputs[0],
+                                                 outputs[1:], refs, n_samples=n_samples)
         for j, r in zip(order, results):
             out[j][metric] = {"score": round(r.score, 4), "mean": round(r.mean, 4), "ci": round(r.ci, 4),
                               "p_value": None if r.p_value is None else round(r.p_value, 4),

@@ -74,18 +74,14 @@ def paired_bootstrap_means(baseline: Sequence[float], systems: Sequence[Sequence
     return out
 
 
-def paired_bootstrap_sacrebleu(metric: str, baseline: Sequence[str], systems: Sequence[Sequence[str]],
-                               references: Sequence[str], tgt_lang: str, *,
-                               n_samples: int = DEFAULT_SAMPLES) -> list[Paired]:
-    """sacreBLEU's paired bootstrap for ``metric`` ("bleu" or "chrf"): element 0 is the
-    baseline. The metric is configured as :func:`scoi.jobs.eval.sacrebleu_scores` scores it."""
+def paired_bootstrap_sacrebleu(metric, baseline: Sequence[str], systems: Sequence[Sequence[str]],
+                               references: Sequence[str], *, n_samples: int = DEFAULT_SAMPLES) -> list[Paired]:
+    """sacreBLEU's paired bootstrap with ``metric`` (a sacrebleu metric object, configured
+    as the scores were: scoi.jobs.eval.sacrebleu_metric); element 0 is the baseline."""
     from sacrebleu.significance import PairedTest
 
-    from scoi.jobs.eval import sacrebleu_metric
-
     named = [("baseline", list(baseline))] + [(f"system{i}", list(s)) for i, s in enumerate(systems, 1)]
-    m = sacrebleu_metric(metric, tgt_lang)
-    _, results = PairedTest(named, {metric: m}, [list(references)], test_type="bs", n_samples=n_samples)()
+    _, results = PairedTest(named, {"metric": metric}, [list(references)], test_type="bs", n_samples=n_samples)()
     rows = next(v for k, v in results.items() if k != "System")
     base_score = float(rows[0].score)
     return [Paired(float(r.score), float(r.mean), float(r.ci),
