@@ -27,7 +27,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "tests"))
+sys.path.insert(0, str(HERE.parent))  # the repo root: tests.reference is the literal reference
 from shared_data import available, held_out_queries, long_queries, selection_corpus_files, warm_up  # noqa: E402
 
 
@@ -132,8 +132,8 @@ def exact_mode(sel, token_lists: list[list[str]], exact: list[list[int]]) -> tup
 
 def coverage_speedup(sel, runs, n: int) -> tuple[float, float, float]:
     """Fast coverage vs the docs/method.md §4 reference on the same pools: (speed-up, fast ms, reference ms)."""
-    import reference
     from scoi.core.greedy import select as fast_select
+    from tests import reference
 
     fast_t, ref_t = [], []
     for r, _ in runs[:n]:

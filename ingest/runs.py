@@ -30,9 +30,15 @@ def get_or_create_parser(conn: psycopg.Connection, lang: str, name: str, version
 
 def start_run(conn: psycopg.Connection, *, corpus_id: int, files: list[str], fmt: str, workers: int,
               parsers: str, host: str, pid: int) -> int:
-    """Id of a new ingest_run row (``parsers``: JSON text, lang -> scheme)."""
-    return conn.execute(_SQL["start_run"], {"corpus_id": corpus_id, "files": files, "format": fmt, "workers": workers,
-                                           "parsers": parsers, "host": host, "pid": pid}).fetchone()[0]
+    """Id of a new ingest_run row (``parsers``: JSON text, lang -> scheme).
+
+    ``conn`` then holds the run's session lock until it closes, so a process killed
+    mid-run leaves a row that ``ingest_run_status`` reads as dead instead of running."""
+    run_id = conn.execute(_SQL["start_run"], {"corpus_id": corpus_id, "files": files, "format": fmt,
+                                              "workers": workers, "parsers": parsers, "host": host,
+                                              "pid": pid}).fetchone()[0]
+    conn.execute(_SQL["hold_run_lock"], {"run_id": run_id})
+    return run_id
 
 
 def record_rejected(conn: psycopg.Connection, run_id: int, file: str, line: int, reason: str,
@@ -60,8 +66,16 @@ def vacuum_analyze(conn: psycopg.Connection) -> None:
     conn.execute(_SQL["analyze_after_ingest"])
 
 
+def list_runs(conn: psycopg.Connection, corpus: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
+    """The newest ingest runs (of ``corpus``), state included (dead = its process is gone)."""
+    return _rows(conn.execute(_SQL["list_runs"], {"corpus": corpus, "limit": limit}))
+
+
 def list_corpora(conn: psycopg.Connection) -> list[dict[str, Any]]:
     """Corpora with their pair and run counts, by name, as column -> value."""
-    cur = conn.execute(_SQL["list_corpora"])
+    return _rows(conn.execute(_SQL["list_corpora"]))
+
+
+def _rows(cur: psycopg.Cursor) -> list[dict[str, Any]]:
     cols = [d.name for d in cur.description]
     return [dict(zip(cols, r)) for r in cur.fetchall()]

@@ -13,7 +13,7 @@ importing sacremoses, whose import compiles ~130 regexes over Unicode classes of
 - the non-breaking prefixes of every language, as ``NonbreakingPrefixes.words`` yields
   them, and its language-name mapping.
 
-tests/test_moses.py checks the output against the installed sacremoses on all code
+tests/unit/test_moses.py checks the output against the installed sacremoses on all code
 points; rerun this script (and the tests) when moving the sacremoses pin.
 """
 
@@ -107,7 +107,7 @@ def main() -> None:
         "",
         "Character classes of sacremoses' MosesTokenizer as range bodies for ``[...]`` (the exact",
         "code points sacremoses' compiled classes match), MosesPunctNormalizer's substitution groups,",
-        "and the non-breaking prefixes. Used by scoi/moses.py; checked by tests/test_moses.py.",
+        "and the non-breaking prefixes. Used by scoi/moses.py; checked by tests/unit/test_moses.py.",
         '"""',
         "",
         f"SACREMOSES_VERSION = {sacremoses.__version__!r}",

@@ -21,10 +21,7 @@ import numpy as np
 from scoi.core.coverage import argmax_first, improves
 from scoi.core.greedy import Candidate, Pick, check_args
 
-try:
-    from tests import reference_baselines as baselines
-except ImportError:  # benchmarks/bench_select.py imports this file as a top-level module (tests/ on sys.path)
-    import reference_baselines as baselines  # type: ignore[no-redef]
+from tests import reference_baselines as baselines
 
 Vec = list[int]
 

@@ -21,7 +21,7 @@ benchmarks/bench_gemma_chrf.py).
   (= highest score) first; characters outside the vocabulary fall back to ``<0xNN>`` bytes;
 * ``<bos>`` is prepended (``add_bos_token``), nothing appended.
 
-tests/test_gguf_tokenizer.py checks the result against sentencepiece itself run on a model
+tests/integration/test_gguf_tokenizer.py checks the result against sentencepiece itself run on a model
 built from the same GGUF vocabulary.
 """
 

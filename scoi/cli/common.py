@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import sys
@@ -168,3 +169,22 @@ class Steps:
         lines.append(f"  heavy modules imported: {', '.join(loaded) or 'none'} (of torch, sqlalchemy, alembic)")
         sys.stderr.write("\n".join(lines) + "\n")
         sys.stderr.flush()
+
+
+def print_rows(headers: list[str], rows: list[list[str]]) -> None:
+    """A table: on a terminal a rich table whose long cells fold (never cut, never read as
+    markup); otherwise TSV, header first (csv quoting, as `job export`), since a pipe or a
+    file has no width to fit and rich would cut names and models to a few characters."""
+    if not console.is_terminal:
+        writer = csv.writer(sys.stdout, delimiter="\t", lineterminator="\n")
+        writer.writerow(headers)
+        writer.writerows(rows)
+        sys.stdout.flush()
+        return
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(*headers)
+    for row in rows:
+        table.add_row(*(Text(cell, overflow="fold") for cell in row))
+    console.print(table)

@@ -1,4 +1,4 @@
-"""``scoi ingest`` and ``scoi corpora``."""
+"""``scoi ingest``, ``scoi corpora`` and ``scoi ingest-runs``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from scoi.cli.common import console, database_url, emit_json, parser_options, run_batches
+from scoi.cli.common import console, database_url, emit_json, parser_options, print_rows, run_batches
 
 
 def ingest(
@@ -81,10 +81,27 @@ def corpora(json_out: bool = typer.Option(False, "--json", help="Print a JSON ar
     if not rows:
         console.print("no corpora yet: load one with `scoi ingest FILE --src fr --tgt en`")
         return
-    from rich.table import Table
+    print_rows(["corpus", "direction", "pairs", "eligible", "runs", "last ingest"],
+               [[r["name"], f"{r['src_lang']}-{r['tgt_lang']}", str(r["pairs"]), str(r["both_sides_eligible"]),
+                 str(r["runs"]), str(r["last_ingest"] or "")[:19]] for r in rows])
 
-    table = Table("corpus", "direction", "pairs", "eligible", "runs", "last ingest")
-    for r in rows:
-        table.add_row(r["name"], f"{r['src_lang']}-{r['tgt_lang']}", str(r["pairs"]), str(r["both_sides_eligible"]),
-                      str(r["runs"]), str(r["last_ingest"] or "")[:19])
-    console.print(table)
+
+def ingest_runs(corpus: str | None = typer.Option(None, "--corpus", help="Only the runs of this corpus."),
+                limit: int = typer.Option(20, "--limit", min=1, help="How many runs, newest first."),
+                json_out: bool = typer.Option(False, "--json", help="Print a JSON array.")) -> None:
+    """List recent ingest runs: running, done, failed, or dead (its process is gone, e.g. killed)."""
+    from ingest.runs import list_runs
+    from scoi.db import connect
+
+    with connect(database_url()) as conn:
+        rows = list_runs(conn, corpus, limit)
+    if json_out:
+        emit_json(rows)
+        return
+    if not rows:
+        console.print("no ingest runs yet")
+        return
+    print_rows(["run", "corpus", "state", "started", "read", "inserted", "duplicates", "rejected", "host:pid", "error"],
+               [[str(r["run_id"]), r["corpus"], r["state"], str(r["started_at"])[:19], str(r["pairs_read"]),
+                 str(r["inserted"]), str(r["duplicates"]), str(r["rejected"]), f"{r['host']}:{r['pid']}",
+                 (r["error"] or "")[:200]] for r in rows])

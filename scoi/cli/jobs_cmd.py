@@ -6,7 +6,6 @@ value on the last line of stdout.
 
 from __future__ import annotations
 
-import csv
 import json
 import sys
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import Any
 
 import typer
 
-from scoi.cli.common import console, database_url, emit_json, err_console, fail
+from scoi.cli.common import console, database_url, emit_json, err_console, fail, print_rows
 
 job_app = typer.Typer(help="Batch translation jobs stored in PostgreSQL.", no_args_is_help=True)
 
@@ -35,25 +34,6 @@ def _say(text: str) -> None:
 def _log(text: str) -> None:
     """A worker's log line, on stderr (stdout stays clean for --json), printed as it is."""
     err_console.print(text, markup=False, highlight=False, soft_wrap=True)
-
-
-def _print_rows(headers: list[str], rows: list[list[str]]) -> None:
-    """A table: on a terminal a rich table whose long cells fold (never cut, never read as
-    markup); otherwise TSV, header first (csv quoting, as `job export`), since a pipe or a
-    file has no width to fit and rich would cut names and models to a few characters."""
-    if not console.is_terminal:
-        writer = csv.writer(sys.stdout, delimiter="\t", lineterminator="\n")
-        writer.writerow(headers)
-        writer.writerows(rows)
-        sys.stdout.flush()
-        return
-    from rich.table import Table
-    from rich.text import Text
-
-    table = Table(*headers)
-    for row in rows:
-        table.add_row(*(Text(cell, overflow="fold") for cell in row))
-    console.print(table)
 
 
 def _connect():
@@ -195,7 +175,7 @@ def list_cmd(json_out: bool = typer.Option(False, "--json", help="Print a JSON a
     if not rows:
         _say("no jobs yet: create one with `scoi job submit --input FILE --src fr --tgt en --model M`")
         return
-    _print_rows(["id", "name", "pair", "method", "k", "state", "done", "queued", "failed", "model"],
+    print_rows(["id", "name", "pair", "method", "k", "state", "done", "queued", "failed", "model"],
                 [[str(r["job_id"]), r["name"] or "", f"{r['src_lang']}-{r['tgt_lang']}", r["method"], str(r["k"]),
                   r["state"], f"{r['done']}/{r['total']}", str(r["queued"] + r["running"]), str(r["failed"]),
                   r["model"]] for r in rows])

@@ -14,6 +14,7 @@ app = typer.Typer(
 app.add_typer(db.app, name="db")
 app.command("ingest")(ingest_cmd.ingest)
 app.command("corpora")(ingest_cmd.corpora)
+app.command("ingest-runs")(ingest_cmd.ingest_runs)
 app.command("reanalyze")(reanalyze_cmd.reanalyze)
 app.command("select")(select_cmd.select)
 app.command("prompt")(select_cmd.prompt)

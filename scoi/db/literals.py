@@ -3,7 +3,7 @@
 The writer's measured fast path (docs/schema.md, "Writes"): psycopg's ``write_row`` and
 list dumping work field by field and element by element in Python, which was most of the
 ingest writer's client time (a million postings per 42k pairs). Each helper here is
-checked against PostgreSQL's own parsing in tests/test_ingest_writer_literals.py; the
+checked against PostgreSQL's own parsing in tests/integration/test_ingest_writer_literals.py; the
 sparsevec text comes from pgvector's own type.
 """
 

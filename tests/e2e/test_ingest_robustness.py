@@ -65,6 +65,14 @@ def test_kill_9_then_resume(db_url, tmp_path, pairs):
     assert 0 < committed < len(pairs), "the kill must land mid-run"
     assert committed % 20 == 0  # whole batches only
     assert scalar(db_url, "SELECT status FROM ingest_run") == "running"  # as the killed run left it
+    # ... but read as dead: its session (and so its advisory lock) is gone. The server
+    # notices the closed socket at once; allow a moment.
+    for _ in range(100):
+        if scalar(db_url, "SELECT state FROM ingest_run_status") == "dead":
+            break
+        time.sleep(0.05)
+    runs = cli_json(["ingest-runs", "--json"], db_url)
+    assert [(r["state"], r["inserted"]) for r in runs] == [("dead", committed)]
     assert_consistent(db_url)
 
     out = cli_json(["ingest", *args[:-1], "0"], db_url)  # resume (in this process, parsing in it too)
@@ -72,6 +80,30 @@ def test_kill_9_then_resume(db_url, tmp_path, pairs):
     assert stored_pairs(db_url) == Counter(pairs)
     assert scalar(db_url, "SELECT count(*) FROM sentence") == 2 * len(pairs)
     assert_consistent(db_url)
+    runs = cli_json(["ingest-runs", "--json"], db_url)
+    assert [r["state"] for r in runs] == ["done", "dead"]  # newest first
+
+
+def test_a_live_ingest_reads_as_running(db_url, tmp_path, pairs):
+    """The lock is held from the moment the row exists until the run ends: never a false dead."""
+    path = write_tsv(tmp_path / "big.tsv", pairs)
+    with open(tmp_path / "run.log", "wb") as log:
+        proc = start_ingest([str(path), "--src", "fr", "--tgt", "en", "--batch-size", "20", "--workers", "0"],
+                            db_url, log)
+        states = set()
+        try:
+            deadline = time.monotonic() + 240
+            while proc.poll() is None and time.monotonic() < deadline:
+                state = scalar(db_url, "SELECT max(state) FROM ingest_run_status")
+                if state is not None:
+                    states.add(state)
+                time.sleep(0.02)
+            proc.wait(timeout=60)
+        finally:
+            kill_group(proc)
+    assert proc.returncode == 0, (tmp_path / "run.log").read_text()
+    assert "running" in states and "dead" not in states, states
+    assert scalar(db_url, "SELECT state FROM ingest_run_status") == "done"
 
 
 def test_two_concurrent_ingests_of_overlapping_files(db_url, tmp_path, pairs):

@@ -34,6 +34,12 @@ INSERT INTO ingest_run (corpus_id, files, format, workers, parsers, host, pid)
 VALUES (%(corpus_id)s, %(files)s, %(format)s, %(workers)s, %(parsers)s, %(host)s, %(pid)s)
 RETURNING id;
 
+-- name: hold_run_lock
+-- Session-level: held by the connection that started the run until it closes, however the
+-- process ends; view ingest_run_status (migration 0014) reads a running row without it as
+-- dead. Taken in the transaction that inserts the row, so the row is never seen unlocked.
+SELECT pg_advisory_lock(4242002, %(run_id)s);
+
 -- name: insert_rejected
 INSERT INTO rejected_row (run_id, file, line, reason, content)
 VALUES (%(run_id)s, %(file)s, %(line)s, %(reason)s, %(content)s)
@@ -56,6 +62,15 @@ VACUUM (ANALYZE) posting;
 
 -- name: analyze_after_ingest
 ANALYZE bm25_doc, sentence, sentence_term, pair, vocab, term;
+
+-- name: list_runs
+-- Newest first; state is running / done / failed, or dead (its session is gone).
+SELECT run_id, corpus, files, format, state, started_at, finished_at, pairs_read, inserted,
+       duplicates, rejected, workers, host, pid, error
+FROM ingest_run_status
+WHERE %(corpus)s::text IS NULL OR corpus = %(corpus)s
+ORDER BY run_id DESC
+LIMIT %(limit)s;
 
 -- name: list_corpora
 SELECT name, src_lang, tgt_lang, pairs, both_sides_eligible, runs, created_at, last_ingest
