@@ -7,7 +7,8 @@ demo-corpus database and the reanalyze tests' old-scheme database are built once
 session the same way, then copied per test.
 
 Every test is marked with its tier, the folder it is in (``unit``, ``integration``,
-``e2e``), so ``pytest -m unit`` runs the fast tier alone. ``tests/unit/conftest.py`` keeps
+``e2e``), so ``pytest -m unit`` runs the fast tier alone (add ``--hypothesis-profile=quick``
+for a tenth of the property-test examples). ``tests/unit/conftest.py`` keeps
 the database away from the unit tier.
 """
 
@@ -21,8 +22,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tests.helpers.database import TEMPLATE, fresh_database
+from tests.helpers.hypothesis import QUICK_MAX_EXAMPLES
+
+# `pytest --hypothesis-profile=quick`: property tests run a tenth of their examples
+# (tests/helpers/hypothesis.py), for the edit-test loop; the default runs them all.
+settings.register_profile("quick", max_examples=QUICK_MAX_EXAMPLES)
 
 TESTS = Path(__file__).resolve().parent
 TIERS = ("unit", "integration", "e2e")

@@ -16,6 +16,7 @@ from scoi.core.greedy import Candidate, Pick, pad_in_pool_order, select
 from scoi.core.rbm25 import rbm25_ctq
 from tests import reference as ref
 from tests import reference_baselines as slow
+from tests.helpers.hypothesis import examples
 
 NO_TERMS = np.zeros((0, 0), dtype=np.int64)
 
@@ -78,7 +79,7 @@ WORDS = ["a", "b", "c", "d", "A", "."]
 sentences = st.lists(st.sampled_from(WORDS), max_size=7)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(query=sentences, pool=st.lists(sentences, max_size=9), k=st.integers(0, 10),
        variant=st.sampled_from(["ctq", "agrawal"]))
 def test_rbm25_properties_and_reference(query, pool, k, variant) -> None:
@@ -165,7 +166,7 @@ def clear_margins(trace: list[list[float]]) -> bool:
     return True
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(inputs=dpp_inputs(), k=st.integers(0, 8))
 def test_dpp_fast_matches_literal(inputs, k) -> None:
     distances, vectors = inputs
@@ -185,7 +186,7 @@ TERM_VECS = st.lists(st.integers(0, 2), min_size=3, max_size=3)
 terms = st.lists(TERM_VECS, max_size=4).map(lambda rows: np.array(rows, dtype=np.int64).reshape(len(rows), 3))
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(query_terms=terms, query=sentences, pool=st.lists(st.tuples(terms, sentences), max_size=8),
        k=st.integers(0, 6))
 def test_dpp_selection_matches_literal(query_terms, query, pool, k) -> None:

@@ -23,6 +23,7 @@ from scoi.core.coverage import (
 )
 from scoi.core.greedy import METHODS, Candidate, Pick, select
 from tests import reference as ref
+from tests.helpers.hypothesis import examples
 
 # Label dimensions: ROOT, nsubj, punct, advmod.
 R1, R2, R2_NSUBJ, R2_PUNCT, R2_ADVMOD = [1, 0, 0, 0], [2, 0, 0, 0], [2, 1, 0, 0], [2, 0, 1, 0], [2, 0, 0, 1]
@@ -200,7 +201,7 @@ def same_picks(fast: list[Pick], slow: list[Pick]) -> None:
 
 
 @pytest.mark.parametrize("method", METHODS)
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     problem=problems(),
     k=st.integers(0, 8),
@@ -232,7 +233,7 @@ def with_term_table(*term_arrays) -> tuple[np.ndarray, list[np.ndarray]]:
     return table, [np.array([index[tuple(r)] for r in a.reshape(-1, d).tolist()], dtype=np.int64) for a in arrays]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(problem=problems(), similarity=st.sampled_from(["distance", "cosine"]))
 def test_coverage_functions_match_reference(problem, similarity) -> None:
     query, tokens, pool = problem
@@ -245,7 +246,7 @@ def test_coverage_functions_match_reference(problem, similarity) -> None:
         assert poly_distance(query, t) == ref.poly_distance(query, t)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     dims=st.integers(1, 8),
     a_rows=st.integers(0, 6),

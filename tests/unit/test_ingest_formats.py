@@ -8,10 +8,11 @@ import pytest
 from ingest.readers import detect_format, read_records
 from tests.helpers.ingest import (
     FORMATS,
-    make_input,
     demo_pairs,
+    make_input,
     write_tsv,
 )
+
 
 @pytest.fixture(scope="module")
 def pairs():

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scoi.core.polynomial import ROOT, parse_key, term_key, tree_terms
+from tests.helpers.hypothesis import examples
 
 
 def multiset(*terms: dict[str, int]) -> Counter:
@@ -84,7 +85,7 @@ def test_cycle_is_rejected():
         tree_terms([0, 0], ["ROOT"])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(text=st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60)
        | st.lists(st.sampled_from(["«", "»", "\u00a0", "’", "‘", "“", "”", "„", '"', "'", ",", ".", " ", "  ", "–",
                                    "—", "…", "%", "1", "2,5", "l'", "M.", "(", ")", "\t", "a", "É"]),
@@ -99,7 +100,7 @@ def test_precompiled_punct_normalizer_equals_sacremoses(text):
         assert PunctNormalizer(lang).normalize(text) == MosesPunctNormalizer(lang=lang).normalize(text)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(words=st.lists(st.sampled_from(["M.", "Mr.", "No.", "art.", "p.", "etc.", "U.S.", "a.b.", "1.", "5", "12",
                                        "word.", "Word.", "é.", "É", "x", "le", "Le", ".", "..", "...", "l'", "'s",
                                        "(", ")", ",", "«", "»", "?", "n°", "Nr.", "S.", "z.B.", "a.m.", "A"])

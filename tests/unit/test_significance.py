@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scoi.jobs.significance import paired_bootstrap_means
+from tests.helpers.hypothesis import examples
 
 
 def literal(base: list[float], systems: list[list[float]], n_samples: int, seed: int = 12345):
@@ -33,7 +34,7 @@ def literal(base: list[float], systems: list[list[float]], n_samples: int, seed:
 scores = st.floats(min_value=-2, max_value=2, allow_nan=False, width=32)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.integers(min_value=2, max_value=30).flatmap(
     lambda n: st.tuples(st.lists(scores, min_size=n, max_size=n), st.lists(scores, min_size=n, max_size=n))))
 def test_fast_equals_literal(pair):
