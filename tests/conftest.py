@@ -26,6 +26,7 @@ from hypothesis import settings
 
 from tests.helpers.database import TEMPLATE, fresh_database
 from tests.helpers.hypothesis import QUICK_MAX_EXAMPLES
+from tests.helpers.ingest import demo_pairs, few_pairs
 
 # `pytest --hypothesis-profile=quick`: property tests run a tenth of their examples
 # (tests/helpers/hypothesis.py), for the edit-test loop; the default runs them all.
@@ -141,3 +142,15 @@ def old_db(server_url: str, old_template: str):
     """A fresh copy of the old-scheme demo database, for one test."""
     with fresh_database(server_url, old_template) as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def pairs() -> list:
+    """The demo corpus's (fr, en) pairs: the ingest tests' input."""
+    return demo_pairs()
+
+
+@pytest.fixture(scope="session")
+def few(pairs: list) -> list:
+    """A dozen demo pairs with the punctuation that trips tokenisers."""
+    return few_pairs(pairs)

@@ -14,7 +14,6 @@ from tests.helpers.cli import cli, cli_json, run_scoi
 from tests.helpers.database import scalar
 from tests.helpers.ingest import (
     assert_consistent,
-    demo_pairs,
     stored_pairs,
     write_jsonl,
     write_moses,
@@ -23,11 +22,6 @@ from tests.helpers.ingest import (
 
 FR_EN = ["--src", "fr", "--tgt", "en"]
 QUICK = ["--workers", "0"]  # parse in the CLI process: one process start fewer per run
-
-
-@pytest.fixture(scope="module")
-def pairs():
-    return demo_pairs()
 
 
 # ------------------------------------------------------------------ reruns

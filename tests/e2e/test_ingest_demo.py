@@ -16,7 +16,6 @@ from tests.helpers.ingest import (
     DEMO,
     PIPELINES,
     assert_consistent,
-    demo_pairs,
     ingest_json,
     spacy_tokens,
     stored_pairs,
@@ -30,11 +29,6 @@ def demo(server_url, template_url):
     with scratch_database(server_url) as url:
         summary = ingest_json([str(DEMO), "--src", "fr", "--tgt", "en", "--batch-size", "64"], url)
         yield url, summary
-
-
-@pytest.fixture(scope="module")
-def pairs():
-    return demo_pairs()
 
 
 def test_summary(demo, pairs):

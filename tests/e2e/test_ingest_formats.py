@@ -4,27 +4,13 @@ from __future__ import annotations
 
 from collections import Counter
 
-import pytest
-
 from tests.helpers.cli import cli_json
 from tests.helpers.ingest import (
-    few_pairs,
-    demo_pairs,
     gzipped,
     stored_pairs,
     write_moses,
     write_tmx,
 )
-
-
-@pytest.fixture(scope="module")
-def pairs():
-    return demo_pairs()
-
-
-@pytest.fixture(scope="module")
-def few(pairs):
-    return few_pairs(pairs)
 
 
 def test_tmx_through_the_cli(db_url, tmp_path, few):

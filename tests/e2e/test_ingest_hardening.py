@@ -9,15 +9,10 @@ import pytest
 
 from tests.helpers.cli import cli, cli_json
 from tests.helpers.database import scalar
-from tests.helpers.ingest import demo_pairs, write_tsv
+from tests.helpers.ingest import write_tsv
 
 FR_EN = ["--src", "fr", "--tgt", "en"]
 QUICK = ["--workers", "0"]
-
-
-@pytest.fixture(scope="module")
-def pairs():
-    return demo_pairs()
 
 
 def _refused(db_url, result, *expected):

@@ -15,12 +15,7 @@ import pytest
 
 from tests.helpers.cli import cli_json, scoi_env
 from tests.helpers.database import scalar
-from tests.helpers.ingest import assert_consistent, demo_pairs, stored_pairs, write_tsv
-
-
-@pytest.fixture(scope="module")
-def pairs():
-    return demo_pairs()
+from tests.helpers.ingest import assert_consistent, stored_pairs, write_tsv
 
 
 def start_ingest(args: list[str], db_url: str, log) -> subprocess.Popen:

@@ -6,13 +6,11 @@ from __future__ import annotations
 from collections import Counter
 
 import psycopg
-import pytest
 
 from tests.helpers.database import scalar
 from tests.helpers.ingest import (
     PIPELINES,
     assert_consistent,
-    demo_pairs,
     ingest_inprocess,
     long_french_sentence,
     spacy_tokens,
@@ -21,11 +19,6 @@ from tests.helpers.ingest import (
     write_moses,
     write_tsv,
 )
-
-
-@pytest.fixture(scope="module")
-def pairs():
-    return demo_pairs()
 
 
 def test_skip_bad_jsonl_and_moses(db_url, tmp_path, pairs):

@@ -9,24 +9,13 @@ import pytest
 
 from tests.helpers.ingest import (
     FORMATS,
-    few_pairs,
-    make_input,
     assert_consistent,
-    demo_pairs,
     ingest_inprocess,
+    make_input,
     snapshot,
     stored_pairs,
     write_tsv,
 )
-
-@pytest.fixture(scope="module")
-def pairs():
-    return demo_pairs()
-
-
-@pytest.fixture(scope="module")
-def few(pairs):
-    return few_pairs(pairs)
 
 
 @pytest.fixture(scope="module")

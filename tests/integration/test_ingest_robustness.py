@@ -9,15 +9,14 @@ import subprocess
 import sys
 from collections import Counter
 
-import pytest
-
 from tests.helpers.database import scalar, scratch_database
-from tests.helpers.ingest import assert_consistent, demo_pairs, ingest_inprocess, snapshot, stored_pairs, write_tsv
-
-
-@pytest.fixture(scope="module")
-def pairs():
-    return demo_pairs()
+from tests.helpers.ingest import (
+    assert_consistent,
+    ingest_inprocess,
+    snapshot,
+    stored_pairs,
+    write_tsv,
+)
 
 
 def test_parallel_workers_store_the_same_rows(server_url, template_url, tmp_path, pairs):

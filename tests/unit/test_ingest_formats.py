@@ -8,15 +8,9 @@ import pytest
 from ingest.readers import detect_format, read_records
 from tests.helpers.ingest import (
     FORMATS,
-    demo_pairs,
     make_input,
     write_tsv,
 )
-
-
-@pytest.fixture(scope="module")
-def pairs():
-    return demo_pairs()
 
 
 @pytest.mark.parametrize("gz", [False, True], ids=["plain", "gz"])
