@@ -188,3 +188,18 @@ def print_rows(headers: list[str], rows: list[list[str]]) -> None:
     for row in rows:
         table.add_row(*(Text(cell, overflow="fold") for cell in row))
     console.print(table)
+
+
+def parse_key_values(items: list[str], option: str) -> dict[str, Any]:
+    """``KEY=VALUE`` options (``--backend-opt``) as a dict; a VALUE that parses as JSON
+    (numbers, true, lists) is taken as such, anything else as a string."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            fail(f"{option} {item!r}: expected KEY=VALUE, e.g. max_retries=0 or base_url=http://host:8000/v1")
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value
+    return out

@@ -123,6 +123,57 @@ UNION ALL
     pair.a_id AS tgt_id
    FROM public.pair;
 
+-- TABLE experiment
+
+CREATE TABLE public.experiment (
+    id integer NOT NULL,
+    name text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    src_lang text NOT NULL,
+    tgt_lang text NOT NULL,
+    model text NOT NULL,
+    grid jsonb NOT NULL,
+    input_hash text NOT NULL,
+    input_path text,
+    references_path text,
+    result jsonb,
+    result_at timestamp with time zone
+);
+
+-- COMMENT TABLE experiment
+
+COMMENT ON TABLE public.experiment IS 'A comparison run as jobs: grid = methods, ks, orders, templates, seeds, baseline and job settings; input_hash = sha256 of the sources and references.';
+
+-- SEQUENCE experiment_id_seq
+
+CREATE SEQUENCE public.experiment_id_seq
+    AS integer
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+-- SEQUENCE OWNED BY experiment_id_seq
+
+ALTER SEQUENCE public.experiment_id_seq OWNED BY public.experiment.id;
+
+-- TABLE experiment_job
+
+CREATE TABLE public.experiment_job (
+    experiment_id integer NOT NULL,
+    job_id bigint NOT NULL,
+    method text NOT NULL,
+    k integer NOT NULL,
+    example_order text NOT NULL,
+    template text NOT NULL,
+    seed integer NOT NULL
+);
+
+-- COMMENT TABLE experiment_job
+
+COMMENT ON TABLE public.experiment_job IS 'The jobs of an experiment, one per grid cell (random: one per seed).';
+
 -- TABLE ingest_run
 
 CREATE TABLE public.ingest_run (
@@ -701,6 +752,10 @@ ALTER SEQUENCE public.vocab_id_seq OWNED BY public.vocab.id;
 
 ALTER TABLE ONLY public.corpus ALTER COLUMN id SET DEFAULT nextval('public.corpus_id_seq'::regclass);
 
+-- DEFAULT experiment id
+
+ALTER TABLE ONLY public.experiment ALTER COLUMN id SET DEFAULT nextval('public.experiment_id_seq'::regclass);
+
 -- DEFAULT ingest_run id
 
 ALTER TABLE ONLY public.ingest_run ALTER COLUMN id SET DEFAULT nextval('public.ingest_run_id_seq'::regclass);
@@ -756,6 +811,26 @@ ALTER TABLE ONLY public.corpus
 
 ALTER TABLE ONLY public.corpus
     ADD CONSTRAINT corpus_pkey PRIMARY KEY (id);
+
+-- CONSTRAINT experiment_job experiment_job_experiment_id_method_k_example_order_templat_key
+
+ALTER TABLE ONLY public.experiment_job
+    ADD CONSTRAINT experiment_job_experiment_id_method_k_example_order_templat_key UNIQUE (experiment_id, method, k, example_order, template, seed);
+
+-- CONSTRAINT experiment_job experiment_job_pkey
+
+ALTER TABLE ONLY public.experiment_job
+    ADD CONSTRAINT experiment_job_pkey PRIMARY KEY (experiment_id, job_id);
+
+-- CONSTRAINT experiment experiment_name_key
+
+ALTER TABLE ONLY public.experiment
+    ADD CONSTRAINT experiment_name_key UNIQUE (name);
+
+-- CONSTRAINT experiment experiment_pkey
+
+ALTER TABLE ONLY public.experiment
+    ADD CONSTRAINT experiment_pkey PRIMARY KEY (id);
 
 -- CONSTRAINT ingest_run ingest_run_pkey
 
@@ -1000,6 +1075,16 @@ CREATE OR REPLACE VIEW public.sentence_polynomial AS
      JOIN public.sentence_term st ON ((st.sentence_id = s.id)))
      JOIN public.term t ON ((t.id = st.term_id)))
   GROUP BY s.id;
+
+-- FK CONSTRAINT experiment_job experiment_job_experiment_id_fkey
+
+ALTER TABLE ONLY public.experiment_job
+    ADD CONSTRAINT experiment_job_experiment_id_fkey FOREIGN KEY (experiment_id) REFERENCES public.experiment(id) ON DELETE CASCADE;
+
+-- FK CONSTRAINT experiment_job experiment_job_job_id_fkey
+
+ALTER TABLE ONLY public.experiment_job
+    ADD CONSTRAINT experiment_job_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.job(id) ON DELETE CASCADE;
 
 -- FK CONSTRAINT ingest_run ingest_run_corpus_id_fkey
 

@@ -1,0 +1,162 @@
+"""``scoi experiment run | show | list``: methods × k × order × template as jobs, one table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from scoi.cli.common import console, database_url, emit_json, err_console, fail, parse_key_values, print_rows
+
+experiment_app = typer.Typer(help="Compare selection methods on a test file with references (the paper's table).",
+                             no_args_is_help=True)
+
+
+def _split(value: str, what: str) -> list[str]:
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    if not items:
+        fail(f"--{what} is empty; give a comma-separated list")
+    return items
+
+
+def _ints(value: str, what: str) -> list[int]:
+    try:
+        return [int(v) for v in _split(value, what)]
+    except ValueError:
+        fail(f"--{what} {value!r}: expected comma-separated whole numbers, e.g. 1,4")
+
+
+def _print_table(result: dict) -> None:
+    from scoi.jobs.experiment import format_cell
+
+    columns = result["columns"]
+    varying = [c for c in ("k", "order", "template") if len({r[c] for r in result["rows"]}) > 1]
+    headers = ["method", *varying, *columns]
+    rows = []
+    for r in result["rows"]:
+        label = r["method"] + (" (baseline)" if r["baseline"] else "") + (f" ×{r['seeds']} seeds" if r["seeds"] > 1
+                                                                            else "")
+        rows.append([label, *(str(r[c]) for c in varying), *(format_cell(r, m) for m in columns)])
+    print_rows(headers, rows)
+    n = max((r.get("n_items", 0) for r in result["rows"]), default=0)
+    console.print(f"{result['experiment']}: {result['direction']}, {result['model']}, {n} sentences; * = differs "
+                  f"from {result['baseline']} (paired bootstrap, {result['n_samples']} samples, p < "
+                  f"{result['alpha']}); random rows are the mean of their seeds, tested on the first",
+                  highlight=False, soft_wrap=True, markup=False)
+
+
+@experiment_app.command("run")
+def run(
+    name: str = typer.Argument(..., help="Experiment name; rerun with the same options to resume."),
+    input_file: Path = typer.Option(..., "--input", "-i", help="Test sentences, one per line."),
+    references: Path = typer.Option(..., "--references", "-r", help="Reference translations, line-aligned."),
+    src: str = typer.Option(..., "--src", help="Source language code, e.g. fr."),
+    tgt: str = typer.Option(..., "--tgt", help="Target language code, e.g. en."),
+    model: str = typer.Option(..., "--model", "-m", help="Backend spec: hf:DIR, gguf:FILE, openai:MODEL, ..."),
+    methods: str = typer.Option("zero,random,bm25,rbm25,poly-topk,dpp,scoi", "--methods",
+                                help="Comma-separated methods, one table row each (random: mean of --random-seeds)."),
+    ks: str = typer.Option("4", "--k", help="Comma-separated numbers of examples, e.g. 1,4."),
+    orders: str = typer.Option("reverse", "--orders", help="Comma-separated example orders (reverse, selection)."),
+    templates: str = typer.Option("xglm", "--templates", help="Comma-separated prompt templates (xglm, alpaca, FILE)."),
+    baseline: str | None = typer.Option(None, "--baseline", help="Method the others are tested against "
+                                                                 "(default: bm25 if compared, else the first)."),
+    random_seeds: int = typer.Option(3, "--random-seeds", min=1, help="Seeds of the random method (paper: 3)."),
+    pool: int = typer.Option(100, "--pool", min=1, help="Preselected candidates per sentence."),
+    max_new_tokens: int = typer.Option(128, "--max-new-tokens", min=1, help="Generation limit per item."),
+    backend_opt: list[str] = typer.Option([], "--backend-opt", help="Backend option KEY=VALUE (repeatable)."),
+    workers: int = typer.Option(1, "--workers", min=0,
+                                help="Translate with this many worker processes per job (1: in this process, the "
+                                     "model loads once); 0: only queue the jobs, for `scoi worker`s elsewhere."),
+    comet: str | None = typer.Option(None, "--comet", help="COMET checkpoint (file or local model directory)."),
+    samples: int = typer.Option(1000, "--samples", min=10, help="Bootstrap resamples for significance."),
+    json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the table as JSON."),
+) -> None:
+    """Queue one job per grid cell (or resume them), translate them, print the table.
+
+    Rows are methods (and k / order / template where several are given), columns BLEU,
+    chrF and COMET (with --comet); a * marks a score that differs from the baseline's with
+    p < 0.05 (paired bootstrap over the same sentences). The table is stored with the
+    experiment: `scoi experiment show NAME` prints it again.
+    """
+    from scoi.jobs.experiment import ExperimentSpec, create_or_resume, results, run_jobs
+    from scoi.jobs.eval import EvalError
+    from scoi.jobs.store import JobError, connect, read_lines
+
+    try:
+        sources, refs = read_lines(input_file), read_lines(references)
+    except JobError as e:
+        fail(str(e))
+    spec = ExperimentSpec(name=name, src=src.lower(), tgt=tgt.lower(), model=model, methods=_split(methods, "methods"),
+                          ks=_ints(ks, "k"), orders=_split(orders, "orders"), templates=_split(templates, "templates"),
+                          baseline=baseline, random_seeds=random_seeds, pool=pool, max_new_tokens=max_new_tokens,
+                          backend_options=parse_key_values(backend_opt, "--backend-opt"))
+    url = database_url()
+    say = (lambda msg: None) if json_out else (lambda msg: err_console.print(msg, highlight=False, markup=False))
+    with connect(url) as conn:
+        try:
+            experiment, created = create_or_resume(conn, spec, sources, refs, input_path=str(input_file.resolve()),
+                                                   references_path=str(references.resolve()))
+        except JobError as e:
+            fail(str(e))
+    say(f"experiment {name}: {len(experiment.cells)} jobs ({created} new) of {len(sources)} sentences")
+    if workers == 0:
+        say("jobs queued; run `scoi worker --burst`, then `scoi experiment show " + name + "`")
+        if json_out:
+            emit_json({"experiment": name, "jobs": [job.id for _, job in experiment.cells], "created": created})
+        return
+    try:
+        run_jobs(url, experiment, workers=workers, log=say)
+    except KeyboardInterrupt:
+        fail("interrupted; rerun the same command to resume", code=130)
+    with connect(url) as conn:
+        try:
+            result = results(conn, experiment, comet=comet, n_samples=samples)
+        except (EvalError, JobError) as e:
+            fail(str(e))
+    if json_out:
+        emit_json(result)
+    else:
+        _print_table(result)
+
+
+@experiment_app.command("show")
+def show(
+    name: str = typer.Argument(..., help="Experiment name."),
+    comet: str | None = typer.Option(None, "--comet", help="COMET checkpoint, to add or refresh COMET scores."),
+    samples: int = typer.Option(1000, "--samples", min=10, help="Bootstrap resamples for significance."),
+    partial: bool = typer.Option(False, "--partial", help="Score the items done so far of unfinished jobs."),
+    json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the table as JSON."),
+) -> None:
+    """The experiment's table, from its jobs' current scores (scored where missing)."""
+    from scoi.jobs.experiment import get_experiment, results
+    from scoi.jobs.eval import EvalError
+    from scoi.jobs.store import JobError, connect
+
+    with connect(database_url()) as conn:
+        try:
+            result = results(conn, get_experiment(conn, name), comet=comet, n_samples=samples, partial=partial)
+        except (EvalError, JobError) as e:
+            fail(str(e))
+    if json_out:
+        emit_json(result)
+    else:
+        _print_table(result)
+
+
+@experiment_app.command("list")
+def list_(json_out: bool = typer.Option(False, "--json", help="Print a JSON array.")) -> None:
+    """Experiments with their jobs done / total."""
+    from scoi.jobs.experiment import list_experiments
+    from scoi.jobs.store import connect
+
+    with connect(database_url()) as conn:
+        rows = list_experiments(conn)
+    if json_out:
+        emit_json(rows)
+        return
+    if not rows:
+        console.print("no experiments yet: scoi experiment run NAME --input ... --references ... --model ...")
+        return
+    print_rows(["name", "direction", "model", "jobs done", "created", "table computed"],
+               [[r["name"], f"{r['src_lang']}-{r['tgt_lang']}", r["model"], f"{r['jobs_done']}/{r['jobs']}",
+                 str(r["created_at"])[:19], str(r["result_at"] or "")[:19]] for r in rows])
