@@ -135,3 +135,10 @@ def hf_offline() -> bool:
 def hf_endpoint() -> str:
     """The Hugging Face hub URL (a mirror when set)."""
     return os.environ.get(ENV_HF_ENDPOINT) or DEFAULT_HF_ENDPOINT
+
+
+def sacrebleu_seed() -> int | None:
+    """The bootstrap seed, read as sacreBLEU reads it (``SACREBLEU_SEED``, default 12345;
+    ``none`` for a fresh one each run), so scoi's COMET resampling matches its BLEU/chrF one."""
+    seed = os.environ.get("SACREBLEU_SEED", "12345")
+    return None if seed.strip().lower() == "none" else int(seed)

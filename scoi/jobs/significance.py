@@ -14,11 +14,12 @@ procedure's formula gives 1/(n+1), which would call identical outputs significan
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from scoi.config import sacrebleu_seed
 
 DEFAULT_SAMPLES = 1000  # sacreBLEU's default for the paired bootstrap
 
@@ -33,11 +34,6 @@ class Paired:
     mean: float
     ci: float
     p_value: float | None
-
-
-def _seed() -> int | None:
-    seed = os.environ.get("SACREBLEU_SEED", "12345")
-    return None if seed.lower() == "none" else int(seed)
 
 
 def _mean_ci(samples: np.ndarray) -> tuple[float, float]:
@@ -61,7 +57,7 @@ def paired_bootstrap_means(baseline: Sequence[float], systems: Sequence[Sequence
     n = len(base)
     if n == 0 or any(len(s) != n for s in systems):
         raise ValueError("paired scores need the same, non-empty list of items for every system")
-    idxs = np.random.default_rng(_seed()).choice(n, size=(n_samples, n), replace=True)
+    idxs = np.random.default_rng(sacrebleu_seed()).choice(n, size=(n_samples, n), replace=True)
     base_samples = base[idxs].mean(axis=1)
     out = [Paired(float(base.mean()) * scale, *(v * scale for v in _mean_ci(base_samples)), None)]
     for sys_scores in systems:
