@@ -8,9 +8,15 @@ alone (scoi/db/sql/jobs.sql):
 * a claim is identified by (worker id, attempt number); results are written only while
   the item is still ``running`` under that claim, so a worker that was presumed dead and
   whose item was re-claimed cannot write a second output, and a repeated write is a no-op;
-* a background thread refreshes ``heartbeat_at`` of the worker's items; items whose
-  heartbeat is older than a claimer's ``stall_timeout`` are claimed again (kill -9 loses
-  nothing), unless they have used ``max_attempts`` — then they end failed;
+* each worker registers in ``job_worker`` and holds a session-level advisory lock on a
+  connection of its own for its lifetime; when the process dies (kill -9, machine lost)
+  PostgreSQL drops the lock with the session, and the very next claim — of any worker,
+  ``--burst`` ones included — takes that worker's items (its attempt counted, so an item
+  that kills every worker still ends failed after ``max_attempts``);
+* a background thread refreshes ``heartbeat_at`` of the worker's items on that connection;
+  a live worker's items whose heartbeat is older than a claimer's ``stall_timeout`` (the
+  worker is stuck) are claimed again too, unless they have used ``max_attempts`` — then
+  they end failed;
 * an attempt that raises keeps its error in ``last_error`` and goes back to the queue, or
   ends ``failed`` after ``max_attempts``;
 * one item never costs the batch: text PostgreSQL refuses (NUL, lone surrogates) is
@@ -31,6 +37,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import socket
 import threading
@@ -176,6 +183,9 @@ class Worker:
         self.id = worker_id or default_worker_id()
         self.log = log or (lambda msg: None)
         self.conn = store.connect(url)
+        self._life_lock = threading.Lock()  # the liveness connection: heartbeat thread and close()
+        self._lock_key = 0
+        self._life = self._register()
         self.stats = WorkerStats(worker=self.id)
         self._stop = threading.Event()
         self._hb_stop = threading.Event()
@@ -211,21 +221,45 @@ class Worker:
 
         return restore
 
+    def _register(self) -> psycopg.Connection:
+        """Open the liveness connection and take the worker's lock on it (a fresh random key
+        if another live session holds the one drawn: two workers never share a lock)."""
+        conn = store.connect(self.url)
+        try:
+            for _ in range(5):
+                self._lock_key = random.randint(-2**31, 2**31 - 1)
+                if store.register_worker(conn, self.id, host=socket.gethostname(), pid=os.getpid(),
+                                         key=self._lock_key, stall=float(self.opts.stall_timeout)):
+                    return conn
+            raise RuntimeError(f"worker {self.id}: could not take a liveness lock")
+        except BaseException:
+            conn.close()
+            raise
+
+    def _beat(self) -> None:
+        """One heartbeat on the liveness connection; a lost connection is reopened and the
+        lock taken again (until then the worker reads as dead and its items may go: their
+        results are then refused, never written twice)."""
+        with self._life_lock:
+            if self._life.closed or self._life.broken:
+                conn = store.connect(self.url)
+                if not store.register_worker(conn, self.id, host=socket.gethostname(), pid=os.getpid(),
+                                             key=self._lock_key, stall=float(self.opts.stall_timeout)):
+                    conn.close()  # the old session still holds the lock: it is alive, try again later
+                    raise psycopg.OperationalError("the previous session still holds the worker's lock")
+                self._life = conn
+            store.heartbeat(self._life, self.id)
+
     def _heartbeat_loop(self) -> None:
-        conn: psycopg.Connection | None = None
         interval = self.opts.heartbeat_interval()
         while not self._hb_stop.wait(interval):
             try:
-                if conn is None or conn.closed:
-                    conn = store.connect(self.url)
-                store.heartbeat(conn, self.id)
+                self._beat()
             except psycopg.Error as e:  # keep trying: a missed beat only risks a re-claim
                 self.log(f"worker {self.id}: heartbeat failed: {e}")
-                if conn is not None:
-                    conn.close()
-                conn = None
-        if conn is not None:
-            conn.close()
+                with self._life_lock:
+                    if self._life.broken:
+                        self._life.close()
 
     # ------------------------------------------------------------------ queue
     def claim(self) -> list[Claimed]:
@@ -534,6 +568,13 @@ class Worker:
             if callable(close):
                 close()
         self.conn.close()
+        with self._life_lock:  # last: the lock ends with this session
+            try:
+                if not self._life.closed and not self._life.broken:
+                    store.unregister_worker(self._life, self.id)
+            except psycopg.Error:
+                pass
+            self._life.close()
 
     def __enter__(self) -> Worker:
         return self
