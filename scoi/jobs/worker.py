@@ -88,6 +88,11 @@ class WorkerStats:
     generate_ms: float = 0.0
     overhead_ms: float = 0.0
     errors: list[str] = field(default_factory=list)  # distinct error messages, first few
+    #: Where the overhead goes, ms summed over items (PHASES): the benchmark's breakdown.
+    phase_ms: dict[str, float] = field(default_factory=dict)
+
+    def add_phase(self, name: str, ms: float) -> None:
+        self.phase_ms[name] = self.phase_ms.get(name, 0.0) + ms
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -96,6 +101,8 @@ class WorkerStats:
         d["seconds"] = round(self.seconds, 3)
         d["generate_ms"] = round(self.generate_ms, 3)
         d["overhead_ms"] = round(self.overhead_ms, 3)
+        d["phase_ms_per_item"] = {k: round(v / self.claimed, 3) for k, v in self.phase_ms.items()} if self.claimed else {}
+        d.pop("phase_ms")
         return d
 
 
@@ -193,6 +200,7 @@ class Worker:
         self._selectors: dict[tuple, Any] = {}
         self._backends: dict[tuple, Any] = {}  # a Backend, or the exception its loading raised
         self._last_write_ms = 0.0
+        self._claim_ms = 0.0  # the current batch's claim, part of its items' overhead
         self._last_stall_check = 0.0
         self._setup_seconds = 0.0  # loading selectors/parsers/models: not per-item overhead
 
@@ -264,6 +272,7 @@ class Worker:
     # ------------------------------------------------------------------ queue
     def claim(self) -> list[Claimed]:
         """Take up to ``batch_size`` items (input order), marking exhausted stalled ones failed."""
+        t0 = time.perf_counter()
         now = time.monotonic()
         stall = float(self.opts.stall_timeout)
         if now - self._last_stall_check >= min(stall, 30.0):
@@ -277,6 +286,9 @@ class Worker:
         rows = store.claim_items(self.conn, self.id, stall=stall, n=n, job_id=self.opts.job_id)
         items = sorted((Claimed(*r) for r in rows), key=lambda c: (c.job_id, c.idx))
         self.stats.claimed += len(items)
+        if items:  # an empty claim is idle time, not an item's
+            self._claim_ms = (time.perf_counter() - t0) * 1000
+            self.stats.add_phase("claim", self._claim_ms)
         return items
 
     def _wait_for_work(self) -> None:
@@ -370,6 +382,7 @@ class Worker:
             except Exception:  # noqa: BLE001 - each item is then parsed (and fails) on its own
                 pass
             shared_ms = (time.perf_counter() - ts) * 1000 / len(group)
+            self.stats.add_phase("parse", shared_ms * len(group))
         prepared: list[Prepared] = []
         failed: list[Failed] = []
         for it in group:
@@ -393,9 +406,12 @@ class Worker:
         if selector is not None:
             res = selector.select(item.source, k=job.k, method=job.method, analysis=analysis)
             examples = [Example(p.src, p.tgt) for p in res.selected]
-        select_ms = (time.perf_counter() - ts) * 1000 + shared_ms
+        tp = time.perf_counter()
+        select_ms = (tp - ts) * 1000 + shared_ms
         prompt = render_prompt(item.source, examples, job.src_lang, job.tgt_lang, template=job.template,
                                order=job_order(job.params), seed=job.params.get("seed", 0))
+        self.stats.add_phase("select", (tp - ts) * 1000)
+        self.stats.add_phase("prompt", (time.perf_counter() - tp) * 1000)
         return Prepared(item, res, selector.labels if selector is not None else None, prompt, select_ms)
 
     def generate(self, job: Job, prepared: list[Prepared]) -> GenerateResult:
@@ -423,13 +439,15 @@ class Worker:
         """Write the batch's results and errors in one transaction. Only rows still held
         under this worker's claim are written; the others count as lost."""
         n = len(items)
-        # Per-item overhead: this batch's wall time except generation (and one-off loading
-        # of parsers and models), plus the previous batch's result write (this batch's
-        # write cannot time itself), split evenly over the batch.
-        overhead = ((time.perf_counter() - t0 - gen_wall) * 1000 + self._last_write_ms) / n
+        # Per-item overhead: this batch's claim and wall time except generation (and one-off
+        # loading of parsers and models), plus the previous batch's result write (this
+        # batch's write cannot time itself), split evenly over the batch.
+        overhead = (self._claim_ms + (time.perf_counter() - t0 - gen_wall) * 1000 + self._last_write_ms) / n
+        self._claim_ms = 0.0
         w0 = time.perf_counter()
         with self.conn.transaction():  # one commit for the whole batch
             self._record_selections([g.prepared for g in done] + [f.prepared for f in failed if f.prepared])
+            record_ms = (time.perf_counter() - w0) * 1000
             written, refused = self._write_done(done, overhead)
             failed = failed + refused
             written += self._write_failed(failed)
@@ -439,6 +457,8 @@ class Worker:
                 self.log(f"worker {self.id}: {f.error}")
         self.stats.lost += n - written
         self._last_write_ms = (time.perf_counter() - w0) * 1000
+        self.stats.add_phase("record", record_ms)
+        self.stats.add_phase("write", self._last_write_ms - record_ms)
         self.stats.overhead_ms += overhead * n
         self.stats.batches += 1
 
