@@ -42,6 +42,7 @@ import signal
 import socket
 import threading
 import time
+from concurrent import futures
 import uuid
 from dataclasses import asdict, dataclass, field
 from itertools import groupby
@@ -68,6 +69,7 @@ class WorkerOptions:
     poll_seconds: float = 2.0      # idle wait between claims (LISTEN wakes earlier)
     heartbeat_seconds: float | None = None  # default: stall_timeout / 3, at most 10 s
     max_items: int | None = None   # stop after claiming this many (benchmarks)
+    prefetch: bool = True          # claim and prepare the next batch while this one generates
 
     def heartbeat_interval(self) -> float:
         if self.heartbeat_seconds is not None:
@@ -347,12 +349,27 @@ class Worker:
         """Translate one claimed batch (per job: prepare, generate) and store every result
         or error in one transaction."""
         t0 = time.perf_counter()
+        self.finish(items, self.prepare_batch(items), t0)
+
+    def prepare_batch(self, items: list[Claimed]) -> list[PrepareResult]:
+        """Step 1 for each job's items of the batch (items come sorted by job)."""
+        return [self.prepare(job_id, list(group)) for job_id, group in groupby(items, key=lambda c: c.job_id)]
+
+    def finish(self, items: list[Claimed], preps: list[PrepareResult], t0: float, not_overhead: float = 0.0) -> None:
+        """Steps 2 and 3: generate each job's prepared items, store the batch. ``t0`` starts
+        the batch's overhead clock; ``not_overhead`` (s) is time in between that belongs to
+        another batch (the next one's claim)."""
+        done, failed, not_overhead_s = self.generate_batch(preps)
+        self.store(items, done, failed, t0, not_overhead_s + not_overhead)
+
+    def generate_batch(self, preps: list[PrepareResult]) -> tuple[list[Generated], list[Failed], float]:
+        """Step 2 for each job's prepared items: the answers, the failures, and the seconds
+        that are not overhead (generation, and one-off loading of models)."""
         setup0 = self._setup_seconds
         gen_wall = 0.0
         done: list[Generated] = []
         failed: list[Failed] = []
-        for job_id, group in groupby(items, key=lambda c: c.job_id):
-            prep = self.prepare(job_id, list(group))
+        for prep in preps:
             failed += prep.failed
             if not prep.prepared:
                 continue
@@ -360,8 +377,7 @@ class Worker:
             done += gen.done
             failed += gen.failed
             gen_wall += gen.seconds
-        # One-off loading of parsers and models is not per-item overhead either.
-        self.store(items, done, failed, t0, gen_wall + self._setup_seconds - setup0)
+        return done, failed, gen_wall + self._setup_seconds - setup0
 
     def prepare(self, job_id: int, group: list[Claimed]) -> PrepareResult:
         """Select each item's examples and render its prompt. The group's sentences are
@@ -516,15 +532,21 @@ class Worker:
         return len(rows)
 
     def _record_selections(self, prepared: list[Prepared]) -> None:
-        """Store the selections (inside the caller's transaction; each in a savepoint, so a
-        selection that cannot be stored costs only its link, never the result)."""
-        from scoi.recording import record_selection
+        """Store the batch's selections in one go (inside the caller's transaction, in a
+        savepoint); if that fails, each on its own savepoint, so a selection that cannot
+        be stored costs only its link, never the result."""
+        from scoi.recording import record_selections
 
-        for p in prepared:
-            if p.selection is None or p.selection_id is not None:
-                continue
+        todo = [p for p in prepared if p.selection is not None and p.selection_id is None]
+        try:
+            for p, sel_id in zip(todo, record_selections(self.conn, [(p.selection, p.labels) for p in todo])):
+                p.selection_id = sel_id
+            return
+        except psycopg.Error:
+            pass
+        for p in todo:
             try:
-                p.selection_id = record_selection(self.conn, p.selection, p.labels)
+                [p.selection_id] = record_selections(self.conn, [(p.selection, p.labels)])
             except psycopg.Error as e:
                 self.log(f"worker {self.id}: selection of item {p.item.idx} not recorded: {e}")
 
@@ -551,15 +573,17 @@ class Worker:
             if self.opts.job_id is not None:
                 self.preload(self.opts.job_id)
             listen_for_items(self.conn)
-            while not self._stop.is_set():
-                items = self.claim()
-                if not items:
-                    if self.opts.burst or (self.opts.max_items is not None
-                                           and self.stats.claimed >= self.opts.max_items):
-                        break
-                    self._wait_for_work()
-                    continue
-                self.process(items)
+            if self.opts.prefetch:
+                self._run_pipelined()
+            else:
+                while not self._stop.is_set():
+                    items = self.claim()
+                    if not items:
+                        if self._queue_done():
+                            break
+                        self._wait_for_work()
+                        continue
+                    self.process(items)
         except KeyboardInterrupt:
             interrupted = True
             raise
@@ -579,6 +603,67 @@ class Worker:
             restore()
             hb.join(timeout=5)
         return self.stats
+
+    def _queue_done(self) -> bool:
+        """After an empty claim: stop (burst, or max_items reached) rather than wait."""
+        return self.opts.burst or (self.opts.max_items is not None and self.stats.claimed >= self.opts.max_items)
+
+    def _run_pipelined(self) -> None:
+        """The loop with prefetch: while batch N generates (on a model server, a GPU or
+        another core), batch N+1 is already claimed and its examples are selected in a
+        thread (parsing, and preselection on the selector's own connection), so selection
+        costs wall time only where it outlasts generation. The thread runs only while the
+        batch generates (joined before the batch is stored: the worker's connection and the
+        selector's label space are never used by both at once), and selections are the
+        same. On stop, the prefetched batch goes back to the queue, its attempt uncounted."""
+        with futures.ThreadPoolExecutor(1, thread_name_prefix="scoi-prepare") as pool:
+            current: tuple[list[Claimed], list[PrepareResult], float] | None = None
+            try:
+                while True:
+                    if current is None:
+                        if self._stop.is_set():
+                            return
+                        items = self.claim()
+                        if not items:
+                            if self._queue_done():
+                                return
+                            self._wait_for_work()
+                            continue
+                        t0 = time.perf_counter()
+                        current = (items, self._submit_prepare(pool, items).result(), t0)
+                    items, preps, t0 = current
+                    claim_ms = self._claim_ms
+                    c0 = time.perf_counter()
+                    following = self.claim() if not self._stop.is_set() else []
+                    claim_s = time.perf_counter() - c0 if following else 0.0
+                    next_claim_ms = self._claim_ms if following else 0.0
+                    current, pending = None, self._submit_prepare(pool, following) if following else None
+                    self._claim_ms = claim_ms
+                    done, failed, not_overhead = self.generate_batch(preps)
+                    w0 = time.perf_counter()
+                    next_preps = pending.result() if pending is not None else []
+                    wait_s = time.perf_counter() - w0  # the next batch's selection outlasting this generation
+                    self.stats.add_phase("prepare_wait", wait_s * 1000)
+                    self.store(items, done, failed, t0, not_overhead + claim_s + wait_s)
+                    self._claim_ms = next_claim_ms
+                    if following:
+                        current = (following, next_preps, time.perf_counter() - wait_s)
+                    if self._stop.is_set():
+                        return
+            finally:
+                if current is not None and self._stop.is_set() and not self.conn.closed and not self.conn.broken:
+                    # stopped with a prefetched batch: hand it back, attempt uncounted
+                    store.release_items(self.conn, self.id, uncount=True, error=None)
+
+    def _submit_prepare(self, pool: futures.ThreadPoolExecutor, items: list[Claimed]) -> futures.Future:
+        """Start step 1 of a batch in the prepare thread; its job rows are read here first,
+        so that thread never uses this worker's connection."""
+        for job_id in {it.job_id for it in items}:
+            try:
+                self.job(job_id)
+            except Exception:  # noqa: BLE001 - prepare() fails the items with this error
+                pass
+        return pool.submit(self.prepare_batch, items)
 
     def close(self) -> None:
         for sel in self._selectors.values():
