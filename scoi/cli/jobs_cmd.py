@@ -320,6 +320,9 @@ def worker(
     job: str | None = typer.Option(None, "--job", help="Only this job's items (id or name)."),
     max_items: int | None = typer.Option(None, "--max-items", min=1, help="Stop after claiming this many items."),
     poll: float = typer.Option(2.0, "--poll", min=0.05, help="Idle wait between claims, seconds."),
+    prefetch: bool = typer.Option(True, "--prefetch/--no-prefetch",
+                                  help="Select the next batch's examples while this batch generates (same "
+                                       "results; --no-prefetch when the model needs every core)."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: a JSON summary."),
 ) -> None:
     """Translate queued items: claim a batch, select examples, prompt, generate, store; repeat.
@@ -339,7 +342,7 @@ def worker(
         with _connect() as conn:
             job_id = _job(conn, job).id
     opts = WorkerOptions(batch_size=batch_size, stall_timeout=stall_timeout, burst=burst, job_id=job_id,
-                         poll_seconds=poll, max_items=max_items)
+                         poll_seconds=poll, max_items=max_items, prefetch=prefetch)
     try:
         if concurrency > 1:
             summary = run_pool(concurrency, opts)

@@ -42,8 +42,8 @@ import signal
 import socket
 import threading
 import time
-from concurrent import futures
 import uuid
+from concurrent import futures
 from dataclasses import asdict, dataclass, field
 from itertools import groupby
 from typing import Any, Callable, NamedTuple
@@ -90,7 +90,8 @@ class WorkerStats:
     generate_ms: float = 0.0
     overhead_ms: float = 0.0
     errors: list[str] = field(default_factory=list)  # distinct error messages, first few
-    #: Where the overhead goes, ms summed over items (PHASES): the benchmark's breakdown.
+    #: Where the time goes, ms summed over items (claim, parse, select, prompt,
+    #: prepare_wait, record, write): the benchmark's breakdown.
     phase_ms: dict[str, float] = field(default_factory=dict)
 
     def add_phase(self, name: str, ms: float) -> None:
