@@ -184,8 +184,9 @@ def list_cmd(json_out: bool = typer.Option(False, "--json", help="Print a JSON a
 @job_app.command("status")
 def status_cmd(job: str = typer.Argument(..., help="Job id or name."),
                json_out: bool = typer.Option(False, "--json", help="Print a JSON object.")) -> None:
-    """Progress of a job: items by status, mean timings, latest scores, the current errors of
-    unfinished items and the warnings of cleaned outputs."""
+    """Progress of a job: items by status, running items by the state of their worker (live,
+    dead, stuck), mean timings, latest scores, the current errors of unfinished items and the
+    warnings of cleaned outputs."""
     from scoi.jobs.store import status
 
     with _connect() as conn:
@@ -199,6 +200,11 @@ def status_cmd(job: str = typer.Argument(..., help="Job id or name."),
          f"{st['queued']} queued, {st['running']} running, {st['failed']} failed, "
          f"{st['cancelled']} cancelled")
     _say(f"  {j.signature}")
+    held = st["held_by"]
+    if st["running"]:
+        _say(f"  running items held by live workers: {held['live']}, by dead ones (free for the next claim): "
+             f"{held['dead']}, by stuck ones (no heartbeat for their stall timeout): {held['stuck']}"
+             + (f", by unregistered ones: {held['unknown']}" if held["unknown"] else ""))
     if st["avg_generate_ms"] is not None:
         _say(f"  per item: select {st['avg_select_ms']} ms, generate {st['avg_generate_ms']} ms, "
              f"overhead {st['avg_overhead_ms']} ms")
@@ -288,17 +294,22 @@ def worker(
     batch_size: int = typer.Option(8, "--batch-size", min=1, help="Items claimed and generated together."),
     concurrency: int = typer.Option(1, "--concurrency", min=1, help="Worker processes to run (each loads the model)."),
     stall_timeout: float = typer.Option(300.0, "--stall-timeout", min=0.1,
-                                        help="Seconds without heartbeat before an item is re-claimed; use one value "
+                                        help="Seconds without heartbeat before a live but stuck worker's item is "
+                                             "re-claimed (a dead worker's go at once); use one value "
                                              "for all workers (each beats every min(timeout/3, 10) s)."),
     job: str | None = typer.Option(None, "--job", help="Only this job's items (id or name)."),
     max_items: int | None = typer.Option(None, "--max-items", min=1, help="Stop after claiming this many items."),
     poll: float = typer.Option(2.0, "--poll", min=0.05, help="Idle wait between claims, seconds."),
+    prefetch: bool = typer.Option(True, "--prefetch/--no-prefetch",
+                                  help="Select the next batch's examples while this batch generates (same "
+                                       "results; --no-prefetch when the model needs every core)."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: a JSON summary."),
 ) -> None:
     """Translate queued items: claim a batch, select examples, prompt, generate, store; repeat.
 
-    SIGTERM / Ctrl-C finish the current batch and exit; kill -9 loses nothing (items are
-    re-claimed after the stall timeout).
+    SIGTERM / Ctrl-C finish the current batch and exit; kill -9 loses nothing: a dead
+    worker's items are claimed again at once by the next claim of any worker (a live one
+    that stops sending heartbeats, after the stall timeout).
     """
     import psycopg
 
@@ -311,7 +322,7 @@ def worker(
         with _connect() as conn:
             job_id = _job(conn, job).id
     opts = WorkerOptions(batch_size=batch_size, stall_timeout=stall_timeout, burst=burst, job_id=job_id,
-                         poll_seconds=poll, max_items=max_items)
+                         poll_seconds=poll, max_items=max_items, prefetch=prefetch)
     try:
         if concurrency > 1:
             summary = run_pool(concurrency, opts)

@@ -312,6 +312,66 @@ CREATE TABLE public.job_item (
 
 COMMENT ON COLUMN public.job_item.warning IS 'What the worker had to change in the output to store it (e.g. NUL characters removed), or NULL.';
 
+-- TABLE job_worker
+
+CREATE TABLE public.job_worker (
+    id text NOT NULL,
+    host text NOT NULL,
+    pid integer NOT NULL,
+    lock_space integer DEFAULT 4242003 NOT NULL,
+    lock_key integer NOT NULL,
+    stall_timeout double precision NOT NULL,
+    started_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT job_worker_stall_timeout_check CHECK ((stall_timeout > (0)::double precision))
+);
+
+-- COMMENT TABLE job_worker
+
+COMMENT ON TABLE public.job_worker IS 'A running translation worker. It holds the session-level advisory lock (lock_space, lock_key) while its process lives; the lock going away means the worker is dead and its items are free.';
+
+-- COMMENT COLUMN job_worker.stall_timeout
+
+COMMENT ON COLUMN public.job_worker.stall_timeout IS 'Seconds without heartbeat after which this worker counts as stuck (its --stall-timeout).';
+
+-- VIEW job_worker_state
+
+CREATE VIEW public.job_worker_state AS
+ SELECT id,
+    host,
+    pid,
+    started_at,
+    stall_timeout,
+    (EXISTS ( SELECT 1
+           FROM pg_locks l
+          WHERE ((l.locktype = 'advisory'::text) AND l.granted AND (l.objsubid = 2) AND (l.database = ( SELECT d.oid
+                   FROM pg_database d
+                  WHERE (d.datname = current_database()))) AND (l.classid = (w.lock_space)::oid) AND (l.objid = (w.lock_key)::oid)))) AS alive
+   FROM public.job_worker w;
+
+-- VIEW job_item_holder
+
+CREATE VIEW public.job_item_holder AS
+ SELECT i.job_id,
+    i.idx,
+    i.locked_by,
+    i.attempts,
+    i.max_attempts,
+    i.locked_at,
+    i.heartbeat_at,
+        CASE
+            WHEN (w.id IS NULL) THEN
+            CASE
+                WHEN (i.heartbeat_at < (now() - '00:05:00'::interval)) THEN 'stuck'::text
+                ELSE 'unknown'::text
+            END
+            WHEN (NOT w.alive) THEN 'dead'::text
+            WHEN (i.heartbeat_at < (now() - make_interval(secs => w.stall_timeout))) THEN 'stuck'::text
+            ELSE 'live'::text
+        END AS holder_state
+   FROM (public.job_item i
+     LEFT JOIN public.job_worker_state w ON ((w.id = i.locked_by)))
+  WHERE (i.status = 'running'::text);
+
 -- TABLE job_score
 
 CREATE TABLE public.job_score (
@@ -861,6 +921,11 @@ ALTER TABLE ONLY public.job_score
 
 ALTER TABLE ONLY public.job_segment_score
     ADD CONSTRAINT job_segment_score_pkey PRIMARY KEY (score_id, idx);
+
+-- CONSTRAINT job_worker job_worker_pkey
+
+ALTER TABLE ONLY public.job_worker
+    ADD CONSTRAINT job_worker_pkey PRIMARY KEY (id);
 
 -- CONSTRAINT label label_parser_id_name_key
 

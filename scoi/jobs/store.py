@@ -300,14 +300,23 @@ def list_jobs(conn: psycopg.Connection) -> list[dict[str, Any]]:
         return cur.execute(SQL["list_jobs"]).fetchall()
 
 
+#: The states of a running item's holder (view ``job_item_holder``): ``live``; ``dead``,
+#: its session gone (the next claim takes the item); ``stuck``, alive but without heartbeat
+#: for its stall timeout; ``unknown``, a holder that never registered (stall timeout only).
+HOLDER_STATES = ("live", "dead", "stuck", "unknown")
+
+
 def status(conn: psycopg.Connection, job_id: int, errors: int = 5) -> dict[str, Any]:
-    """Progress of one job, with its latest scores, a few of its errors (of the items'
-    current attempts) and a few of its warnings (outputs cleaned to be stored)."""
+    """Progress of one job, with its latest scores, its running items by the state of
+    their worker (``held_by``), a few of its errors (of the items' current attempts) and
+    a few of its warnings (outputs cleaned to be stored)."""
     with conn.cursor(row_factory=dict_row) as cur:
         out = dict(cur.execute(SQL["job_progress"], {"id": job_id}).fetchone())
         out["errors"] = cur.execute(SQL["recent_errors"], {"id": job_id, "n": errors}).fetchall()
         out["warnings"] = cur.execute(SQL["recent_warnings"], {"id": job_id, "n": errors}).fetchall()
         out["scores"] = cur.execute(SQL["latest_scores"], {"id": job_id}).fetchall()
+        held = {r["holder_state"]: r["n"] for r in cur.execute(SQL["holder_counts"], {"id": job_id})}
+    out["held_by"] = {state: held.get(state, 0) for state in HOLDER_STATES}
     return out
 
 
@@ -414,6 +423,22 @@ def fail_stalled(conn: psycopg.Connection, *, stall: float, job_id: int | None) 
     conn.execute(SQL["fail_stalled"], {"stall": stall, "job_id": job_id})
 
 
+def register_worker(conn: psycopg.Connection, worker: str, *, host: str, pid: int, key: int,
+                    stall: float) -> bool:
+    """Record the worker and take its liveness lock on ``conn`` (the connection it keeps for
+    its lifetime): while that session lives, the worker's items are its own; once it ends
+    (kill -9, lost machine) they are free at once. False: the lock is held by another session."""
+    with conn.transaction():
+        conn.execute(SQL["prune_workers"])
+        return bool(conn.execute(SQL["register_worker"], {"worker": worker, "host": host, "pid": pid,
+                                                          "key": key, "stall": stall}).fetchone()[0])
+
+
+def unregister_worker(conn: psycopg.Connection, worker: str) -> None:
+    """Remove a stopping worker's row (kept if it still holds items, see ``unregister_worker``)."""
+    conn.execute(SQL["unregister_worker"], {"worker": worker})
+
+
 def heartbeat(conn: psycopg.Connection, worker: str) -> None:
     """Keep the worker's claims alive."""
     conn.execute(SQL["heartbeat"], {"worker": worker})
@@ -484,9 +509,9 @@ def cancel(conn: psycopg.Connection, job_id: int) -> int:
         return conn.execute(SQL["cancel_items"], {"id": job_id}).rowcount
 
 
-__all__ = ["EXPORT_FORMATS", "Job", "JobError", "JobSpec", "add_items", "cancel", "check_backend_options",
-           "claim_items", "complete_items", "connect", "export_rows", "export_to_file", "fail_items", "fail_stalled",
-           "find_job_by_name", "get_job", "heartbeat", "insert_job", "insert_score", "latest_score_rows",
-           "latest_segment_scores", "list_jobs", "listen_for_items", "lock_for_append", "notify_workers", "read_lines",
-           "release_items", "retry", "scored_items", "source_hash", "status", "storable_text", "submit", "validate",
-           "write_export"]
+__all__ = ["EXPORT_FORMATS", "HOLDER_STATES", "Job", "JobError", "JobSpec", "add_items", "cancel",
+           "check_backend_options", "claim_items", "complete_items", "connect", "export_rows", "export_to_file",
+           "fail_items", "fail_stalled", "find_job_by_name", "get_job", "heartbeat", "insert_job", "insert_score",
+           "latest_score_rows", "latest_segment_scores", "list_jobs", "listen_for_items", "lock_for_append",
+           "notify_workers", "read_lines", "register_worker", "release_items", "retry", "scored_items", "source_hash",
+           "status", "storable_text", "submit", "unregister_worker", "validate", "write_export"]

@@ -34,6 +34,8 @@ def worker_command(options: WorkerOptions) -> list[str]:
         cmd += ["--job", str(options.job_id)]
     if options.max_items is not None:
         cmd += ["--max-items", str(options.max_items)]
+    if not options.prefetch:
+        cmd.append("--no-prefetch")
     return cmd
 
 

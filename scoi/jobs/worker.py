@@ -8,9 +8,15 @@ alone (scoi/db/sql/jobs.sql):
 * a claim is identified by (worker id, attempt number); results are written only while
   the item is still ``running`` under that claim, so a worker that was presumed dead and
   whose item was re-claimed cannot write a second output, and a repeated write is a no-op;
-* a background thread refreshes ``heartbeat_at`` of the worker's items; items whose
-  heartbeat is older than a claimer's ``stall_timeout`` are claimed again (kill -9 loses
-  nothing), unless they have used ``max_attempts`` — then they end failed;
+* each worker registers in ``job_worker`` and holds a session-level advisory lock on a
+  connection of its own for its lifetime; when the process dies (kill -9, machine lost)
+  PostgreSQL drops the lock with the session, and the very next claim — of any worker,
+  ``--burst`` ones included — takes that worker's items (its attempt counted, so an item
+  that kills every worker still ends failed after ``max_attempts``);
+* a background thread refreshes ``heartbeat_at`` of the worker's items on that connection;
+  a live worker's items whose heartbeat is older than a claimer's ``stall_timeout`` (the
+  worker is stuck) are claimed again too, unless they have used ``max_attempts`` — then
+  they end failed;
 * an attempt that raises keeps its error in ``last_error`` and goes back to the queue, or
   ends ``failed`` after ``max_attempts``;
 * one item never costs the batch: text PostgreSQL refuses (NUL, lone surrogates) is
@@ -31,11 +37,13 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import socket
 import threading
 import time
 import uuid
+from concurrent import futures
 from dataclasses import asdict, dataclass, field
 from itertools import groupby
 from typing import Any, Callable, NamedTuple
@@ -61,6 +69,7 @@ class WorkerOptions:
     poll_seconds: float = 2.0      # idle wait between claims (LISTEN wakes earlier)
     heartbeat_seconds: float | None = None  # default: stall_timeout / 3, at most 10 s
     max_items: int | None = None   # stop after claiming this many (benchmarks)
+    prefetch: bool = True          # claim and prepare the next batch while this one generates
 
     def heartbeat_interval(self) -> float:
         if self.heartbeat_seconds is not None:
@@ -81,6 +90,12 @@ class WorkerStats:
     generate_ms: float = 0.0
     overhead_ms: float = 0.0
     errors: list[str] = field(default_factory=list)  # distinct error messages, first few
+    #: Where the time goes, ms summed over items (claim, parse, select, prompt,
+    #: prepare_wait, record, write): the benchmark's breakdown.
+    phase_ms: dict[str, float] = field(default_factory=dict)
+
+    def add_phase(self, name: str, ms: float) -> None:
+        self.phase_ms[name] = self.phase_ms.get(name, 0.0) + ms
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -89,6 +104,8 @@ class WorkerStats:
         d["seconds"] = round(self.seconds, 3)
         d["generate_ms"] = round(self.generate_ms, 3)
         d["overhead_ms"] = round(self.overhead_ms, 3)
+        d["phase_ms_per_item"] = {k: round(v / self.claimed, 3) for k, v in self.phase_ms.items()} if self.claimed else {}
+        d.pop("phase_ms")
         return d
 
 
@@ -176,6 +193,9 @@ class Worker:
         self.id = worker_id or default_worker_id()
         self.log = log or (lambda msg: None)
         self.conn = store.connect(url)
+        self._life_lock = threading.Lock()  # the liveness connection: heartbeat thread and close()
+        self._lock_key = 0
+        self._life = self._register()
         self.stats = WorkerStats(worker=self.id)
         self._stop = threading.Event()
         self._hb_stop = threading.Event()
@@ -183,6 +203,7 @@ class Worker:
         self._selectors: dict[tuple, Any] = {}
         self._backends: dict[tuple, Any] = {}  # a Backend, or the exception its loading raised
         self._last_write_ms = 0.0
+        self._claim_ms = 0.0  # the current batch's claim, part of its items' overhead
         self._last_stall_check = 0.0
         self._setup_seconds = 0.0  # loading selectors/parsers/models: not per-item overhead
 
@@ -211,25 +232,50 @@ class Worker:
 
         return restore
 
+    def _register(self) -> psycopg.Connection:
+        """Open the liveness connection and take the worker's lock on it (a fresh random key
+        if another live session holds the one drawn: two workers never share a lock)."""
+        conn = store.connect(self.url)
+        try:
+            for _ in range(5):
+                self._lock_key = random.randint(-2**31, 2**31 - 1)
+                if store.register_worker(conn, self.id, host=socket.gethostname(), pid=os.getpid(),
+                                         key=self._lock_key, stall=float(self.opts.stall_timeout)):
+                    return conn
+            raise RuntimeError(f"worker {self.id}: could not take a liveness lock")
+        except BaseException:
+            conn.close()
+            raise
+
+    def _beat(self) -> None:
+        """One heartbeat on the liveness connection; a lost connection is reopened and the
+        lock taken again (until then the worker reads as dead and its items may go: their
+        results are then refused, never written twice)."""
+        with self._life_lock:
+            if self._life.closed or self._life.broken:
+                conn = store.connect(self.url)
+                if not store.register_worker(conn, self.id, host=socket.gethostname(), pid=os.getpid(),
+                                             key=self._lock_key, stall=float(self.opts.stall_timeout)):
+                    conn.close()  # the old session still holds the lock: it is alive, try again later
+                    raise psycopg.OperationalError("the previous session still holds the worker's lock")
+                self._life = conn
+            store.heartbeat(self._life, self.id)
+
     def _heartbeat_loop(self) -> None:
-        conn: psycopg.Connection | None = None
         interval = self.opts.heartbeat_interval()
         while not self._hb_stop.wait(interval):
             try:
-                if conn is None or conn.closed:
-                    conn = store.connect(self.url)
-                store.heartbeat(conn, self.id)
+                self._beat()
             except psycopg.Error as e:  # keep trying: a missed beat only risks a re-claim
                 self.log(f"worker {self.id}: heartbeat failed: {e}")
-                if conn is not None:
-                    conn.close()
-                conn = None
-        if conn is not None:
-            conn.close()
+                with self._life_lock:
+                    if self._life.broken:
+                        self._life.close()
 
     # ------------------------------------------------------------------ queue
     def claim(self) -> list[Claimed]:
         """Take up to ``batch_size`` items (input order), marking exhausted stalled ones failed."""
+        t0 = time.perf_counter()
         now = time.monotonic()
         stall = float(self.opts.stall_timeout)
         if now - self._last_stall_check >= min(stall, 30.0):
@@ -243,6 +289,9 @@ class Worker:
         rows = store.claim_items(self.conn, self.id, stall=stall, n=n, job_id=self.opts.job_id)
         items = sorted((Claimed(*r) for r in rows), key=lambda c: (c.job_id, c.idx))
         self.stats.claimed += len(items)
+        if items:  # an empty claim is idle time, not an item's
+            self._claim_ms = (time.perf_counter() - t0) * 1000
+            self.stats.add_phase("claim", self._claim_ms)
         return items
 
     def _wait_for_work(self) -> None:
@@ -301,12 +350,27 @@ class Worker:
         """Translate one claimed batch (per job: prepare, generate) and store every result
         or error in one transaction."""
         t0 = time.perf_counter()
+        self.finish(items, self.prepare_batch(items), t0)
+
+    def prepare_batch(self, items: list[Claimed]) -> list[PrepareResult]:
+        """Step 1 for each job's items of the batch (items come sorted by job)."""
+        return [self.prepare(job_id, list(group)) for job_id, group in groupby(items, key=lambda c: c.job_id)]
+
+    def finish(self, items: list[Claimed], preps: list[PrepareResult], t0: float, not_overhead: float = 0.0) -> None:
+        """Steps 2 and 3: generate each job's prepared items, store the batch. ``t0`` starts
+        the batch's overhead clock; ``not_overhead`` (s) is time in between that belongs to
+        another batch (the next one's claim)."""
+        done, failed, not_overhead_s = self.generate_batch(preps)
+        self.store(items, done, failed, t0, not_overhead_s + not_overhead)
+
+    def generate_batch(self, preps: list[PrepareResult]) -> tuple[list[Generated], list[Failed], float]:
+        """Step 2 for each job's prepared items: the answers, the failures, and the seconds
+        that are not overhead (generation, and one-off loading of models)."""
         setup0 = self._setup_seconds
         gen_wall = 0.0
         done: list[Generated] = []
         failed: list[Failed] = []
-        for job_id, group in groupby(items, key=lambda c: c.job_id):
-            prep = self.prepare(job_id, list(group))
+        for prep in preps:
             failed += prep.failed
             if not prep.prepared:
                 continue
@@ -314,8 +378,7 @@ class Worker:
             done += gen.done
             failed += gen.failed
             gen_wall += gen.seconds
-        # One-off loading of parsers and models is not per-item overhead either.
-        self.store(items, done, failed, t0, gen_wall + self._setup_seconds - setup0)
+        return done, failed, gen_wall + self._setup_seconds - setup0
 
     def prepare(self, job_id: int, group: list[Claimed]) -> PrepareResult:
         """Select each item's examples and render its prompt. The group's sentences are
@@ -336,6 +399,7 @@ class Worker:
             except Exception:  # noqa: BLE001 - each item is then parsed (and fails) on its own
                 pass
             shared_ms = (time.perf_counter() - ts) * 1000 / len(group)
+            self.stats.add_phase("parse", shared_ms * len(group))
         prepared: list[Prepared] = []
         failed: list[Failed] = []
         for it in group:
@@ -359,9 +423,12 @@ class Worker:
         if selector is not None:
             res = selector.select(item.source, k=job.k, method=job.method, analysis=analysis)
             examples = [Example(p.src, p.tgt) for p in res.selected]
-        select_ms = (time.perf_counter() - ts) * 1000 + shared_ms
+        tp = time.perf_counter()
+        select_ms = (tp - ts) * 1000 + shared_ms
         prompt = render_prompt(item.source, examples, job.src_lang, job.tgt_lang, template=job.template,
                                order=job_order(job.params), seed=job.params.get("seed", 0))
+        self.stats.add_phase("select", (tp - ts) * 1000)
+        self.stats.add_phase("prompt", (time.perf_counter() - tp) * 1000)
         return Prepared(item, res, selector.labels if selector is not None else None, prompt, select_ms)
 
     def generate(self, job: Job, prepared: list[Prepared]) -> GenerateResult:
@@ -389,13 +456,15 @@ class Worker:
         """Write the batch's results and errors in one transaction. Only rows still held
         under this worker's claim are written; the others count as lost."""
         n = len(items)
-        # Per-item overhead: this batch's wall time except generation (and one-off loading
-        # of parsers and models), plus the previous batch's result write (this batch's
-        # write cannot time itself), split evenly over the batch.
-        overhead = ((time.perf_counter() - t0 - gen_wall) * 1000 + self._last_write_ms) / n
+        # Per-item overhead: this batch's claim and wall time except generation (and one-off
+        # loading of parsers and models), plus the previous batch's result write (this
+        # batch's write cannot time itself), split evenly over the batch.
+        overhead = (self._claim_ms + (time.perf_counter() - t0 - gen_wall) * 1000 + self._last_write_ms) / n
+        self._claim_ms = 0.0
         w0 = time.perf_counter()
         with self.conn.transaction():  # one commit for the whole batch
             self._record_selections([g.prepared for g in done] + [f.prepared for f in failed if f.prepared])
+            record_ms = (time.perf_counter() - w0) * 1000
             written, refused = self._write_done(done, overhead)
             failed = failed + refused
             written += self._write_failed(failed)
@@ -405,6 +474,8 @@ class Worker:
                 self.log(f"worker {self.id}: {f.error}")
         self.stats.lost += n - written
         self._last_write_ms = (time.perf_counter() - w0) * 1000
+        self.stats.add_phase("record", record_ms)
+        self.stats.add_phase("write", self._last_write_ms - record_ms)
         self.stats.overhead_ms += overhead * n
         self.stats.batches += 1
 
@@ -462,15 +533,21 @@ class Worker:
         return len(rows)
 
     def _record_selections(self, prepared: list[Prepared]) -> None:
-        """Store the selections (inside the caller's transaction; each in a savepoint, so a
-        selection that cannot be stored costs only its link, never the result)."""
-        from scoi.recording import record_selection
+        """Store the batch's selections in one go (inside the caller's transaction, in a
+        savepoint); if that fails, each on its own savepoint, so a selection that cannot
+        be stored costs only its link, never the result."""
+        from scoi.recording import record_selections
 
-        for p in prepared:
-            if p.selection is None or p.selection_id is not None:
-                continue
+        todo = [p for p in prepared if p.selection is not None and p.selection_id is None]
+        try:
+            for p, sel_id in zip(todo, record_selections(self.conn, [(p.selection, p.labels) for p in todo])):
+                p.selection_id = sel_id
+            return
+        except psycopg.Error:
+            pass
+        for p in todo:
             try:
-                p.selection_id = record_selection(self.conn, p.selection, p.labels)
+                [p.selection_id] = record_selections(self.conn, [(p.selection, p.labels)])
             except psycopg.Error as e:
                 self.log(f"worker {self.id}: selection of item {p.item.idx} not recorded: {e}")
 
@@ -497,15 +574,17 @@ class Worker:
             if self.opts.job_id is not None:
                 self.preload(self.opts.job_id)
             listen_for_items(self.conn)
-            while not self._stop.is_set():
-                items = self.claim()
-                if not items:
-                    if self.opts.burst or (self.opts.max_items is not None
-                                           and self.stats.claimed >= self.opts.max_items):
-                        break
-                    self._wait_for_work()
-                    continue
-                self.process(items)
+            if self.opts.prefetch:
+                self._run_pipelined()
+            else:
+                while not self._stop.is_set():
+                    items = self.claim()
+                    if not items:
+                        if self._queue_done():
+                            break
+                        self._wait_for_work()
+                        continue
+                    self.process(items)
         except KeyboardInterrupt:
             interrupted = True
             raise
@@ -526,6 +605,67 @@ class Worker:
             hb.join(timeout=5)
         return self.stats
 
+    def _queue_done(self) -> bool:
+        """After an empty claim: stop (burst, or max_items reached) rather than wait."""
+        return self.opts.burst or (self.opts.max_items is not None and self.stats.claimed >= self.opts.max_items)
+
+    def _run_pipelined(self) -> None:
+        """The loop with prefetch: while batch N generates (on a model server, a GPU or
+        another core), batch N+1 is already claimed and its examples are selected in a
+        thread (parsing, and preselection on the selector's own connection), so selection
+        costs wall time only where it outlasts generation. The thread runs only while the
+        batch generates (joined before the batch is stored: the worker's connection and the
+        selector's label space are never used by both at once), and selections are the
+        same. On stop, the prefetched batch goes back to the queue, its attempt uncounted."""
+        with futures.ThreadPoolExecutor(1, thread_name_prefix="scoi-prepare") as pool:
+            current: tuple[list[Claimed], list[PrepareResult], float] | None = None
+            try:
+                while True:
+                    if current is None:
+                        if self._stop.is_set():
+                            return
+                        items = self.claim()
+                        if not items:
+                            if self._queue_done():
+                                return
+                            self._wait_for_work()
+                            continue
+                        t0 = time.perf_counter()
+                        current = (items, self._submit_prepare(pool, items).result(), t0)
+                    items, preps, t0 = current
+                    claim_ms = self._claim_ms
+                    c0 = time.perf_counter()
+                    following = self.claim() if not self._stop.is_set() else []
+                    claim_s = time.perf_counter() - c0 if following else 0.0
+                    next_claim_ms = self._claim_ms if following else 0.0
+                    current, pending = None, self._submit_prepare(pool, following) if following else None
+                    self._claim_ms = claim_ms
+                    done, failed, not_overhead = self.generate_batch(preps)
+                    w0 = time.perf_counter()
+                    next_preps = pending.result() if pending is not None else []
+                    wait_s = time.perf_counter() - w0  # the next batch's selection outlasting this generation
+                    self.stats.add_phase("prepare_wait", wait_s * 1000)
+                    self.store(items, done, failed, t0, not_overhead + claim_s + wait_s)
+                    self._claim_ms = next_claim_ms
+                    if following:
+                        current = (following, next_preps, time.perf_counter() - wait_s)
+                    if self._stop.is_set():
+                        return
+            finally:
+                if current is not None and self._stop.is_set() and not self.conn.closed and not self.conn.broken:
+                    # stopped with a prefetched batch: hand it back, attempt uncounted
+                    store.release_items(self.conn, self.id, uncount=True, error=None)
+
+    def _submit_prepare(self, pool: futures.ThreadPoolExecutor, items: list[Claimed]) -> futures.Future:
+        """Start step 1 of a batch in the prepare thread; its job rows are read here first,
+        so that thread never uses this worker's connection."""
+        for job_id in {it.job_id for it in items}:
+            try:
+                self.job(job_id)
+            except Exception:  # noqa: BLE001 - prepare() fails the items with this error
+                pass
+        return pool.submit(self.prepare_batch, items)
+
     def close(self) -> None:
         for sel in self._selectors.values():
             sel.close()
@@ -534,6 +674,13 @@ class Worker:
             if callable(close):
                 close()
         self.conn.close()
+        with self._life_lock:  # last: the lock ends with this session
+            try:
+                if not self._life.closed and not self._life.broken:
+                    store.unregister_worker(self._life, self.id)
+            except psycopg.Error:
+                pass
+            self._life.close()
 
     def __enter__(self) -> Worker:
         return self

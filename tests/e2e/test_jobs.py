@@ -152,32 +152,57 @@ def test_submit_rejects_bad_input(job_db, tmp_path):
 # These use a stub OpenAI-compatible server (workers start in a second, no torch) with
 # zero-shot prompts: what is tested is the queue, not the model.
 
-def test_kill_9_mid_job_loses_nothing_and_duplicates_nothing(job_db, tmp_path):
-    sources = [fr for fr, _ in demo_pairs()[:40]]
-    with ok_server(delay=0.05) as stub:
-        job_id = _submit(job_db, tmp_path, sources, "openai:stub", *stub_model_args(stub.url))
-        proc = subprocess.Popen(_worker("--batch-size", "1", "--stall-timeout", "30"), env=scoi_env(job_db),
+def test_kill_9_mid_batch_then_a_burst_worker_finishes_at_once(job_db, tmp_path):
+    """Issue 14: the killed worker's items are free as soon as its session is gone; a
+    ``--burst`` worker started right after takes them (no stall timeout: the default 300 s
+    would fail the time bound), and every item is written exactly once."""
+    sources = [fr for fr, _ in demo_pairs()[:24]]
+    with ok_server(delay=0.2) as stub:
+        job_id = _submit(job_db, tmp_path, sources, "openai:stub", *stub_model_args(stub.url),
+                         "--backend-opt", "concurrency=1")
+        proc = subprocess.Popen(_worker("--batch-size", "4"), env=scoi_env(job_db),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            _wait_until(lambda: _count(job_db, job_id, "done") >= 3, 120, "the first items")
+        try:  # mid-batch: a batch is done and the next one is held
+            _wait_until(lambda: _count(job_db, job_id, "done") >= 4 and _count(job_db, job_id, "running") > 0,
+                        120, "the first batch")
         finally:
             proc.send_signal(signal.SIGKILL)
             proc.wait()
         done_before = _count(job_db, job_id, "done")
-        assert done_before < len(sources), "the worker finished before it was killed; slow it down"
         held = [i for i in items(job_db, job_id) if i["status"] == "running"]
-        assert len(held) <= 1  # batch size 1: at most the item it was working on
-
-        time.sleep(1.2)  # let the dead worker's heartbeat go stale
-        summary = last_json(run_scoi(["worker", "--burst", "--stall-timeout", "1", "--batch-size", "8", "--json"],
-                                     job_db))
+        assert done_before < len(sources) and 0 < len(held) <= 8  # the batch, and the prefetched one
+        t0 = time.monotonic()
+        summary = last_json(run_scoi(["worker", "--burst", "--batch-size", "8", "--json"], job_db))
+        seconds = time.monotonic() - t0
     assert summary["failed"] == summary["lost"] == 0
+    assert summary["claimed"] == len(sources) - done_before  # the dead worker's items included
+    assert seconds < 20, f"burst worker took {seconds:.1f} s"  # 20 items x 0.2 s at most, plus start-up
     final = items(job_db, job_id)
     assert [i["idx"] for i in final] == list(range(len(sources)))
-    assert all(i["status"] == "done" and i["output"].startswith("ok ") for i in final)
+    assert all(i["status"] == "done" and i["output"].startswith("ok ") and i["last_error"] is None for i in final)
     assert done_before + summary["done"] == len(sources)  # each item was written exactly once
     assert {i["idx"] for i in final if i["attempts"] == 2} == {i["idx"] for i in held}
     assert all(i["attempts"] == 1 for i in final if i["idx"] not in {h["idx"] for h in held})
+
+
+def test_status_counts_running_items_by_worker_state(job_db, tmp_path):
+    sources = [fr for fr, _ in demo_pairs()[40:48]]
+    with ok_server(delay=0.3) as stub:
+        job_id = _submit(job_db, tmp_path, sources, "openai:stub", *stub_model_args(stub.url),
+                         "--backend-opt", "concurrency=1")
+        proc = subprocess.Popen(_worker("--batch-size", "8"), env=scoi_env(job_db),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            _wait_until(lambda: _count(job_db, job_id, "running") == 8, 120, "the batch")
+            live = last_json(scoi_cli(["job", "status", str(job_id), "--json"], job_db))["held_by"]
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+    assert live == {"live": 8, "dead": 0, "stuck": 0, "unknown": 0}
+    _wait_until(lambda: last_json(scoi_cli(["job", "status", str(job_id), "--json"], job_db))["held_by"]["dead"] == 8,
+                10, "the session to end")
+    text = scoi_cli(["job", "status", str(job_id)], job_db).stdout
+    assert "by dead ones (free for the next claim): 8" in text
 
 
 def test_sigterm_finishes_the_current_batch(job_db, tmp_path):

@@ -20,3 +20,4 @@ def test_supervisor_sums_worker_summaries():
     cmd = worker_command(WorkerOptions(batch_size=3, burst=True, job_id=7, max_items=5))
     assert cmd[1:4] == ["-m", "scoi.cli.main", "worker"] and cmd.count("--json") == 1
     assert {"--burst", "--batch-size", "3", "--job", "7", "--max-items", "5"} <= set(cmd)
+    assert "--no-prefetch" not in cmd and "--no-prefetch" in worker_command(WorkerOptions(prefetch=False))

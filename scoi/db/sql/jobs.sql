@@ -75,30 +75,83 @@ WHERE status = 'running'
   AND (%(job_id)s::bigint IS NULL OR job_id = %(job_id)s);
 
 -- name: claim
--- Take up to n items, in input order: queued ones, and running ones whose worker has sent
--- no heartbeat for the stall timeout. FOR UPDATE SKIP LOCKED: concurrent claimers never
--- wait for each other and never get the same row; a row another claimer changed meanwhile
--- is re-checked against the WHERE clause before it is locked. ``attempts`` (after the
--- increment) identifies this claim: completing needs the same worker and attempt.
-WITH picked AS (
-    SELECT i.job_id, i.idx
+-- Take up to n items, in input order: queued ones, and running ones whose worker is dead
+-- (its session, and with it its advisory lock, is gone: job_worker_state) or has sent no
+-- heartbeat for the stall timeout. A dead worker's items that have used all their
+-- attempts end failed in the same statement (its attempt counted: a sentence that kills
+-- every worker stops after max_attempts). FOR UPDATE SKIP LOCKED: concurrent claimers
+-- never wait for each other and never get the same row; a row another claimer changed
+-- meanwhile is re-checked against the WHERE clause before it is locked. ``attempts``
+-- (after the increment) identifies this claim: completing needs the same worker and
+-- attempt. A re-claimed item's last_error says what became of the previous attempt.
+WITH dead AS MATERIALIZED (
+    SELECT id FROM job_worker_state WHERE NOT alive
+), exhausted AS (
+    UPDATE job_item i
+    SET status = 'failed', finished_at = now(), heartbeat_at = NULL,
+        last_error = format('worker %%s died (its database session ended) on attempt %%s of %%s',
+                            i.locked_by, i.attempts, i.max_attempts)
+    WHERE i.status = 'running' AND i.attempts >= i.max_attempts
+      AND i.locked_by IN (SELECT id FROM dead)
+      AND (%(job_id)s::bigint IS NULL OR i.job_id = %(job_id)s)
+), picked AS (
+    SELECT i.job_id, i.idx, i.status AS was, i.locked_by AS holder,
+           i.locked_by IN (SELECT id FROM dead) AS holder_dead
     FROM job_item i
     JOIN job j ON j.id = i.job_id
     WHERE j.status = 'active'
       AND (%(job_id)s::bigint IS NULL OR i.job_id = %(job_id)s)
       AND (i.status = 'queued'
            OR (i.status = 'running' AND i.attempts < i.max_attempts
-               AND i.heartbeat_at < now() - make_interval(secs => %(stall)s)))
+               AND (i.heartbeat_at < now() - make_interval(secs => %(stall)s)
+                    OR i.locked_by IN (SELECT id FROM dead))))
     ORDER BY i.job_id, i.idx
     LIMIT %(n)s
     FOR UPDATE OF i SKIP LOCKED
 )
 UPDATE job_item i
 SET status = 'running', locked_by = %(worker)s, locked_at = now(), heartbeat_at = now(),
-    attempts = i.attempts + 1
+    attempts = i.attempts + 1,
+    last_error = CASE WHEN p.was <> 'running' THEN i.last_error
+                      WHEN p.holder_dead THEN format('worker %%s died (its database session ended) on attempt %%s of %%s',
+                                                     p.holder, i.attempts, i.max_attempts)
+                      ELSE format('worker %%s stopped responding (no heartbeat for %%s s) on attempt %%s of %%s',
+                                  p.holder, %(stall)s, i.attempts, i.max_attempts) END
 FROM picked p
 WHERE i.job_id = p.job_id AND i.idx = p.idx
 RETURNING i.job_id, i.idx, i.source, i.attempts;
+
+-- name: register_worker
+-- A worker announces itself and takes its liveness lock on the connection it keeps for
+-- its lifetime (false: the lock is held by another session, e.g. the worker's own
+-- previous connection that the server has not closed yet — try again later). Session-level:
+-- the lock outlives this statement's transaction and ends with the session.
+WITH w AS (
+    INSERT INTO job_worker (id, host, pid, lock_key, stall_timeout)
+    VALUES (%(worker)s, %(host)s, %(pid)s, %(key)s, %(stall)s)
+    ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, lock_key = excluded.lock_key,
+                                   stall_timeout = excluded.stall_timeout
+    RETURNING lock_space, lock_key
+)
+SELECT pg_try_advisory_lock(w.lock_space, w.lock_key) FROM w;
+
+-- name: prune_workers
+-- Forget dead workers that hold no item (killed ones; the ones that stopped cleanly
+-- removed themselves). Dead workers still holding items stay until those are re-claimed.
+DELETE FROM job_worker w
+WHERE w.id IN (SELECT id FROM job_worker_state WHERE NOT alive)
+  AND NOT EXISTS (SELECT 1 FROM job_item i WHERE i.status = 'running' AND i.locked_by = w.id);
+
+-- name: unregister_worker
+-- A worker stopping cleanly removes itself, unless it still holds items: then its row
+-- stays, so that once its lock is gone those items read as a dead worker's, free at once.
+DELETE FROM job_worker w
+WHERE w.id = %(worker)s
+  AND NOT EXISTS (SELECT 1 FROM job_item i WHERE i.status = 'running' AND i.locked_by = w.id);
+
+-- name: holder_counts
+-- A job's running items by the state of the worker holding them (view job_item_holder).
+SELECT holder_state, count(*) AS n FROM job_item_holder WHERE job_id = %(id)s GROUP BY holder_state;
 
 -- name: heartbeat
 UPDATE job_item SET heartbeat_at = now()
