@@ -135,3 +135,12 @@ def hf_offline() -> bool:
 def hf_endpoint() -> str:
     """The Hugging Face hub URL (a mirror when set)."""
     return os.environ.get(ENV_HF_ENDPOINT) or DEFAULT_HF_ENDPOINT
+
+
+# --------------------------------------------------------------------------- table sources and destinations
+def url_from_env(name: str) -> str | None:
+    """The database URL in the environment variable ``name``: a job's source or destination
+    in another database names the variable (``--source-url env:DOCS_URL``) rather than
+    storing a URL that holds a password."""
+    value = os.environ.get(name, "").strip()
+    return value or None

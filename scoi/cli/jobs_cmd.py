@@ -37,7 +37,7 @@ def _log(text: str) -> None:
     err_console.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
-def _print_rows(headers: list[str], rows: list[list[str]]) -> None:
+def print_rows(headers: list[str], rows: list[list[str]]) -> None:
     """A table: on a terminal a rich table whose long cells fold (never cut, never read as
     markup); otherwise TSV, header first (csv quoting, as `job export`), since a pipe or a
     file has no width to fit and rich would cut names and models to a few characters."""
@@ -62,7 +62,7 @@ def _connect():
     return connect(database_url())
 
 
-def _backend_options(items: list[str]) -> dict[str, Any]:
+def parse_backend_options(items: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for item in items:
         key, sep, value = item.partition("=")
@@ -123,7 +123,7 @@ def submit(
     sources, refs = _read_inputs(input_file, references)
     spec = JobSpec(src=src, tgt=tgt, model=model, method=method, k=k, template=template, name=name,
                    max_attempts=max_attempts, pool=pool, fill=fill, corpora=corpus or None, order=order, seed=seed,
-                   max_new_tokens=max_new_tokens, backend_options=_backend_options(backend_opt))
+                   max_new_tokens=max_new_tokens, backend_options=parse_backend_options(backend_opt))
     with _connect() as conn:
         try:
             job_id = submit_job(conn, spec, sources, refs, input_path=str(input_file.resolve()),
@@ -167,7 +167,7 @@ def sync(
                             ("template", template)) if v is not None}
     spec = JobSpec(src=src or "", tgt=tgt or "", model=model or "", method=method or "scoi",
                    k=4 if k is None else k, template=template or "xglm", name=name, max_attempts=max_attempts,
-                   backend_options=_backend_options(backend_opt))
+                   backend_options=parse_backend_options(backend_opt))
     with _connect() as conn:
         try:
             result = sync_job(conn, spec, sources, refs, input_path=str(input_file.resolve()),
@@ -195,7 +195,7 @@ def list_cmd(json_out: bool = typer.Option(False, "--json", help="Print a JSON a
     if not rows:
         _say("no jobs yet: create one with `scoi job submit --input FILE --src fr --tgt en --model M`")
         return
-    _print_rows(["id", "name", "pair", "method", "k", "state", "done", "queued", "failed", "model"],
+    print_rows(["id", "name", "pair", "method", "k", "state", "done", "queued", "failed", "model"],
                 [[str(r["job_id"]), r["name"] or "", f"{r['src_lang']}-{r['tgt_lang']}", r["method"], str(r["k"]),
                   r["state"], f"{r['done']}/{r['total']}", str(r["queued"] + r["running"]), str(r["failed"]),
                   r["model"]] for r in rows])

@@ -183,6 +183,25 @@ CREATE TABLE public.job (
     CONSTRAINT job_status_check CHECK ((status = ANY (ARRAY['active'::text, 'cancelled'::text])))
 );
 
+-- TABLE job_destination
+
+CREATE TABLE public.job_destination (
+    job_id bigint NOT NULL,
+    kind text NOT NULL,
+    path text,
+    format text,
+    table_name text,
+    key_column text,
+    text_column text,
+    url text,
+    url_env text,
+    last_error text,
+    last_delivered_at timestamp with time zone,
+    CONSTRAINT job_destination_check CHECK (((kind = 'file'::text) = (path IS NOT NULL))),
+    CONSTRAINT job_destination_check1 CHECK (((kind = 'table'::text) = ((table_name IS NOT NULL) AND (key_column IS NOT NULL) AND (text_column IS NOT NULL)))),
+    CONSTRAINT job_destination_kind_check CHECK ((kind = ANY (ARRAY['file'::text, 'table'::text])))
+);
+
 -- SEQUENCE job_id_seq
 
 CREATE SEQUENCE public.job_id_seq
@@ -221,6 +240,8 @@ CREATE TABLE public.job_item (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     finished_at timestamp with time zone,
     warning text,
+    source_key text,
+    delivered_at timestamp with time zone,
     CONSTRAINT job_item_max_attempts_check CHECK ((max_attempts >= 1)),
     CONSTRAINT job_item_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'running'::text, 'done'::text, 'failed'::text, 'cancelled'::text])))
 );
@@ -228,6 +249,14 @@ CREATE TABLE public.job_item (
 -- COMMENT COLUMN job_item.warning
 
 COMMENT ON COLUMN public.job_item.warning IS 'What the worker had to change in the output to store it (e.g. NUL characters removed), or NULL.';
+
+-- COMMENT COLUMN job_item.source_key
+
+COMMENT ON COLUMN public.job_item.source_key IS 'Key of the source row the item came from (table sources), or NULL.';
+
+-- COMMENT COLUMN job_item.delivered_at
+
+COMMENT ON COLUMN public.job_item.delivered_at IS 'When the output was written to the job''s destination, or NULL.';
 
 -- TABLE job_score
 
@@ -401,6 +430,20 @@ CREATE SEQUENCE public.job_score_id_seq
 
 ALTER SEQUENCE public.job_score_id_seq OWNED BY public.job_score.id;
 
+-- TABLE job_source
+
+CREATE TABLE public.job_source (
+    job_id bigint NOT NULL,
+    kind text NOT NULL,
+    path text,
+    query text,
+    url text,
+    url_env text,
+    CONSTRAINT job_source_check CHECK (((kind = 'file'::text) = (path IS NOT NULL))),
+    CONSTRAINT job_source_check1 CHECK (((kind = 'sql'::text) = (query IS NOT NULL))),
+    CONSTRAINT job_source_kind_check CHECK ((kind = ANY (ARRAY['file'::text, 'sql'::text])))
+);
+
 -- TABLE label
 
 CREATE TABLE public.label (
@@ -499,6 +542,48 @@ CREATE TABLE public.rejected_row (
     line integer NOT NULL,
     reason text NOT NULL,
     content text
+);
+
+-- TABLE schedule
+
+CREATE TABLE public.schedule (
+    id bigint NOT NULL,
+    name text NOT NULL,
+    cron text NOT NULL,
+    timezone text DEFAULT 'UTC'::text NOT NULL,
+    paused boolean DEFAULT false NOT NULL,
+    spec jsonb NOT NULL,
+    job_id bigint,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT schedule_name_check CHECK (((name !~ '^[0-9]+$'::text) AND (btrim(name) <> ''::text)))
+);
+
+-- SEQUENCE schedule_id_seq
+
+CREATE SEQUENCE public.schedule_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+-- SEQUENCE OWNED BY schedule_id_seq
+
+ALTER SEQUENCE public.schedule_id_seq OWNED BY public.schedule.id;
+
+-- TABLE schedule_run
+
+CREATE TABLE public.schedule_run (
+    schedule_id bigint NOT NULL,
+    tick timestamp with time zone NOT NULL,
+    manual boolean DEFAULT false NOT NULL,
+    worker text,
+    job_id bigint,
+    added integer,
+    skipped integer,
+    error text,
+    started_at timestamp with time zone DEFAULT now() NOT NULL,
+    finished_at timestamp with time zone
 );
 
 -- TABLE selection_candidate
@@ -689,6 +774,10 @@ ALTER TABLE ONLY public.pair ALTER COLUMN id SET DEFAULT nextval('public.pair_id
 
 ALTER TABLE ONLY public.parser ALTER COLUMN id SET DEFAULT nextval('public.parser_id_seq'::regclass);
 
+-- DEFAULT schedule id
+
+ALTER TABLE ONLY public.schedule ALTER COLUMN id SET DEFAULT nextval('public.schedule_id_seq'::regclass);
+
 -- DEFAULT selection id
 
 ALTER TABLE ONLY public.selection ALTER COLUMN id SET DEFAULT nextval('public.selection_id_seq'::regclass);
@@ -730,6 +819,11 @@ ALTER TABLE ONLY public.corpus
 ALTER TABLE ONLY public.ingest_run
     ADD CONSTRAINT ingest_run_pkey PRIMARY KEY (id);
 
+-- CONSTRAINT job_destination job_destination_pkey
+
+ALTER TABLE ONLY public.job_destination
+    ADD CONSTRAINT job_destination_pkey PRIMARY KEY (job_id);
+
 -- CONSTRAINT job_item job_item_pkey
 
 ALTER TABLE ONLY public.job_item
@@ -754,6 +848,11 @@ ALTER TABLE ONLY public.job_score
 
 ALTER TABLE ONLY public.job_segment_score
     ADD CONSTRAINT job_segment_score_pkey PRIMARY KEY (score_id, idx);
+
+-- CONSTRAINT job_source job_source_pkey
+
+ALTER TABLE ONLY public.job_source
+    ADD CONSTRAINT job_source_pkey PRIMARY KEY (job_id);
 
 -- CONSTRAINT label label_parser_id_name_key
 
@@ -794,6 +893,21 @@ ALTER TABLE ONLY public.posting
 
 ALTER TABLE ONLY public.rejected_row
     ADD CONSTRAINT rejected_row_pkey PRIMARY KEY (run_id, file, line);
+
+-- CONSTRAINT schedule schedule_name_key
+
+ALTER TABLE ONLY public.schedule
+    ADD CONSTRAINT schedule_name_key UNIQUE (name);
+
+-- CONSTRAINT schedule schedule_pkey
+
+ALTER TABLE ONLY public.schedule
+    ADD CONSTRAINT schedule_pkey PRIMARY KEY (id);
+
+-- CONSTRAINT schedule_run schedule_run_pkey
+
+ALTER TABLE ONLY public.schedule_run
+    ADD CONSTRAINT schedule_run_pkey PRIMARY KEY (schedule_id, tick);
 
 -- CONSTRAINT selection_candidate selection_candidate_pkey
 
@@ -861,6 +975,14 @@ CREATE INDEX job_item_hash_idx ON public.job_item USING btree (job_id, source_ha
 -- INDEX job_item_selection_idx
 
 CREATE INDEX job_item_selection_idx ON public.job_item USING btree (selection_id);
+
+-- INDEX job_item_source_key_idx
+
+CREATE UNIQUE INDEX job_item_source_key_idx ON public.job_item USING btree (job_id, source_key) WHERE (source_key IS NOT NULL);
+
+-- INDEX job_item_undelivered_idx
+
+CREATE INDEX job_item_undelivered_idx ON public.job_item USING btree (job_id, idx) WHERE ((status = 'done'::text) AND (delivered_at IS NULL));
 
 -- INDEX job_item_worker_idx
 
@@ -974,6 +1096,11 @@ CREATE OR REPLACE VIEW public.sentence_polynomial AS
 ALTER TABLE ONLY public.ingest_run
     ADD CONSTRAINT ingest_run_corpus_id_fkey FOREIGN KEY (corpus_id) REFERENCES public.corpus(id);
 
+-- FK CONSTRAINT job_destination job_destination_job_id_fkey
+
+ALTER TABLE ONLY public.job_destination
+    ADD CONSTRAINT job_destination_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.job(id) ON DELETE CASCADE;
+
 -- FK CONSTRAINT job_item job_item_job_id_fkey
 
 ALTER TABLE ONLY public.job_item
@@ -994,6 +1121,11 @@ ALTER TABLE ONLY public.job_score
 ALTER TABLE ONLY public.job_segment_score
     ADD CONSTRAINT job_segment_score_score_id_fkey FOREIGN KEY (score_id) REFERENCES public.job_score(id) ON DELETE CASCADE;
 
+-- FK CONSTRAINT job_source job_source_job_id_fkey
+
+ALTER TABLE ONLY public.job_source
+    ADD CONSTRAINT job_source_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.job(id) ON DELETE CASCADE;
+
 -- FK CONSTRAINT label label_parser_id_fkey
 
 ALTER TABLE ONLY public.label
@@ -1008,6 +1140,21 @@ ALTER TABLE ONLY public.pair
 
 ALTER TABLE ONLY public.rejected_row
     ADD CONSTRAINT rejected_row_run_id_fkey FOREIGN KEY (run_id) REFERENCES public.ingest_run(id) ON DELETE CASCADE;
+
+-- FK CONSTRAINT schedule schedule_job_id_fkey
+
+ALTER TABLE ONLY public.schedule
+    ADD CONSTRAINT schedule_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.job(id) ON DELETE SET NULL;
+
+-- FK CONSTRAINT schedule_run schedule_run_job_id_fkey
+
+ALTER TABLE ONLY public.schedule_run
+    ADD CONSTRAINT schedule_run_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.job(id) ON DELETE SET NULL;
+
+-- FK CONSTRAINT schedule_run schedule_run_schedule_id_fkey
+
+ALTER TABLE ONLY public.schedule_run
+    ADD CONSTRAINT schedule_run_schedule_id_fkey FOREIGN KEY (schedule_id) REFERENCES public.schedule(id) ON DELETE CASCADE;
 
 -- FK CONSTRAINT selection_candidate selection_candidate_pair_id_fkey
 
