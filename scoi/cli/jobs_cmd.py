@@ -196,9 +196,9 @@ def list_cmd(json_out: bool = typer.Option(False, "--json", help="Print a JSON a
         _say("no jobs yet: create one with `scoi job submit --input FILE --src fr --tgt en --model M`")
         return
     print_rows(["id", "name", "pair", "method", "k", "state", "done", "queued", "failed", "model"],
-                [[str(r["job_id"]), r["name"] or "", f"{r['src_lang']}-{r['tgt_lang']}", r["method"], str(r["k"]),
-                  r["state"], f"{r['done']}/{r['total']}", str(r["queued"] + r["running"]), str(r["failed"]),
-                  r["model"]] for r in rows])
+               [[str(r["job_id"]), r["name"] or "", f"{r['src_lang']}-{r['tgt_lang']}", r["method"], str(r["k"]),
+                 r["state"], f"{r['done']}/{r['total']}", str(r["queued"] + r["running"]), str(r["failed"]),
+                 r["model"]] for r in rows])
 
 
 @job_app.command("status")
