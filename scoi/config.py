@@ -142,3 +142,12 @@ def sacrebleu_seed() -> int | None:
     ``none`` for a fresh one each run), so scoi's COMET resampling matches its BLEU/chrF one."""
     seed = os.environ.get("SACREBLEU_SEED", "12345")
     return None if seed.strip().lower() == "none" else int(seed)
+
+
+# --------------------------------------------------------------------------- table sources and destinations
+def url_from_env(name: str) -> str | None:
+    """The database URL in the environment variable ``name``: a job's source or destination
+    in another database names the variable (``--source-url env:DOCS_URL``) rather than
+    storing a URL that holds a password."""
+    value = os.environ.get(name, "").strip()
+    return value or None

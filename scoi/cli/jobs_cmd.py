@@ -42,7 +42,7 @@ def _connect():
     return connect(database_url())
 
 
-def _backend_options(items: list[str]) -> dict[str, Any]:
+def parse_backend_options(items: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for item in items:
         key, sep, value = item.partition("=")
@@ -103,7 +103,7 @@ def submit(
     sources, refs = _read_inputs(input_file, references)
     spec = JobSpec(src=src, tgt=tgt, model=model, method=method, k=k, template=template, name=name,
                    max_attempts=max_attempts, pool=pool, fill=fill, corpora=corpus or None, order=order, seed=seed,
-                   max_new_tokens=max_new_tokens, backend_options=_backend_options(backend_opt))
+                   max_new_tokens=max_new_tokens, backend_options=parse_backend_options(backend_opt))
     with _connect() as conn:
         try:
             job_id = submit_job(conn, spec, sources, refs, input_path=str(input_file.resolve()),
@@ -147,7 +147,7 @@ def sync(
                             ("template", template)) if v is not None}
     spec = JobSpec(src=src or "", tgt=tgt or "", model=model or "", method=method or "scoi",
                    k=4 if k is None else k, template=template or "xglm", name=name, max_attempts=max_attempts,
-                   backend_options=_backend_options(backend_opt))
+                   backend_options=parse_backend_options(backend_opt))
     with _connect() as conn:
         try:
             result = sync_job(conn, spec, sources, refs, input_path=str(input_file.resolve()),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from scoi.cli import db, demo_cmd, experiment_cmd, ingest_cmd, jobs_cmd, reanalyze_cmd, select_cmd
+from scoi.cli import db, demo_cmd, experiment_cmd, ingest_cmd, jobs_cmd, reanalyze_cmd, schedule_cmd, select_cmd
 
 app = typer.Typer(
     help="SCOI in-context example selection for LLM translation, backed by PostgreSQL.",
@@ -22,6 +22,7 @@ app.command("demo")(demo_cmd.demo)
 app.add_typer(jobs_cmd.job_app, name="job")
 app.command("worker")(jobs_cmd.worker)
 app.command("eval")(jobs_cmd.eval_jobs)
+app.add_typer(schedule_cmd.schedule_app, name="schedule")
 app.add_typer(experiment_cmd.experiment_app, name="experiment")
 
 

@@ -224,14 +224,17 @@ def insert_job(conn: psycopg.Connection, spec: JobSpec, input_path: str | None, 
 
 
 def add_items(conn: psycopg.Connection, job_id: int, start: int, sources: Sequence[str],
-              references: Sequence[str | None] | None, max_attempts: int) -> int:
-    """COPY items ``start``, ``start+1``, ... into the job; blank sources are done at once."""
+              references: Sequence[str | None] | None, max_attempts: int, *,
+              keys: Sequence[str | None] | None = None) -> int:
+    """COPY items ``start``, ``start+1``, ... into the job; blank sources are done at once.
+    ``keys``: the source rows' keys (table sources, scoi.jobs.sources)."""
     refs = references if references is not None else [None] * len(sources)
+    item_keys = keys if keys is not None else [None] * len(sources)
     with conn.cursor().copy(SQL["copy_items"]) as cp:
-        for i, (src, ref) in enumerate(zip(sources, refs)):
+        for i, (src, ref, key) in enumerate(zip(sources, refs, item_keys)):
             blank = not src
             cp.write_row((job_id, start + i, src, source_hash(src), ref, max_attempts,
-                          "done" if blank else "queued", "" if blank else None, "now" if blank else None))
+                          "done" if blank else "queued", "" if blank else None, "now" if blank else None, key))
     return len(sources)
 
 

@@ -70,6 +70,7 @@ class WorkerOptions:
     heartbeat_seconds: float | None = None  # default: stall_timeout / 3, at most 10 s
     max_items: int | None = None   # stop after claiming this many (benchmarks)
     prefetch: bool = True          # claim and prepare the next batch while this one generates
+    schedule_seconds: float = 10.0  # how often to run due schedules (workers without job_id only)
 
     def heartbeat_interval(self) -> float:
         if self.heartbeat_seconds is not None:
@@ -206,6 +207,7 @@ class Worker:
         self._claim_ms = 0.0  # the current batch's claim, part of its items' overhead
         self._last_stall_check = 0.0
         self._setup_seconds = 0.0  # loading selectors/parsers/models: not per-item overhead
+        self._next_schedule_check = 0.0
 
     # ------------------------------------------------------------------ control
     def request_stop(self) -> None:
@@ -473,6 +475,7 @@ class Worker:
                 self.stats.errors.append(f.error)
                 self.log(f"worker {self.id}: {f.error}")
         self.stats.lost += n - written
+        self.deliver_outputs(items)
         self._last_write_ms = (time.perf_counter() - w0) * 1000
         self.stats.add_phase("record", record_ms)
         self.stats.add_phase("write", self._last_write_ms - record_ms)
@@ -551,6 +554,32 @@ class Worker:
             except psycopg.Error as e:
                 self.log(f"worker {self.id}: selection of item {p.item.idx} not recorded: {e}")
 
+    # ------------------------------------------------------------------ schedules and destinations (issue 14)
+    def run_schedules(self) -> None:
+        """Run the due schedules (scoi.jobs.schedules), at most every ``schedule_seconds``;
+        a worker bound to one job (``job_id``) leaves them to the others."""
+        from datetime import datetime, timezone
+
+        from scoi.jobs.schedules import run_due
+
+        if self.opts.job_id is not None or time.monotonic() < self._next_schedule_check:
+            return
+        self._next_schedule_check = time.monotonic() + self.opts.schedule_seconds
+        try:
+            run_due(self.conn, self.id, datetime.now(timezone.utc), self.url, self.log)
+        except psycopg.Error as e:  # the queue still works; the next check retries
+            self.log(f"worker {self.id}: checking schedules failed: {e}")
+
+    def deliver_outputs(self, items: list[Claimed]) -> None:
+        """Write the batch's new outputs to their jobs' destinations (table or file), after
+        the batch committed; idempotent, and a destination's failure is kept, not raised."""
+        from scoi.jobs.sources import deliver
+
+        try:
+            deliver(self.conn, sorted({c.job_id for c in items}), self.url, self.log)
+        except psycopg.Error as e:
+            self.log(f"worker {self.id}: delivering outputs failed: {e}")
+
     def preload(self, job_id: int) -> None:
         """Build the job's selector (with its parser) and backend before claiming anything."""
         job = self.job(job_id)
@@ -578,6 +607,7 @@ class Worker:
                 self._run_pipelined()
             else:
                 while not self._stop.is_set():
+                    self.run_schedules()
                     items = self.claim()
                     if not items:
                         if self._queue_done():
@@ -624,6 +654,7 @@ class Worker:
                     if current is None:
                         if self._stop.is_set():
                             return
+                        self.run_schedules()
                         items = self.claim()
                         if not items:
                             if self._queue_done():

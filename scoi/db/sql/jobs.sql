@@ -11,7 +11,8 @@ RETURNING id;
 -- name: copy_items
 -- Items go in with COPY (thousands of lines in one round trip). Blank sources are stored
 -- as done with an empty output, so exports stay line-aligned with the input.
-COPY job_item (job_id, idx, source, source_hash, reference, max_attempts, status, output, finished_at)
+COPY job_item (job_id, idx, source, source_hash, reference, max_attempts, status, output, finished_at,
+                source_key)
 FROM STDIN;
 
 -- name: notify_items

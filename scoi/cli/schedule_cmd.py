@@ -1,0 +1,220 @@
+"""``scoi schedule ...``: recurring jobs stored in PostgreSQL and run by ``scoi worker``.
+
+A schedule is a job template (direction, method, k, model, template), a source (a file, or
+a SQL query returning key and text) and an optional destination (a table upserted by key,
+or a file), run at the ticks of a cron line. Every command with ``--json`` prints one JSON
+value on the last line of stdout.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from scoi.cli.common import database_url, emit_json, fail
+from scoi.cli.jobs_cmd import BACKEND_OPT_HELP, METHOD_HELP, ORDER_HELP, parse_backend_options, print_rows
+
+schedule_app = typer.Typer(help="Recurring translation jobs, stored in PostgreSQL and run by `scoi worker`.",
+                           no_args_is_help=True)
+
+
+def _when(value: datetime | None) -> str:
+    return "-" if value is None else f"{value:%Y-%m-%d %H:%M} UTC"
+
+
+def _run(action, *args: Any, **kwargs: Any) -> Any:
+    """Call a scoi.jobs.schedules function on a connection; a JobError is a clear exit 1."""
+    from scoi.jobs.store import JobError, connect
+
+    url = database_url()
+    with connect(url) as conn:
+        try:
+            return action(conn, *args, **kwargs)
+        except JobError as e:
+            fail(str(e))
+
+
+@schedule_app.command("add")
+def add(
+    name: str = typer.Argument(..., help="Schedule name (its job gets the same name)."),
+    cron: str = typer.Option(..., "--cron", help="Five cron fields, e.g. \"15 2 * * *\" (02:15 every day)."),
+    tz: str = typer.Option("UTC", "--timezone", help="Time zone the cron fields are read in (IANA name)."),
+    src: str = typer.Option(..., "--src", help="Source language code, e.g. fr."),
+    tgt: str = typer.Option(..., "--tgt", help="Target language code, e.g. en."),
+    model: str = typer.Option(..., "--model", "-m", help="Backend spec: hf:DIR, gguf:FILE, openai:MODEL, ..."),
+    method: str = typer.Option("scoi", "--method", help=METHOD_HELP),
+    k: int = typer.Option(4, "-k", "--k", min=0, help="Examples per prompt."),
+    template: str = typer.Option("xglm", "--template", help="xglm | alpaca | path of a Jinja2 template."),
+    max_attempts: int = typer.Option(3, "--max-attempts", min=1, help="Attempts per item before it fails."),
+    pool: int = typer.Option(100, "--pool", min=1, help="Preselected candidates per sentence."),
+    corpus: list[str] = typer.Option([], "--corpus", help="Pick examples from this corpus only (repeatable)."),
+    fill: str = typer.Option("none", "--fill", help="none | random: fill up to k with random examples."),
+    order: str = typer.Option("reverse", "--order", help=ORDER_HELP),
+    seed: int = typer.Option(0, "--seed", help="Seed for random selection / order."),
+    max_new_tokens: int = typer.Option(128, "--max-new-tokens", min=1, help="Generation limit per item."),
+    backend_opt: list[str] = typer.Option([], "--backend-opt", help=BACKEND_OPT_HELP),
+    input_file: Path | None = typer.Option(None, "--input", "-i",
+                                           help="Source: a text file; each run adds its new lines."),
+    source_sql: str | None = typer.Option(None, "--source-sql",
+                                          help="Source: a query returning (key, text) rows, run read-only; each run "
+                                               "adds the keys the job does not hold yet."),
+    source_url: str | None = typer.Option(None, "--source-url",
+                                          help="Database of --source-sql (default: scoi's): a URL or conninfo "
+                                               "without password (PGPASSWORD, ~/.pgpass, service=NAME), or env:VAR."),
+    dest_table: str | None = typer.Option(None, "--dest-table",
+                                          help="Destination: [SCHEMA.]TABLE upserted by key when an item is done."),
+    dest_key: str | None = typer.Option(None, "--dest-key", help="Its key column (needs a unique constraint)."),
+    dest_column: str | None = typer.Option(None, "--dest-column", help="Its column that receives the translation."),
+    dest_url: str | None = typer.Option(None, "--dest-url",
+                                        help="Database of --dest-table (default: scoi's); same rules as --source-url."),
+    dest_file: Path | None = typer.Option(None, "--dest-file",
+                                          help="Destination: a file written whole when the job has no unfinished item."),
+    dest_format: str = typer.Option("tsv", "--dest-format", help="Format of --dest-file: tsv | jsonl."),
+    json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the schedule as JSON."),
+) -> None:
+    """Add a schedule: what to translate, from where, to where, and when.
+
+    Everything is checked before anything is stored: the cron line, the job settings, the
+    source query (run once, read-only: two columns, text second, unique non-null keys) and
+    the destination table (key column with a unique constraint, INSERT and UPDATE rights).
+    """
+    from scoi.jobs.schedules import add_schedule
+    from scoi.jobs.sources import Destination, Source
+    from scoi.jobs.store import JobSpec
+
+    if (input_file is None) == (source_sql is None):
+        fail("give exactly one source: --input FILE or --source-sql \"SELECT key, text FROM ...\"")
+    if dest_table is not None and dest_file is not None:
+        fail("give at most one destination: --dest-table or --dest-file")
+    if dest_table is None and (dest_key or dest_column or dest_url):
+        fail("--dest-key, --dest-column and --dest-url go with --dest-table")
+    source = (Source("file", path=str(input_file.resolve())) if input_file is not None
+              else Source("sql", query=source_sql, url=source_url))
+    if input_file is not None and source_url is not None:
+        fail("--source-url goes with --source-sql, not with --input")
+    dest = None
+    if dest_table is not None:
+        dest = Destination("table", table=dest_table, key=dest_key, column=dest_column, url=dest_url)
+    elif dest_file is not None:
+        dest = Destination("file", path=str(dest_file.resolve()), format=dest_format)
+    spec = JobSpec(src=src, tgt=tgt, model=model, method=method, k=k, template=template, name=name,
+                   max_attempts=max_attempts, pool=pool, fill=fill, corpora=list(corpus) or None, order=order,
+                   seed=seed, max_new_tokens=max_new_tokens, backend_options=parse_backend_options(backend_opt))
+    url = database_url()
+    out = _run(add_schedule, name, cron, spec, source, dest, url, tz=tz)
+    if json_out:
+        emit_json(out)
+        return
+    typer.echo(f"schedule {name}: {out['reads']} ({tz}); job {out['job_id']}; the source has "
+               f"{out['source_rows']} rows now; next tick {_when(out['next_tick'])}. `scoi worker` runs it "
+               f"(`scoi schedule run {name}` runs it now).")
+
+
+@schedule_app.command("list")
+def list_cmd(json_out: bool = typer.Option(False, "--json", help="Print a JSON array.")) -> None:
+    """Schedules with their last run and next tick (a table on a terminal, TSV otherwise)."""
+    from scoi.jobs.schedules import list_schedules
+
+    rows = _run(list_schedules)
+    if json_out:
+        emit_json(rows)
+        return
+    if not rows:
+        typer.echo("no schedules yet: add one with `scoi schedule add NAME --cron \"15 2 * * *\" ...`")
+        return
+    print_rows(["name", "cron", "timezone", "state", "job", "last tick", "last run", "next tick"],
+               [[r["name"], r["cron"], r["timezone"], "paused" if r["paused"] else "active", str(r["job_id"] or "-"),
+                 _when(r["last_tick"]),
+                 "-" if r["last_tick"] is None else (f"error: {r['last_error']}" if r["last_error"]
+                                                      else f"{r['last_added']} added"),
+                 _when(r["next_tick"])] for r in rows])
+
+
+@schedule_app.command("show")
+def show(name: str = typer.Argument(..., help="Schedule name."),
+         runs: int = typer.Option(10, "--runs", min=1, help="Recent runs to show."),
+         json_out: bool = typer.Option(False, "--json", help="Print a JSON object.")) -> None:
+    """A schedule: template, source, destination (and its delivery state), job progress, recent runs."""
+    from scoi.jobs.schedules import show_schedule
+
+    s = _run(show_schedule, name, runs)
+    if json_out:
+        emit_json(s)
+        return
+    spec = s["spec"]
+    typer.echo(f"schedule {s['name']}: {s['cron']} ({s['timezone']}), {'paused' if s['paused'] else 'active'}, "
+               f"next tick {_when(s['next_tick'])}")
+    typer.echo(f"  job {s['job_id']}: {spec['src']}-{spec['tgt']} method={spec['method']} k={spec['k']} "
+               f"model={spec['model']} template={spec['template']}")
+    src = s.get("source")
+    if src:
+        typer.echo(f"  source: {src['path']}" if src["kind"] == "file" else
+                   f"  source: {src['query']} (on {src['url'] or 'the scoi database'})")
+    dest = s.get("destination")
+    if dest:
+        where = (f"{dest['path']} ({dest['format']})" if dest["kind"] == "file" else
+                 f"{dest['table']}.{dest['column']} by {dest['key']} (on {dest['url'] or 'the scoi database'})")
+        typer.echo(f"  destination: {where}; {dest['pending']} outputs waiting, last delivery "
+                   f"{_when(dest['last_delivered_at'])}" + (f"; error: {dest['last_error']}" if dest["last_error"] else ""))
+    job = s.get("job")
+    if job:
+        typer.echo(f"  items: {job['done']}/{job['total']} done, {job['queued']} queued, {job['running']} running, "
+                   f"{job['failed']} failed")
+    for r in s["runs"]:
+        what = f"error: {r['error']}" if r["error"] else f"{r['added']} added, {r['skipped']} skipped"
+        typer.echo(f"  run {_when(r['tick'])}{' (manual)' if r['manual'] else ''} by {r['worker']}: {what}")
+
+
+@schedule_app.command("pause")
+def pause(name: str = typer.Argument(..., help="Schedule name."),
+          json_out: bool = typer.Option(False, "--json")) -> None:
+    """Stop running a schedule's ticks (its job's queued items are still translated)."""
+    from scoi.jobs.schedules import set_paused
+
+    _run(set_paused, name, True)
+    emit_json({"name": name, "paused": True}) if json_out else typer.echo(f"schedule {name}: paused")
+
+
+@schedule_app.command("resume")
+def resume(name: str = typer.Argument(..., help="Schedule name."),
+           json_out: bool = typer.Option(False, "--json")) -> None:
+    """Run a paused schedule's ticks again (the ticks missed meanwhile collapse into one run)."""
+    from scoi.jobs.schedules import set_paused
+
+    _run(set_paused, name, False)
+    emit_json({"name": name, "paused": False}) if json_out else typer.echo(f"schedule {name}: active")
+
+
+@schedule_app.command("rm")
+def rm(name: str = typer.Argument(..., help="Schedule name."),
+       json_out: bool = typer.Option(False, "--json")) -> None:
+    """Delete a schedule and its run history; its job, items and outputs stay."""
+    from scoi.jobs.schedules import remove_schedule
+
+    job_id = _run(remove_schedule, name)
+    if json_out:
+        emit_json({"name": name, "removed": True, "job_id": job_id})
+    else:
+        typer.echo(f"schedule {name}: removed (job {job_id} and its outputs are kept)")
+
+
+@schedule_app.command("run")
+def run(name: str = typer.Argument(..., help="Schedule name."),
+        json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the run as JSON.")) -> None:
+    """Run a schedule now, once (recorded as a manual run); a worker then translates the new items."""
+    from scoi.jobs.schedules import run_now
+    from scoi.jobs.worker import default_worker_id
+
+    url = database_url()
+    result = _run(run_now, name, f"manual:{default_worker_id()}", url)
+    if json_out:
+        emit_json(result.to_dict())
+    elif result.error:
+        fail(f"schedule {name}: the run failed: {result.error}")
+    else:
+        typer.echo(f"schedule {name}: {result.added} new items in job {result.job_id}, {result.skipped} skipped")
+    if result.error:
+        raise typer.Exit(1)
