@@ -90,6 +90,34 @@ SELECT
     NULL::bigint AS runs,
     NULL::timestamp with time zone AS last_ingest;
 
+-- TABLE embedder
+
+CREATE TABLE public.embedder (
+    id integer NOT NULL,
+    name text NOT NULL,
+    dim integer NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT embedder_dim_check CHECK (((dim >= 1) AND (dim <= 2000)))
+);
+
+-- COMMENT TABLE embedder
+
+COMMENT ON TABLE public.embedder IS 'A sentence-transformers model (hub name or resolved local directory) and its output dimension.';
+
+-- SEQUENCE embedder_id_seq
+
+CREATE SEQUENCE public.embedder_id_seq
+    AS integer
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+-- SEQUENCE OWNED BY embedder_id_seq
+
+ALTER SEQUENCE public.embedder_id_seq OWNED BY public.embedder.id;
+
 -- TABLE pair
 
 CREATE TABLE public.pair (
@@ -586,6 +614,18 @@ CREATE VIEW public.selection_word_contribution AS
    FROM (public.selection_pick_text p
      JOIN public.selection s ON ((s.id = p.selection_id)));
 
+-- TABLE sentence_embedding
+
+CREATE TABLE public.sentence_embedding (
+    sentence_id bigint NOT NULL,
+    embedder_id integer NOT NULL,
+    embedding public.vector NOT NULL
+);
+
+-- COMMENT TABLE sentence_embedding
+
+COMMENT ON TABLE public.sentence_embedding IS 'Unit-length embedding of a sentence by an embedder; HNSW index per embedder: sentence_embedding_hnsw_<embedder id>.';
+
 -- SEQUENCE sentence_id_seq
 
 CREATE SEQUENCE public.sentence_id_seq
@@ -669,6 +709,10 @@ ALTER SEQUENCE public.vocab_id_seq OWNED BY public.vocab.id;
 
 ALTER TABLE ONLY public.corpus ALTER COLUMN id SET DEFAULT nextval('public.corpus_id_seq'::regclass);
 
+-- DEFAULT embedder id
+
+ALTER TABLE ONLY public.embedder ALTER COLUMN id SET DEFAULT nextval('public.embedder_id_seq'::regclass);
+
 -- DEFAULT ingest_run id
 
 ALTER TABLE ONLY public.ingest_run ALTER COLUMN id SET DEFAULT nextval('public.ingest_run_id_seq'::regclass);
@@ -724,6 +768,16 @@ ALTER TABLE ONLY public.corpus
 
 ALTER TABLE ONLY public.corpus
     ADD CONSTRAINT corpus_pkey PRIMARY KEY (id);
+
+-- CONSTRAINT embedder embedder_name_key
+
+ALTER TABLE ONLY public.embedder
+    ADD CONSTRAINT embedder_name_key UNIQUE (name);
+
+-- CONSTRAINT embedder embedder_pkey
+
+ALTER TABLE ONLY public.embedder
+    ADD CONSTRAINT embedder_pkey PRIMARY KEY (id);
 
 -- CONSTRAINT ingest_run ingest_run_pkey
 
@@ -815,6 +869,11 @@ ALTER TABLE ONLY public.selection
 ALTER TABLE ONLY public.selection_query_term
     ADD CONSTRAINT selection_query_term_pkey PRIMARY KEY (selection_id, key);
 
+-- CONSTRAINT sentence_embedding sentence_embedding_pkey
+
+ALTER TABLE ONLY public.sentence_embedding
+    ADD CONSTRAINT sentence_embedding_pkey PRIMARY KEY (sentence_id, embedder_id);
+
 -- CONSTRAINT sentence sentence_lang_text_sha_key
 
 ALTER TABLE ONLY public.sentence
@@ -881,6 +940,10 @@ CREATE INDEX pair_corpus_idx ON public.pair USING btree (corpus_id);
 -- INDEX posting_rep
 
 CREATE INDEX posting_rep ON public.posting USING btree (token_id, dl, sentence_id) INCLUDE (tf, sig) WHERE (tf >= 2);
+
+-- INDEX sentence_embedding_embedder_idx
+
+CREATE INDEX sentence_embedding_embedder_idx ON public.sentence_embedding USING btree (embedder_id, sentence_id);
 
 -- INDEX sentence_parser_idx
 
@@ -1033,6 +1096,16 @@ ALTER TABLE ONLY public.selection_pick
 
 ALTER TABLE ONLY public.selection_query_term
     ADD CONSTRAINT selection_query_term_selection_id_fkey FOREIGN KEY (selection_id) REFERENCES public.selection(id) ON DELETE CASCADE;
+
+-- FK CONSTRAINT sentence_embedding sentence_embedding_embedder_id_fkey
+
+ALTER TABLE ONLY public.sentence_embedding
+    ADD CONSTRAINT sentence_embedding_embedder_id_fkey FOREIGN KEY (embedder_id) REFERENCES public.embedder(id) ON DELETE CASCADE;
+
+-- FK CONSTRAINT sentence_embedding sentence_embedding_sentence_id_fkey
+
+ALTER TABLE ONLY public.sentence_embedding
+    ADD CONSTRAINT sentence_embedding_sentence_id_fkey FOREIGN KEY (sentence_id) REFERENCES public.sentence(id) ON DELETE CASCADE;
 
 -- FK CONSTRAINT term term_parser_id_fkey
 
