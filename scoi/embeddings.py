@@ -65,6 +65,7 @@ class EmbedSummary:
     embedded: int
     seconds: float
     index: str
+    index_seconds: float  # of ``seconds``: building the HNSW index (0 when it existed)
 
     @property
     def sentences_per_second(self) -> float:
@@ -129,9 +130,11 @@ def embed_missing(url: str, embedder: Embedder, *, langs: Sequence[str] | None =
             done += len(rows)
             if progress:
                 progress(len(rows))
+        t1 = time.perf_counter()
         ensure_index(conn, emb)
+        t2 = time.perf_counter()
     return EmbedSummary(embedder.name, emb.id, emb.dim, list(langs) if langs else None, todo, done,
-                        round(time.perf_counter() - t0, 3), emb.index_name)
+                        round(t2 - t0, 3), emb.index_name, round(t2 - t1, 3))
 
 
 def pool_embeddings(conn: psycopg.Connection, emb: EmbedderRow, pair_ids: Sequence[int], lang: str) -> np.ndarray:

@@ -18,7 +18,10 @@ from scoi.cli.common import console, database_url, emit_json, err_console, fail
 
 job_app = typer.Typer(help="Batch translation jobs stored in PostgreSQL.", no_args_is_help=True)
 
-METHOD_HELP = "Example selection: scoi, scoi-word-first, syntax, word, poly-topk, bm25, random, zero."
+METHOD_HELP = ("Example selection: scoi, scoi-word-first, syntax, word, poly-topk, bm25, rbm25, dpp, fuzzy, "
+               "fuzzy-ann, random, zero.")
+EMBEDDER_HELP = ("--method fuzzy / fuzzy-ann: the embedding model given to `scoi embed --model` "
+                 "(default: sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2).")
 BACKEND_OPT_HELP = ("Backend option KEY=VALUE (repeatable), stored with the job. Secrets (api_key, tokens, "
                     "passwords) are refused: set SCOI_OPENAI_API_KEY in the workers' environment instead.")
 ORDER_HELP = ("Example order in the prompt: reverse (default, as published: the first example selected comes "
@@ -115,6 +118,7 @@ def submit(
     seed: int = typer.Option(0, "--seed", help="Seed for random selection / order."),
     max_new_tokens: int = typer.Option(128, "--max-new-tokens", min=1, help="Generation limit per item."),
     backend_opt: list[str] = typer.Option([], "--backend-opt", help=BACKEND_OPT_HELP),
+    embedder: str | None = typer.Option(None, "--embedder", help=EMBEDDER_HELP),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the job as JSON."),
 ) -> None:
     """Create a job with one item per input line; `scoi worker` translates them."""
@@ -123,7 +127,7 @@ def submit(
     sources, refs = _read_inputs(input_file, references)
     spec = JobSpec(src=src, tgt=tgt, model=model, method=method, k=k, template=template, name=name,
                    max_attempts=max_attempts, pool=pool, fill=fill, corpora=corpus or None, order=order, seed=seed,
-                   max_new_tokens=max_new_tokens, backend_options=_backend_options(backend_opt))
+                   max_new_tokens=max_new_tokens, backend_options=_backend_options(backend_opt), embedder=embedder)
     with _connect() as conn:
         try:
             job_id = submit_job(conn, spec, sources, refs, input_path=str(input_file.resolve()),

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from scoi.core.fuzzy import cosines, fuzzy_rank
 from scoi.core.greedy import Candidate, select
-from tests import reference_baselines as slow
+from tests import reference as ref, reference_baselines as slow
 
 
 def test_spec_worked_example() -> None:
@@ -57,3 +57,16 @@ def test_fast_matches_literal(query, pool, k) -> None:
     want = slow.fuzzy(query, pool, k)
     assert [i for i, _ in got] == [i for i, _ in want]
     assert np.allclose([c for _, c in got], [c for _, c in want])
+
+
+@settings(max_examples=100, deadline=None)
+@given(query=vectors, pool=st.lists(vectors, min_size=0, max_size=9), k=st.integers(0, 10),
+       method=st.sampled_from(["fuzzy", "fuzzy-ann"]))
+def test_selection_matches_reference_selection(query, pool, k, method) -> None:
+    """greedy.select's fuzzy branches = tests/reference.py's (edge cases: k = 0, empty pool)."""
+    cands = [Candidate(np.zeros((0, 2), dtype=np.int64), []) for _ in pool]
+    emb = (np.array(query, dtype=float), np.array(pool, dtype=float).reshape(-1, 3))
+    args = (np.zeros((0, 2)), [], cands, k, method)
+    fast, slow_picks = select(*args, embeddings=emb), ref.select(*args, embeddings=emb)
+    assert [(p.index, p.criterion) for p in fast] == [(p.index, p.criterion) for p in slow_picks]
+    assert len(fast) == min(k, len(pool))
