@@ -19,6 +19,7 @@ import socket
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 import psycopg
 
@@ -28,6 +29,9 @@ from ingest.workers import BatchRunner, Parsed, ParseTask
 from ingest.writer import BatchWriter, LabelRegistry, PairRow, ParsedSentence, lock_writes, sha, stored_sentences
 from scoi.analysis import Analysis, ParserChoice, choose_parser, parser_labels
 from scoi.db import connect
+
+if TYPE_CHECKING:
+    from scoi.embedder import Embedder
 
 # A batch is what one transaction writes: 2,048 pairs by default. Measured on the same
 # 16k parsed pairs, writing them 2,048 at a time took 15-20% less CPU than 512 at a time
@@ -49,6 +53,7 @@ class IngestOptions:
     header: bool | None = None  # TSV first line: True = a header, False = a pair, None = by the README's rule
     batch_size: int = DEFAULT_BATCH  # pairs per transaction
     parsers: dict[str, str] = field(default_factory=dict)  # lang -> pipeline override
+    embed: str | None = None  # sentence-transformers model: embed the two languages' new sentences after the pairs
 
 
 @dataclass
@@ -73,6 +78,8 @@ class IngestSummary:
     parsers: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     rejected_rows: list[Rejected] = field(default_factory=list)
+    embedder: str | None = None  # --embed: the model's stored name
+    embedded: int = 0            # sentences it embedded (the two languages' sentences that had none)
 
     @property
     def pairs_per_second(self) -> float:
@@ -131,6 +138,7 @@ def ingest_files(opts: IngestOptions, url: str, *, progress: Callable[[int], Non
     fmt = opts.fmt or detect_format(opts.files)
     choices: dict[str, ParserChoice] = {lang: choose_parser(lang, opts.parsers.get(lang)) for lang in (src, tgt)}
     total, rejected = validate(opts.files, fmt, src, tgt, opts.skip_bad, opts.header)
+    embedder = _embedder(opts.embed)  # a model that cannot load fails before anything is written
     if on_start:
         on_start(total + len(rejected))
     corpus_name = opts.corpus or _default_corpus_name(opts.files)
@@ -174,8 +182,22 @@ def ingest_files(opts: IngestOptions, url: str, *, progress: Callable[[int], Non
             runs.vacuum_analyze(conn)
     finally:
         conn.close()
+    if embedder is not None:
+        from scoi.embeddings import embed_missing
+
+        summary.embedder = embedder.name
+        summary.embedded = embed_missing(url, embedder, langs=[src, tgt]).embedded
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def _embedder(model: str | None) -> Embedder | None:
+    """The ``--embed`` model, loaded (raises scoi.embedder.EmbedderError), or None."""
+    if model is None:
+        return None
+    from scoi.embedder import Embedder
+
+    return Embedder(model)
 
 
 def _default_corpus_name(files: list[str]) -> str:

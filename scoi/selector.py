@@ -22,7 +22,7 @@ from psycopg import sql
 
 from scoi import __version__
 from scoi.analysis import Scheme
-from scoi.core.greedy import METHODS, Candidate, check_args, select as greedy_select
+from scoi.core.greedy import EMBEDDING_METHODS, METHODS, Candidate, check_args, select as greedy_select
 from scoi.core.polynomial import LabelSpace, TermTable, expand
 from scoi.core.rbm25 import check_variant
 from scoi.db import connect
@@ -153,17 +153,23 @@ class Selector:
     def __init__(self, src: str, tgt: str, *, url: str | None = None, corpora: list[str] | None = None,
                  k: int = 4, method: str = "scoi", pool: int = 100, similarity: str = "distance",
                  word_overlap: str = "set", fill: str = "none", seed: int = 0,
-                 bm25: Bm25Params | None = None, parser: str | None = None, rbm25_variant: str = "ctq") -> None:
+                 bm25: Bm25Params | None = None, parser: str | None = None, rbm25_variant: str = "ctq",
+                 embedder: str | None = None, ef_search: int = 40) -> None:
         check_args(method, similarity, word_overlap, k)
         check_variant(rbm25_variant)
         if fill not in FILLS:
             raise SelectionError(f"unknown fill {fill!r}; expected one of {FILLS}")
         if pool < 1:
             raise SelectionError("pool size must be at least 1")
+        if ef_search < 1:
+            raise SelectionError("ef_search must be at least 1")
         self.src, self.tgt = src.lower(), tgt.lower()
         self.k, self.method, self.pool = k, method, pool
         self.similarity, self.word_overlap, self.fill, self.seed = similarity, word_overlap, fill, seed
         self.rbm25_variant = rbm25_variant
+        self.embedder_model, self.ef_search = embedder, ef_search
+        self._embedder: Any = None  # scoi.embedder.Embedder, loaded on first use
+        self._embedder_row: Any = None  # scoi.embeddings.EmbedderRow
         self.bm25 = bm25 or Bm25Params()
         if url is None:
             from scoi.db.engine import ensure_migrated, resolve_database
@@ -183,6 +189,8 @@ class Selector:
         self.labels = LabelSpace(labels)
         self.terms = TermTable(self.labels)
         self._analyzer = None
+        if method in EMBEDDING_METHODS:
+            self.embedder_row()  # fail now, not at the first sentence, when nothing is embedded
         self._thread: futures.ThreadPoolExecutor | None = None
 
     # ------------------------------------------------------------------ pieces
@@ -316,6 +324,45 @@ class Selector:
             start = end
         return table[q_ids], q_ids, cands, table
 
+    def embedder_row(self) -> Any:
+        """The stored embedder the fuzzy methods use (``embedder``, default the paper's):
+        refused when no sentence was embedded with it."""
+        if self._embedder_row is None:
+            from scoi.embedder import DEFAULT_MODEL, model_name
+            from scoi.embeddings import find_embedder
+
+            name = model_name(self.embedder_model or DEFAULT_MODEL)
+            row = find_embedder(self.conn, name)
+            if row is None:
+                raise SelectionError(f"no sentence is embedded with {name}; the fuzzy methods need embeddings: "
+                                     f"scoi embed --model {name} (or pass --embedder with the model you embedded with)")
+            self._embedder_row = row
+        return self._embedder_row
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """The query's embedding by the stored embedder's model (loaded on first use)."""
+        if self._embedder is None:
+            from scoi.embedder import Embedder
+
+            self._embedder = Embedder(self.embedder_row().name)
+        return self._embedder.encode([text])[0]
+
+    def _embedding_inputs(self, method: str, query: np.ndarray, rows: list[CandidateRow], k: int
+                          ) -> tuple[list[CandidateRow], tuple[np.ndarray, np.ndarray], float]:
+        """fuzzy: (the pool, its embeddings); fuzzy-ann: (the k nearest pairs over the whole
+        database by the HNSW index, theirs); and the milliseconds the SQL took."""
+        from scoi.embeddings import nearest, pool_embeddings
+
+        t0 = time.perf_counter()
+        if method == "fuzzy":
+            vectors = pool_embeddings(self.conn, self.embedder_row(), [r.pair_id for r in rows], self.src)
+        else:
+            found = nearest(self.conn, self.embedder_row(), query, lang=self.src, tgt=self.tgt,
+                            corpora=self.corpus_ids, n=k, ef_search=self.ef_search)
+            rows = self.fetch([(pair_id, 1.0 - dist) for pair_id, dist, _ in found])
+            vectors = np.stack([v for _, _, v in found]) if found else np.zeros((0, self.embedder_row().dim))
+        return rows, (query, vectors), _ms(time.perf_counter() - t0)
+
     # ------------------------------------------------------------------ API
     def select(self, text: str, *, k: int | None = None, method: str | None = None, record: bool = False,
                analysis: tuple[list[str], dict[str, int]] | None = None) -> SelectionResult:
@@ -332,14 +379,22 @@ class Selector:
         check_args(method, self.similarity, self.word_overlap, k)
         t0 = time.perf_counter()
         tokens = self.analyzer.tokenize(text) if analysis is None else analysis[0]
-        pool = None if method == "zero" or not tokens else self._preselect_thread().submit(self._timed_pool, tokens)
+        by_embedding = method in EMBEDDING_METHODS
+        pool = (None if method in ("zero", "fuzzy-ann") or not tokens
+                else self._preselect_thread().submit(self._timed_pool, tokens))
         try:
-            terms = self.tree_terms(text) if analysis is None else analysis[1]
+            # The fuzzy methods need no tree: the query's embedding instead (overlapping the pool too).
+            terms = analysis[1] if analysis is not None else {} if by_embedding else self.tree_terms(text)
+            query_vec = self.embed_query(text) if by_embedding else None
             t1 = time.perf_counter()
             rows, pool_ms = pool.result() if pool is not None else ([], 0.0)
         finally:
             if pool is not None:
                 futures.wait([pool])  # the connection is free again before anything else uses it
+        embeddings = None
+        if query_vec is not None:
+            rows, embeddings, sql_ms = self._embedding_inputs(method, query_vec, rows, k)
+            pool_ms = round(pool_ms + sql_ms, 3)
         t2 = time.perf_counter()
         q, q_ids, cands, table = self.coverage_inputs(terms, rows)
         pick_tokens = tokens
@@ -347,7 +402,7 @@ class Selector:
             pick_tokens, cands = _tokens_13a(text), [c._replace(tokens=_tokens_13a(r.src)) for c, r in zip(cands, rows)]
         picks = greedy_select(q, pick_tokens, cands, k=k, method=method, similarity=self.similarity,
                               word_overlap=self.word_overlap, seed=self.seed, term_table=table,
-                              query_term_ids=q_ids, rbm25_variant=self.rbm25_variant)
+                              query_term_ids=q_ids, rbm25_variant=self.rbm25_variant, embeddings=embeddings)
         selected = [Picked(rows[p.index].pair_id, rows[p.index].src, rows[p.index].tgt, p.criterion, p.coverage)
                     for p in picks]
         t3 = time.perf_counter()
@@ -390,6 +445,10 @@ class Selector:
 
     def params(self, method: str, k: int) -> dict[str, Any]:
         variant = {"rbm25_variant": self.rbm25_variant} if method == "rbm25" else {}
+        if method in EMBEDDING_METHODS:
+            variant["embedder"] = self.embedder_row().name
+        if method == "fuzzy-ann":
+            variant["ef_search"] = self.ef_search
         return {"method": method, **variant, "k": k, "pool": self.pool, "similarity": self.similarity,
                 "word_overlap": self.word_overlap, "fill": self.fill, "seed": self.seed,
                 "corpora": self.corpora, "bm25": asdict(self.bm25)}
@@ -398,6 +457,10 @@ class Selector:
         """Every setting that changes the result, sacrebleu style."""
         b = self.bm25
         variant = [f"rbm25:{self.rbm25_variant}"] if method == "rbm25" else []
+        if method in EMBEDDING_METHODS:
+            variant.append(f"embedder:{self.embedder_row().name}")
+        if method == "fuzzy-ann":
+            variant.append(f"hnsw:cosine,ef_search={self.ef_search}")
         parts = [f"{self.src}-{self.tgt}", f"method:{method}", *variant, f"k:{k}", f"pool:{self.pool}",
                  f"sim:{self.similarity}", f"words:{self.word_overlap}", f"fill:{self.fill}", f"seed:{self.seed}",
                  f"bm25:{b.signature()}",

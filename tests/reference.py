@@ -103,13 +103,18 @@ def select(
     seed: int = 0,
     *,
     rbm25_variant: str = "ctq",
+    embeddings: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> list[Pick]:
-    """Same contract as :func:`scoi.core.greedy.select`, computed the slow way (R-BM25 and
-    DPP in ``tests/reference_baselines.py``)."""
+    """Same contract as :func:`scoi.core.greedy.select`, computed the slow way (R-BM25, DPP
+    and Fuzzy in ``tests/reference_baselines.py``)."""
     check_args(method, similarity, word_overlap, k)
     n = len(candidates)
     if method == "zero" or k == 0 or n == 0:
         return []
+    if method in ("fuzzy", "fuzzy-ann"):
+        if embeddings is None:
+            raise ValueError(f"method {method!r} ranks by sentence embeddings; none were given")
+        return [Pick(i, "fuzzy", c) for i, c in baselines.fuzzy(embeddings[0], embeddings[1], k)]
     if method in ("rbm25", "dpp"):
         dists = [poly_distance(query_terms, c.terms) for c in candidates]
         return baselines.select(dists, query_tokens, candidates, k, method, rbm25_variant)

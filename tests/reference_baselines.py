@@ -174,3 +174,15 @@ def select(distances, query_tokens, candidates, k: int, method: str, rbm25_varia
         if len(picks) < k and i not in [p.index for p in picks]:
             picks.append(Pick(i, "bm25", None))
     return picks
+
+
+# ------------------------------------------------------------------ Fuzzy (SPEC §7)
+def fuzzy(query, candidates, k: int) -> list[tuple[int, float]]:
+    """Cosine of each candidate with the query from the formula u·v / (|u| |v|) (0 for a zero
+    vector), then a plain Python sort: cosine descending, lower index first on ties."""
+    def cos(u, v) -> float:
+        nu, nv = math.sqrt(sum(x * x for x in u)), math.sqrt(sum(x * x for x in v))
+        return 0.0 if nu == 0 or nv == 0 else sum(a * b for a, b in zip(u, v)) / (nu * nv)
+
+    scored = [(i, cos(list(map(float, query)), list(map(float, c)))) for i, c in enumerate(candidates)]
+    return sorted(scored, key=lambda t: (-t[1], t[0]))[:max(k, 0)]

@@ -8,6 +8,7 @@ code path, tokenizer, batching and stopping as with a real model.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 CORPUS = [
@@ -95,4 +96,41 @@ def build_tiny_comet(out: str | Path, seed: int = 0) -> Path:
     torch.save({"state_dict": model.state_dict(), "hyper_parameters": hparams, "epoch": 0, "global_step": 0,
                 "pytorch-lightning_version": pl.__version__}, out / "checkpoints" / "model.ckpt")
     (out / "hparams.yaml").write_text(yaml.safe_dump({**hparams, "class_identifier": "regression_metric"}))
+    return out
+
+
+def build_tiny_sentence_transformer(out: str | Path, seed: int = 0, *, corpus: list[str] | None = None,
+                                    vocab_size: int = 120, hidden: int = 32) -> Path:
+    """A sentence-transformers model directory (``SentenceTransformer.save``): a tiny random
+    XLM-R encoder (as paraphrase-multilingual-MiniLM's tokenizer family) + mean pooling, for
+    ``scoi embed --model DIR``. The real loading and encoding path runs, offline; the
+    vectors mean little (random weights) but are deterministic for a seed. ``corpus``: text
+    to train the tokenizer on (default: CORPUS), so a benchmark's sentences are not all <unk>."""
+    import torch
+    from sentence_transformers import SentenceTransformer, models as st_models
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+    from transformers import XLMRobertaConfig, XLMRobertaModel, XLMRobertaTokenizerFast
+
+    out = Path(out)
+    encoder = out.parent / f"{out.name}-encoder"
+    tok = Tokenizer(models.Unigram())
+    tok.normalizer = normalizers.NFKC()
+    tok.pre_tokenizer = pre_tokenizers.Metaspace()
+    special = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    tok.train_from_iterator(corpus or CORPUS, trainers.UnigramTrainer(
+        vocab_size=vocab_size, special_tokens=special, unk_token="<unk>", show_progress=False))
+    fast = XLMRobertaTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", sep_token="</s>",
+                                   cls_token="<s>", unk_token="<unk>", pad_token="<pad>", mask_token="<mask>",
+                                   model_max_length=128)
+    fast.save_pretrained(encoder)
+    torch.manual_seed(seed)
+    config = XLMRobertaConfig(vocab_size=len(fast), hidden_size=hidden, num_hidden_layers=2, num_attention_heads=2,
+                              intermediate_size=2 * hidden, max_position_embeddings=132,
+                              pad_token_id=fast.pad_token_id, bos_token_id=fast.bos_token_id,
+                              eos_token_id=fast.eos_token_id)
+    XLMRobertaModel(config, add_pooling_layer=False).save_pretrained(encoder)
+    word = st_models.Transformer(str(encoder), max_seq_length=128)
+    pooling = st_models.Pooling(word.get_word_embedding_dimension(), pooling_mode="mean")
+    SentenceTransformer(modules=[word, pooling], device="cpu").save(str(out))
+    shutil.rmtree(encoder)  # the saved model holds its own copy of the encoder
     return out

@@ -1,7 +1,7 @@
 """Job workers: who holds running items, and whether that worker is still alive.
 
 Revision ID: 0012
-Revises: 0010
+Revises: 0011
 Create Date: 2026-11-23
 
 Why (issue 14, item 1): a worker killed with ``kill -9`` (or whose machine is lost) held
@@ -25,7 +25,7 @@ timeout remains for workers that are alive but stuck (no heartbeat).
 from alembic import op
 
 revision = "0012"
-down_revision = "0010"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 

@@ -1,7 +1,7 @@
 """Schedules stored in PostgreSQL, and jobs over table rows (issue 14, items 2 and 3).
 
 Revision ID: 0013
-Revises: 0010
+Revises: 0012
 Create Date: 2026-11-23
 
 Why:
@@ -27,7 +27,7 @@ Why:
 from alembic import op
 
 revision = "0013"
-down_revision = "0010"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 

@@ -1,7 +1,7 @@
 """Ingest runs whose process died read as ``dead``, not ``running`` forever.
 
 Revision ID: 0014
-Revises: 0010
+Revises: 0013
 Create Date: 2026-11-23
 
 Why (issue 15): a ``scoi ingest`` killed with -9 cannot mark its ``ingest_run`` row failed,
@@ -17,7 +17,7 @@ migration hold no such lock and read as ``dead`` once the upgrade is done.
 from alembic import op
 
 revision = "0014"
-down_revision = "0010"
+down_revision = "0013"
 branch_labels = None
 depends_on = None
 

@@ -37,7 +37,7 @@ HOW_TO_PROVIDE = (
 )
 
 
-def _hub_reachable(timeout: float = 3.0) -> bool:
+def hub_reachable(timeout: float = 3.0) -> bool:
     """Whether a TCP connection to the hub endpoint opens within ``timeout`` seconds.
 
     Runs in a daemon thread because name resolution ignores socket timeouts.
@@ -148,7 +148,7 @@ class TransformersBackend:
                     f"model {source!r} is not available offline: it is not a local directory "
                     f"and not in the Hugging Face cache, and HF_HUB_OFFLINE is set. {HOW_TO_PROVIDE}"
                 ) from cached_error
-        if not _hub_reachable():
+        if not hub_reachable():
             raise BackendError(
                 f"model {source!r} is not available offline: it is not a local directory, not "
                 f"in the Hugging Face cache, and the hub cannot be reached. {HOW_TO_PROVIDE}"

@@ -25,6 +25,10 @@ def ingest(
     header: bool | None = typer.Option(None, "--header/--no-header",
                                        help="TSV: the first line is a header / is a pair (default: detected, see README)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Always print notes (which spaCy pipeline parses each language), even when nothing was parsed."),
+    embed: str | None = typer.Option(None, "--embed", metavar="MODEL",
+                                     help="Then embed both languages' sentences that have no embedding by this "
+                                          "sentence-transformers model (as `scoi embed --model MODEL`; for "
+                                          "--method fuzzy / fuzzy-ann)."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: one JSON summary object."),
 ) -> None:
     """Load a parallel corpus: pairs, Moses tokens, polynomial terms and the BM25 index.
@@ -34,16 +38,18 @@ def ingest(
     from scoi.analysis import ParserNotAvailable
     from ingest.pipeline import IngestError, IngestOptions, ingest_files
     from ingest.readers import InputError
+    from scoi.embedder import EmbedderError
+    from scoi.embeddings import EmbeddingError
 
     files = [str(file)] + ([str(file2)] if file2 else [])
     overrides = parser_options(parser)
     opts = IngestOptions(files=files, src=src, tgt=tgt, corpus=corpus, fmt=fmt, workers=workers,
-                         skip_bad=skip_bad, header=header, parsers=overrides)
+                         skip_bad=skip_bad, header=header, parsers=overrides, embed=embed)
     if batch_size:
         opts.batch_size = batch_size
     url = database_url()
     summary = run_batches("ingest", "pairs", not json_out and sys.stdout.isatty(),
-                          (InputError, IngestError, ParserNotAvailable),
+                          (InputError, IngestError, ParserNotAvailable, EmbedderError, EmbeddingError),
                           lambda advance, set_total: ingest_files(opts, url, progress=advance, on_start=set_total))
 
     if json_out:
@@ -52,6 +58,9 @@ def ingest(
     console.print(f"corpus {summary.corpus}: {summary.inserted} pairs inserted, {summary.duplicates} duplicates, "
                   f"{summary.rejected} rejected ({summary.read} read in {summary.seconds:.1f}s, "
                   f"{_rate(summary.pairs_per_second)} pairs/s)", highlight=False, soft_wrap=True, markup=False)
+    if summary.embedder:
+        console.print(f"{summary.embedded} sentences embedded with {summary.embedder}",
+                      highlight=False, soft_wrap=True, markup=False)
     # Which pipeline parsed (a fallback from the default): only when something was parsed.
     for note in summary.notes if verbose or summary.parsed_sentences else ():
         console.print(f"note: {note}", highlight=False, soft_wrap=True, markup=False)

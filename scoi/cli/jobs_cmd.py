@@ -6,18 +6,19 @@ value on the last line of stdout.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
-from typing import Any
 
 import typer
 
-from scoi.cli.common import console, database_url, emit_json, err_console, fail, print_rows
+from scoi.cli.common import console, database_url, emit_json, err_console, fail, parse_key_values, print_rows
 
 job_app = typer.Typer(help="Batch translation jobs stored in PostgreSQL.", no_args_is_help=True)
 
-METHOD_HELP = "Example selection: scoi, scoi-word-first, syntax, word, poly-topk, bm25, random, zero."
+METHOD_HELP = ("Example selection: scoi, scoi-word-first, syntax, word, poly-topk, bm25, rbm25, dpp, fuzzy, "
+               "fuzzy-ann, random, zero.")
+EMBEDDER_HELP = ("--method fuzzy / fuzzy-ann: the embedding model given to `scoi embed --model` "
+                 "(default: sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2).")
 BACKEND_OPT_HELP = ("Backend option KEY=VALUE (repeatable), stored with the job. Secrets (api_key, tokens, "
                     "passwords) are refused: set SCOI_OPENAI_API_KEY in the workers' environment instead.")
 ORDER_HELP = ("Example order in the prompt: reverse (default, as published: the first example selected comes "
@@ -40,19 +41,6 @@ def _connect():
     from scoi.jobs.store import connect
 
     return connect(database_url())
-
-
-def parse_backend_options(items: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            fail(f"--backend-opt {item!r}: expected KEY=VALUE, e.g. max_retries=0 or base_url=http://host:8000/v1")
-        try:
-            out[key.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key.strip()] = value
-    return out
 
 
 def _read_inputs(input_file: Path, references: Path | None) -> tuple[list[str], list[str] | None]:
@@ -95,6 +83,7 @@ def submit(
     seed: int = typer.Option(0, "--seed", help="Seed for random selection / order."),
     max_new_tokens: int = typer.Option(128, "--max-new-tokens", min=1, help="Generation limit per item."),
     backend_opt: list[str] = typer.Option([], "--backend-opt", help=BACKEND_OPT_HELP),
+    embedder: str | None = typer.Option(None, "--embedder", help=EMBEDDER_HELP),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the job as JSON."),
 ) -> None:
     """Create a job with one item per input line; `scoi worker` translates them."""
@@ -103,7 +92,8 @@ def submit(
     sources, refs = _read_inputs(input_file, references)
     spec = JobSpec(src=src, tgt=tgt, model=model, method=method, k=k, template=template, name=name,
                    max_attempts=max_attempts, pool=pool, fill=fill, corpora=corpus or None, order=order, seed=seed,
-                   max_new_tokens=max_new_tokens, backend_options=parse_backend_options(backend_opt))
+                   max_new_tokens=max_new_tokens, backend_options=parse_key_values(backend_opt, "--backend-opt"),
+                   embedder=embedder)
     with _connect() as conn:
         try:
             job_id = submit_job(conn, spec, sources, refs, input_path=str(input_file.resolve()),
@@ -147,7 +137,7 @@ def sync(
                             ("template", template)) if v is not None}
     spec = JobSpec(src=src or "", tgt=tgt or "", model=model or "", method=method or "scoi",
                    k=4 if k is None else k, template=template or "xglm", name=name, max_attempts=max_attempts,
-                   backend_options=parse_backend_options(backend_opt))
+                   backend_options=parse_key_values(backend_opt, "--backend-opt"))
     with _connect() as conn:
         try:
             result = sync_job(conn, spec, sources, refs, input_path=str(input_file.resolve()),

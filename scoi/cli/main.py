@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from scoi.cli import db, demo_cmd, experiment_cmd, ingest_cmd, jobs_cmd, reanalyze_cmd, schedule_cmd, select_cmd
+from scoi.cli import (db, demo_cmd, embed_cmd, experiment_cmd, ingest_cmd, jobs_cmd, reanalyze_cmd, schedule_cmd,
+                      select_cmd)
 
 app = typer.Typer(
     help="SCOI in-context example selection for LLM translation, backed by PostgreSQL.",
@@ -16,6 +17,7 @@ app.command("ingest")(ingest_cmd.ingest)
 app.command("corpora")(ingest_cmd.corpora)
 app.command("ingest-runs")(ingest_cmd.ingest_runs)
 app.command("reanalyze")(reanalyze_cmd.reanalyze)
+app.command("embed")(embed_cmd.embed)
 app.command("select")(select_cmd.select)
 app.command("prompt")(select_cmd.prompt)
 app.command("demo")(demo_cmd.demo)

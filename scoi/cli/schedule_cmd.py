@@ -14,8 +14,8 @@ from typing import Any
 
 import typer
 
-from scoi.cli.common import database_url, emit_json, fail
-from scoi.cli.jobs_cmd import BACKEND_OPT_HELP, METHOD_HELP, ORDER_HELP, parse_backend_options, print_rows
+from scoi.cli.common import database_url, emit_json, fail, parse_key_values, print_rows
+from scoi.cli.jobs_cmd import BACKEND_OPT_HELP, METHOD_HELP, ORDER_HELP
 
 schedule_app = typer.Typer(help="Recurring translation jobs, stored in PostgreSQL and run by `scoi worker`.",
                            no_args_is_help=True)
@@ -102,7 +102,7 @@ def add(
         dest = Destination("file", path=str(dest_file.resolve()), format=dest_format)
     spec = JobSpec(src=src, tgt=tgt, model=model, method=method, k=k, template=template, name=name,
                    max_attempts=max_attempts, pool=pool, fill=fill, corpora=list(corpus) or None, order=order,
-                   seed=seed, max_new_tokens=max_new_tokens, backend_options=parse_backend_options(backend_opt))
+                   seed=seed, max_new_tokens=max_new_tokens, backend_options=parse_key_values(backend_opt, "--backend-opt"))
     url = database_url()
     out = _run(add_schedule, name, cron, spec, source, dest, url, tz=tz)
     if json_out:

@@ -8,7 +8,11 @@ import typer
 
 from scoi.cli.common import Steps, console, database_url, emit_json, fail
 
-METHOD_HELP = "scoi | scoi-word-first | syntax | word | poly-topk | bm25 | rbm25 | dpp | random | zero"
+METHOD_HELP = ("scoi | scoi-word-first | syntax | word | poly-topk | bm25 | rbm25 | dpp | fuzzy | fuzzy-ann | random "
+               "| zero (fuzzy, fuzzy-ann: need `scoi embed` first; see README, Methods).")
+EMBEDDER_HELP = ("Embedding model of --method fuzzy / fuzzy-ann (the --model given to `scoi embed`; default: "
+                 "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2).")
+EF_HELP = "fuzzy-ann: HNSW candidates searched per query (pgvector hnsw.ef_search; larger: better recall, slower)."
 RBM25_HELP = ("R-BM25 variant (--method rbm25): ctq (CTQ Scorer's, behind the published numbers) | agrawal "
               "(Agrawal et al.'s release).")
 ORDER_HELP = ("Example order in the prompt: reverse (default, as published: the first example selected "
@@ -19,9 +23,13 @@ VERBOSE_HELP = "Print where the command's time went (imports, server, migration 
 
 
 def _selector(src: str, tgt: str, k: int, method: str, pool: int, similarity: str, word_overlap: str,
-              fill: str, seed: int, corpus: list[str], steps: Steps, rbm25_variant: str = "ctq"):
+              fill: str, seed: int, corpus: list[str], steps: Steps, rbm25_variant: str = "ctq",
+              embedder: str | None = None, ef_search: int = 40):
     """A Selector with its analyser loaded, each start-up step timed in ``steps``."""
     from scoi.analysis import ParserNotAvailable, import_spacy, load_pipeline, needs_torch
+    from scoi.core.greedy import EMBEDDING_METHODS
+    from scoi.embedder import EmbedderError
+    from scoi.embeddings import EmbeddingError
     from scoi.selector import SelectionError, Selector
 
     steps.step("imports")
@@ -29,7 +37,7 @@ def _selector(src: str, tgt: str, k: int, method: str, pool: int, similarity: st
     try:
         sel = Selector(src, tgt, url=url, corpora=corpus or None, k=k, method=method, pool=pool,
                        similarity=similarity, word_overlap=word_overlap, fill=fill, seed=seed,
-                       rbm25_variant=rbm25_variant)
+                       rbm25_variant=rbm25_variant, embedder=embedder, ef_search=ef_search)
         steps.step("selector set-up (SQL)")
         # What the first query would load anyway, loaded here step by step to time it.
         import_spacy(with_torch=needs_torch(sel.scheme.name))
@@ -38,7 +46,10 @@ def _selector(src: str, tgt: str, k: int, method: str, pool: int, similarity: st
         steps.step(f"pipeline load ({sel.scheme.name})")
         sel.analyzer  # noqa: B018 - builds the Moses normaliser and tokeniser
         steps.step("Moses set-up")
-    except (SelectionError, ValueError, ParserNotAvailable) as e:
+        if method in EMBEDDING_METHODS:
+            sel.embed_query("")  # loads the model now: a model that cannot load fails before any query
+            steps.step("embedder load")
+    except (SelectionError, ValueError, ParserNotAvailable, EmbedderError, EmbeddingError) as e:
         fail(str(e))
     return sel
 
@@ -59,6 +70,8 @@ def select(
     k: int = typer.Option(4, "-k", "--k", min=0, help="Number of examples."),
     method: str = typer.Option("scoi", "--method", help=METHOD_HELP),
     rbm25_variant: str = typer.Option("ctq", "--rbm25-variant", help=RBM25_HELP),
+    embedder: str | None = typer.Option(None, "--embedder", help=EMBEDDER_HELP),
+    ef_search: int = typer.Option(40, "--ef-search", min=1, help=EF_HELP),
     pool: int = typer.Option(100, "--pool", min=1, help="Candidates preselected by BM25."),
     similarity: str = typer.Option("distance", "--similarity", help="Term similarity: distance | cosine."),
     word_overlap: str = typer.Option("set", "--word-overlap", help="Word coverage: set | multiset."),
@@ -76,7 +89,13 @@ def select(
     steps = Steps()
     if (text is None) == (file is None):
         fail("give either a TEXT argument or --file FILE")
-    sel = _selector(src, tgt, k, method, pool, similarity, word_overlap, fill, seed, corpus, steps, rbm25_variant)
+    sel = _selector(src, tgt, k, method, pool, similarity, word_overlap, fill, seed, corpus, steps, rbm25_variant,
+                    embedder, ef_search)
+    if show_sql and method == "fuzzy-ann":
+        from scoi.embeddings import ann_sql
+
+        console.print(ann_sql(sel.conn, sel.embedder_row()), highlight=False, markup=False)
+        return
     if show_sql:
         tokens, _ = sel.analyze(text or "")
         console.print(sel.preselect_sql(), highlight=False, markup=False)
@@ -128,6 +147,7 @@ def prompt(
     k: int = typer.Option(4, "-k", "--k", min=0, help="Number of examples."),
     method: str = typer.Option("scoi", "--method", help=METHOD_HELP),
     rbm25_variant: str = typer.Option("ctq", "--rbm25-variant", help=RBM25_HELP),
+    embedder: str | None = typer.Option(None, "--embedder", help=EMBEDDER_HELP),
     template: str = typer.Option("xglm", "--template", help="xglm | alpaca | path to a Jinja2 template."),
     order: str = typer.Option("reverse", "--order", help=ORDER_HELP),
     pool: int = typer.Option(100, "--pool", min=1, help="Candidates preselected by BM25."),
@@ -138,7 +158,7 @@ def prompt(
     from scoi.core.prompt import Example, render_prompt
 
     steps = Steps()
-    sel = _selector(src, tgt, k, method, pool, "distance", "set", "none", seed, [], steps, rbm25_variant)
+    sel = _selector(src, tgt, k, method, pool, "distance", "set", "none", seed, [], steps, rbm25_variant, embedder)
     result = sel.select(text)
     _query_steps(steps, result)
     try:

@@ -1,5 +1,5 @@
 """Example selection over a preselected candidate pool (docs/method.md §4 and the §7 baselines;
-R-BM25 in :mod:`scoi.core.rbm25`, DPP in :mod:`scoi.core.dpp`).
+R-BM25 in :mod:`scoi.core.rbm25`, DPP in :mod:`scoi.core.dpp`, Fuzzy in :mod:`scoi.core.fuzzy`).
 
 The greedy SCOI loop is the paper's; only the arithmetic is reorganised (docs/method.md §4,
 implementation note): coverage is a sum of per-query-term maxima, so the per-candidate
@@ -29,9 +29,13 @@ from scoi.core.coverage import (
     term_similarity,
 )
 from scoi.core.dpp import dpp
+from scoi.core.fuzzy import fuzzy_rank
 from scoi.core.rbm25 import check_variant, rbm25
 
-METHODS = ("scoi", "scoi-word-first", "syntax", "word", "poly-topk", "bm25", "rbm25", "dpp", "random", "zero")
+METHODS = ("scoi", "scoi-word-first", "syntax", "word", "poly-topk", "bm25", "rbm25", "dpp", "fuzzy", "fuzzy-ann",
+           "random", "zero")
+#: methods that rank by sentence embeddings (need an embedder: scoi embed --model M)
+EMBEDDING_METHODS = ("fuzzy", "fuzzy-ann")
 SIMILARITIES = ("distance", "cosine")
 WORD_OVERLAPS = ("set", "multiset")
 
@@ -55,7 +59,8 @@ class Pick:
 
     ``coverage``: for syntax/word picks, the criterion's running best after the pick (the
     accepted maximum); for poly picks, the polynomial distance; for rbm25 picks, the
-    R-BM25 score; for dpp picks, the residual (gain in det L_Y); otherwise None (bm25 picks,
+    R-BM25 score; for dpp picks, the residual (gain in det L_Y); for fuzzy picks, the
+    cosine with the query; otherwise None (bm25 picks,
     including the pool-order padding of rbm25 and dpp).
     """
 
@@ -259,6 +264,7 @@ def select(
     term_table: np.ndarray | None = None,
     query_term_ids: np.ndarray | None = None,
     rbm25_variant: str = "ctq",
+    embeddings: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> list[Pick]:
     """Select up to k candidates for one query with ``method`` (one of :data:`METHODS`).
 
@@ -269,6 +275,8 @@ def select(
     ``term_table``: when every candidate carries ``term_ids`` (rows of this table, the
     same multiset as its ``terms``), distinct terms are found by id — same result, faster;
     likewise for the query with ``query_term_ids`` (the rows of ``query_terms``).
+    ``embeddings``: (query vector, candidates' vectors in candidate order), which the
+    :data:`EMBEDDING_METHODS` rank by cosine (:func:`scoi.core.fuzzy.fuzzy_rank`).
     """
     check_args(method, similarity, word_overlap, k)
     check_variant(rbm25_variant)
@@ -285,6 +293,10 @@ def select(
         found = dpp(poly_distances(query_terms, candidates, term_table), query_tokens,
                     [c.tokens for c in candidates], k)
         return pad_in_pool_order([Pick(i, "dpp", resid) for i, resid in found], n, k)
+    if method in EMBEDDING_METHODS:
+        if embeddings is None:
+            raise ValueError(f"method {method!r} ranks by sentence embeddings; none were given")
+        return [Pick(i, "fuzzy", cos) for i, cos in fuzzy_rank(embeddings[0], embeddings[1], k)]
     if method == "random":
         order = np.random.default_rng(seed).permutation(n)[:k]
         return [Pick(int(i), "random", None) for i in order]

