@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import typer
 
+from scoi.core.methods import method_help
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -203,3 +205,15 @@ def parse_key_values(items: list[str], option: str) -> dict[str, Any]:
         except json.JSONDecodeError:
             out[key.strip()] = value
     return out
+
+
+# --------------------------------------------------------------------------- option help shared by commands
+METHOD_HELP = method_help()
+EMBEDDER_HELP = ("Embedding model of --method fuzzy / fuzzy-ann (the --model given to `scoi embed`; default: "
+                 "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2).")
+RBM25_HELP = ("R-BM25 variant (--method rbm25): ctq (CTQ Scorer's, behind the published numbers) | agrawal "
+              "(Agrawal et al.'s release).")
+ORDER_HELP = ("Example order in the prompt: reverse (default, as published: the first example selected comes "
+              "last, right before the sentence) | selection (first selected first) | random (seeded by --seed).")
+BACKEND_OPT_HELP = ("Backend option KEY=VALUE (repeatable), stored with the job. Secrets (api_key, tokens, "
+                    "passwords) are refused: set SCOI_OPENAI_API_KEY in the workers' environment instead.")

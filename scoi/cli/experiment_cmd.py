@@ -64,6 +64,8 @@ def run(
     pool: int = typer.Option(100, "--pool", min=1, help="Preselected candidates per sentence."),
     max_new_tokens: int = typer.Option(128, "--max-new-tokens", min=1, help="Generation limit per item."),
     backend_opt: list[str] = typer.Option([], "--backend-opt", help="Backend option KEY=VALUE (repeatable)."),
+    embedder: str | None = typer.Option(None, "--embedder", help="Embedding model of fuzzy / fuzzy-ann (name or "
+                                                                 "directory, as given to `scoi embed`)."),
     workers: int = typer.Option(1, "--workers", min=0,
                                 help="Translate with this many worker processes per job (1: in this process, the "
                                      "model loads once); 0: only queue the jobs, for `scoi worker`s elsewhere."),
@@ -89,7 +91,7 @@ def run(
     spec = ExperimentSpec(name=name, src=src.lower(), tgt=tgt.lower(), model=model, methods=_split(methods, "methods"),
                           ks=_ints(ks, "k"), orders=_split(orders, "orders"), templates=_split(templates, "templates"),
                           baseline=baseline, random_seeds=random_seeds, pool=pool, max_new_tokens=max_new_tokens,
-                          backend_options=parse_key_values(backend_opt, "--backend-opt"))
+                          backend_options=parse_key_values(backend_opt, "--backend-opt"), embedder=embedder)
     url = database_url()
     say = (lambda msg: None) if json_out else (lambda msg: err_console.print(msg, highlight=False, markup=False))
     with connect(url) as conn:

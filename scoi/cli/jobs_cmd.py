@@ -11,18 +11,11 @@ from pathlib import Path
 
 import typer
 
-from scoi.cli.common import console, database_url, emit_json, err_console, fail, parse_key_values, print_rows
+from scoi.cli.common import (BACKEND_OPT_HELP, EMBEDDER_HELP, METHOD_HELP, ORDER_HELP, RBM25_HELP, console, database_url,
+                             emit_json, err_console, fail, parse_key_values, print_rows)
 
 job_app = typer.Typer(help="Batch translation jobs stored in PostgreSQL.", no_args_is_help=True)
 
-METHOD_HELP = ("Example selection: scoi, scoi-word-first, syntax, word, poly-topk, bm25, rbm25, dpp, fuzzy, "
-               "fuzzy-ann, random, zero.")
-EMBEDDER_HELP = ("--method fuzzy / fuzzy-ann: the embedding model given to `scoi embed --model` "
-                 "(default: sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2).")
-BACKEND_OPT_HELP = ("Backend option KEY=VALUE (repeatable), stored with the job. Secrets (api_key, tokens, "
-                    "passwords) are refused: set SCOI_OPENAI_API_KEY in the workers' environment instead.")
-ORDER_HELP = ("Example order in the prompt: reverse (default, as published: the first example selected comes "
-              "last, right before the sentence) | selection (first selected first) | random (seeded by --seed).")
 
 
 def _say(text: str) -> None:
@@ -84,6 +77,7 @@ def submit(
     max_new_tokens: int = typer.Option(128, "--max-new-tokens", min=1, help="Generation limit per item."),
     backend_opt: list[str] = typer.Option([], "--backend-opt", help=BACKEND_OPT_HELP),
     embedder: str | None = typer.Option(None, "--embedder", help=EMBEDDER_HELP),
+    rbm25_variant: str = typer.Option("ctq", "--rbm25-variant", help=RBM25_HELP),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the job as JSON."),
 ) -> None:
     """Create a job with one item per input line; `scoi worker` translates them."""
@@ -93,7 +87,7 @@ def submit(
     spec = JobSpec(src=src, tgt=tgt, model=model, method=method, k=k, template=template, name=name,
                    max_attempts=max_attempts, pool=pool, fill=fill, corpora=corpus or None, order=order, seed=seed,
                    max_new_tokens=max_new_tokens, backend_options=parse_key_values(backend_opt, "--backend-opt"),
-                   embedder=embedder)
+                   embedder=embedder, rbm25_variant=rbm25_variant)
     with _connect() as conn:
         try:
             job_id = submit_job(conn, spec, sources, refs, input_path=str(input_file.resolve()),

@@ -14,8 +14,8 @@ from typing import Any
 
 import typer
 
-from scoi.cli.common import database_url, emit_json, fail, parse_key_values, print_rows
-from scoi.cli.jobs_cmd import BACKEND_OPT_HELP, METHOD_HELP, ORDER_HELP
+from scoi.cli.common import (BACKEND_OPT_HELP, METHOD_HELP, ORDER_HELP, database_url, emit_json, fail, parse_key_values,
+                             print_rows)
 
 schedule_app = typer.Typer(help="Recurring translation jobs, stored in PostgreSQL and run by `scoi worker`.",
                            no_args_is_help=True)

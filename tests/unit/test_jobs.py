@@ -21,3 +21,14 @@ def test_supervisor_sums_worker_summaries():
     assert cmd[1:4] == ["-m", "scoi.cli.main", "worker"] and cmd.count("--json") == 1
     assert {"--burst", "--batch-size", "3", "--job", "7", "--max-items", "5"} <= set(cmd)
     assert "--no-prefetch" not in cmd and "--no-prefetch" in worker_command(WorkerOptions(prefetch=False))
+
+
+def test_rbm25_variant_is_a_job_setting_of_rbm25_jobs_only():
+    from scoi.jobs.store import JobSpec
+
+    agrawal = JobSpec("fr", "en", "openai:m", method="rbm25", rbm25_variant="agrawal")
+    assert agrawal.params()["rbm25_variant"] == "agrawal"
+    assert "|method:rbm25|rbm25:agrawal|k:4|" in agrawal.signature()
+    assert "|rbm25:ctq|" in JobSpec("fr", "en", "openai:m", method="rbm25").signature()
+    plain = JobSpec("fr", "en", "openai:m", method="scoi", rbm25_variant="agrawal")
+    assert "rbm25_variant" not in plain.params() and "rbm25" not in plain.signature()
