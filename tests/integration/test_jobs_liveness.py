@@ -132,3 +132,63 @@ def test_workers_register_and_leave_no_rows_behind(job_db):
             assert conn.execute("SELECT count(*) FROM job_worker WHERE id = 'dead'").fetchone()[0] == 0
     finally:
         dead.close()
+
+
+def test_prefetch_selects_the_same_examples_and_hands_back_the_next_batch_on_stop(job_db):
+    """Issue 14, item 5: with prefetch the next batch's examples are selected while this
+    one generates; the prompts are the ones the sequential loop builds, and a worker that
+    stops keeps no prefetched item (their attempts are not counted)."""
+    from tests.helpers.jobs import demo_test_pairs, ok_server
+
+    sources = [fr for fr, _ in demo_test_pairs()[:10]]
+    prompts = {}
+    with ok_server(delay=0.05) as stub, psycopg.connect(job_db, autocommit=True) as conn:
+        for prefetch in (False, True):
+            spec = JobSpec("fr", "en", model="openai:stub", k=2, name=f"p{prefetch}",
+                           backend_options={"max_retries": 0, "base_url": stub.url})
+            job_id = submit(conn, spec, sources)
+            with Worker(job_db, WorkerOptions(batch_size=3, burst=True, job_id=job_id, prefetch=prefetch)) as w:
+                assert w.run().done == len(sources)
+            prompts[prefetch] = [(r["prompt"], r["attempts"]) for r in items(job_db, job_id)]
+        assert prompts[True] == prompts[False]
+        assert all(a == 1 for _, a in prompts[True])
+
+        job_id = submit(conn, JobSpec("fr", "en", model="openai:stub", k=2, name="stop",
+                                      backend_options={"max_retries": 0, "base_url": stub.url}), sources)
+        with Worker(job_db, WorkerOptions(batch_size=3, job_id=job_id)) as w:
+            store_batch = w.store  # stop once the first batch is stored, with the second one prefetched
+
+            def store_then_stop(*args, **kwargs):
+                store_batch(*args, **kwargs)
+                w.request_stop()
+
+            w.store = store_then_stop
+            stats = w.run()
+    rows = items(job_db, job_id)
+    assert [r["status"] for r in rows] == ["done"] * 3 + ["queued"] * 7
+    assert all(r["attempts"] == 0 for r in rows[3:]) and stats.claimed == 6
+
+
+def test_a_worker_whose_session_is_cut_takes_its_lock_again(job_db):
+    """A live worker whose liveness connection is lost (server restart, network) reads as
+    dead only until its next heartbeat, which reconnects and takes the lock again."""
+    import threading
+
+    def alive() -> bool:
+        with psycopg.connect(job_db) as conn:
+            row = conn.execute("SELECT alive FROM job_worker_state WHERE id = 'W'").fetchone()
+        return bool(row and row[0])
+
+    with Worker(job_db, WorkerOptions(heartbeat_seconds=0.2, poll_seconds=0.2), worker_id="W") as w:
+        runner = threading.Thread(target=w.run)
+        runner.start()
+        try:
+            _end_session(job_db, "W")
+            deadline = time.monotonic() + 10
+            while not alive() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert alive()
+        finally:
+            w.request_stop()
+            runner.join(timeout=30)
+    assert not alive()
