@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))  # the repo root: tests.tiny_model builds the stand-in model
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 DEMO = ROOT / "scoi" / "data" / "demo.fr-en.tsv"
 DEMO_TEST = ROOT / "scoi" / "data" / "demo_test.fr-en.tsv"
@@ -146,7 +146,7 @@ def main() -> None:
 
     from scoi.jobs.store import JobSpec, submit
     from scoi.jobs.worker import Worker, WorkerOptions
-    from tiny_model import build_tiny_model
+    from tests.tiny_model import build_tiny_model
 
     url, cleanup = database(args.database)
     tmp = tempfile.mkdtemp(prefix="scoi_bench_jobs_")
