@@ -71,7 +71,7 @@ def add(
     dest_url: str | None = typer.Option(None, "--dest-url",
                                         help="Database of --dest-table (default: scoi's); same rules as --source-url."),
     dest_file: Path | None = typer.Option(None, "--dest-file",
-                                          help="Destination: a file written whole when the job has no unfinished item."),
+                                          help="Destination: a file, rewritten when the job has nothing left."),
     dest_format: str = typer.Option("tsv", "--dest-format", help="Format of --dest-file: tsv | jsonl."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the schedule as JSON."),
 ) -> None:
@@ -157,8 +157,9 @@ def show(name: str = typer.Argument(..., help="Schedule name."),
     if dest:
         where = (f"{dest['path']} ({dest['format']})" if dest["kind"] == "file" else
                  f"{dest['table']}.{dest['column']} by {dest['key']} (on {dest['url'] or 'the scoi database'})")
+        error = f"; error: {dest['last_error']}" if dest["last_error"] else ""
         typer.echo(f"  destination: {where}; {dest['pending']} outputs waiting, last delivery "
-                   f"{_when(dest['last_delivered_at'])}" + (f"; error: {dest['last_error']}" if dest["last_error"] else ""))
+                   f"{_when(dest['last_delivered_at'])}{error}")
     job = s.get("job")
     if job:
         typer.echo(f"  items: {job['done']}/{job['total']} done, {job['queued']} queued, {job['running']} running, "

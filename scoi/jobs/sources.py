@@ -344,11 +344,14 @@ def _deliver_table(conn: psycopg.Connection, job_id: int, dest: Destination, def
 
 
 def _deliver_file(conn: psycopg.Connection, job_id: int, dest: Destination) -> int:
-    unfinished, undelivered = conn.execute(SQL["file_delivery_state"], {"job_id": job_id}).fetchone()
-    if unfinished or not undelivered:
-        return 0
-    export_to_file(conn, job_id, dest.format or "tsv", Path(dest.path or "").expanduser())
-    conn.execute(SQL["mark_all_delivered"], {"job_id": job_id})
+    with conn.transaction():
+        if conn.execute(SQL["lock_destination"], {"job_id": job_id}).fetchone() is None:
+            return 0  # another worker is writing it
+        unfinished, undelivered = conn.execute(SQL["file_delivery_state"], {"job_id": job_id}).fetchone()
+        if unfinished or not undelivered:
+            return 0
+        export_to_file(conn, job_id, dest.format or "tsv", Path(dest.path or "").expanduser())
+        conn.execute(SQL["mark_all_delivered"], {"job_id": job_id})
     return undelivered
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 import psycopg
 import pytest
@@ -176,9 +176,8 @@ BAD_QUERIES = [
 @pytest.mark.parametrize("query,message", BAD_QUERIES)
 def test_a_bad_source_query_is_a_clear_error_and_changes_nothing(db_url, stub, query, message):
     make_tables(db_url)
-    with connect(db_url) as conn:
-        with pytest.raises(JobError, match=message.replace("(", r"\(").replace(")", r"\)")):
-            add(conn, db_url, stub, query=query)
+    with connect(db_url) as conn, pytest.raises(JobError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        add(conn, db_url, stub, query=query)
     assert scalar(db_url, "SELECT count(*) FROM schedule") == 0
     assert scalar(db_url, "SELECT count(*) FROM job") == 0
     assert scalar(db_url, "SELECT string_agg(id || ':' || coalesce(body, '-'), ',' ORDER BY id) FROM documents") \

@@ -69,6 +69,11 @@ SELECT count(*) FILTER (WHERE status IN ('queued', 'running')) AS unfinished,
        count(*) FILTER (WHERE status = 'done' AND delivered_at IS NULL) AS undelivered
 FROM job_item WHERE job_id = %(job_id)s;
 
+-- name: lock_destination
+-- One writer of a file destination at a time (two workers finishing a job together would
+-- otherwise write the same .part file); the other skips.
+SELECT job_id FROM job_destination WHERE job_id = %(job_id)s FOR UPDATE SKIP LOCKED;
+
 -- name: mark_all_delivered
 UPDATE job_item SET delivered_at = now()
 WHERE job_id = %(job_id)s AND status = 'done' AND delivered_at IS NULL;
