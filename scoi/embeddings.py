@@ -169,6 +169,14 @@ def nearest(conn: psycopg.Connection, emb: EmbedderRow, query: np.ndarray, *, la
     return [(r[0], float(r[1]), _array(r[2])) for r in rows]
 
 
+def ann_plan(conn: psycopg.Connection, emb: EmbedderRow, query: np.ndarray, *, lang: str, tgt: str,
+             n: int) -> str:
+    """EXPLAIN of the fuzzy-ann statement (does it read the embedder's HNSW index?)."""
+    params = {"query": np.asarray(query, dtype=np.float32), "lang": lang, "tgt": tgt, "corpora": None, "n": n}
+    statement = sql.SQL(SQL["explain"].rstrip(";")).format(statement=_compose("ann", emb))
+    return "\n".join(r[0] for r in conn.execute(statement, params).fetchall())
+
+
 def ann_sql(conn: psycopg.Connection, emb: EmbedderRow) -> str:
     """The fuzzy-ann statement for this embedder, as text (``scoi select --sql``)."""
     return _compose("ann", emb).as_string(conn)
@@ -191,4 +199,4 @@ def _array(value: Any) -> np.ndarray:
 
 
 __all__ = ["EmbedderRow", "EmbedSummary", "EmbeddingError", "embed_missing", "find_embedder", "nearest",
-           "pool_embeddings", "register_embedder", "ensure_index", "count_missing", "ann_sql"]
+           "pool_embeddings", "register_embedder", "ensure_index", "count_missing", "ann_sql", "ann_plan"]

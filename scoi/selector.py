@@ -339,13 +339,17 @@ class Selector:
             self._embedder_row = row
         return self._embedder_row
 
-    def embed_query(self, text: str) -> np.ndarray:
-        """The query's embedding by the stored embedder's model (loaded on first use)."""
+    def embedder(self) -> Any:
+        """The stored embedder's model (a scoi.embedder.Embedder), loaded on first use."""
         if self._embedder is None:
             from scoi.embedder import Embedder
 
             self._embedder = Embedder(self.embedder_row().name)
-        return self._embedder.encode([text])[0]
+        return self._embedder
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """The query's embedding by the stored embedder's model."""
+        return self.embedder().encode([text])[0]
 
     def _embedding_inputs(self, method: str, query: np.ndarray, rows: list[CandidateRow], k: int
                           ) -> tuple[list[CandidateRow], tuple[np.ndarray, np.ndarray], float]:

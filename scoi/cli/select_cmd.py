@@ -40,7 +40,7 @@ def _selector(src: str, tgt: str, k: int, method: str, pool: int, similarity: st
         sel.analyzer  # noqa: B018 - builds the Moses normaliser and tokeniser
         steps.step("Moses set-up")
         if method in EMBEDDING_METHODS:
-            sel.embed_query("")  # loads the model now: a model that cannot load fails before any query
+            sel.embedder()  # loads the model now: a model that cannot load fails before any query
             steps.step("embedder load")
     except (SelectionError, ValueError, ParserNotAvailable, EmbedderError, EmbeddingError) as e:
         fail(str(e))

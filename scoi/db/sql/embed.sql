@@ -79,6 +79,10 @@ SELECT (SELECT min(ex.pair_id) FROM example ex
 FROM nn
 ORDER BY nn.distance, pair_id;
 
+-- name: explain
+-- The plan of a statement (ann_plan: whether fuzzy-ann reads the HNSW index).
+EXPLAIN (COSTS OFF) {statement};
+
 -- name: exact_settings
 -- Inside a transaction: the ann statement without its index (a scan and a sort: exact
 -- cosine top n), the reference HNSW results are compared with.
