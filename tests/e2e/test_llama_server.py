@@ -26,9 +26,10 @@ from tests.helpers.llama_server import (
 )
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def llama(tmp_path_factory):
-    """The llama.cpp server, running for the module (skips when it cannot run here)."""
+    """The llama.cpp server (skips when it cannot run here). Session-scoped and first in
+    each test's arguments, so a skip comes before the database fixtures are built."""
     python, why = llama_python()
     if python is None:
         pytest.skip(why)
