@@ -325,7 +325,8 @@ def worker(
         _say(f"{summary['worker']}: {summary['done']} done, {summary['failed']} failed, "
              f"{summary['requeued']} requeued, {summary['lost']} lost to other workers in "
              f"{summary['seconds']:.1f}s ({summary['items_per_second']:.2f} items/s, overhead "
-             f"{summary['overhead_ms_per_item']:.1f} ms/item)")
+             f"{summary['overhead_ms_per_item']:.1f} ms/item)"
+             + (f"; {summary['retries']} requests retried" if summary["retries"] else ""))
 
 
 # --------------------------------------------------------------------------- eval

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 from scoi.jobs.worker import WorkerOptions
 
 #: The summary fields that add up over workers (WorkerStats.to_dict).
-SUMMED = ("claimed", "done", "requeued", "failed", "lost", "batches", "generate_ms", "overhead_ms")
+SUMMED = ("claimed", "done", "requeued", "failed", "lost", "batches", "generate_ms", "overhead_ms", "retries")
 
 
 class SupervisorError(RuntimeError):

@@ -90,6 +90,7 @@ class WorkerStats:
     seconds: float = 0.0
     generate_ms: float = 0.0
     overhead_ms: float = 0.0
+    retries: int = 0       # requests an HTTP backend sent again after a transient failure (server down, 5xx)
     errors: list[str] = field(default_factory=list)  # distinct error messages, first few
     #: Where the time goes, ms summed over items (claim, parse, select, prompt,
     #: prepare_wait, record, write): the benchmark's breakdown.
@@ -347,6 +348,11 @@ class Worker:
         if isinstance(backend, BaseException):
             raise backend.with_traceback(None)
         return backend
+
+    def _backend_retries(self) -> int:
+        """Retries the loaded backends made (an HTTP backend counts them in ``retries``; a
+        local model has none): a server restart shows in the summary, not only in timings."""
+        return sum(getattr(b, "retries", 0) for b in self._backends.values() if not isinstance(b, BaseException))
 
     # ------------------------------------------------------------------ work
     def process(self, items: list[Claimed]) -> None:
@@ -624,6 +630,7 @@ class Worker:
             raise
         finally:
             self.stats.seconds = time.perf_counter() - started
+            self.stats.retries = self._backend_retries()
             self._hb_stop.set()
             try:  # only after an interruption or a crash mid-batch does the worker still hold items
                 if not self.conn.closed and not self.conn.broken:

@@ -19,7 +19,7 @@ import pytest
 from scoi.jobs.store import EXPORT_COLUMNS, JobSpec, submit, write_export
 from scoi.jobs.worker import Worker, WorkerOptions
 from tests.helpers.cli import run_scoi, scoi_cli, scoi_env
-from tests.helpers.fake_openai import closed_port
+from tests.helpers.fake_openai import FakeOpenAI, closed_port, ok_length
 from tests.helpers.jobs import demo_pairs, demo_test_pairs, items, last_json, ok_server, stub_model_args, write_lines
 
 
@@ -277,6 +277,18 @@ def test_failing_item_stops_after_max_attempts_then_retry(job_db, tmp_path):
 
     assert [i["output"] for i in items(job_db, job_id)] == [
         f"ok {len(render_prompt(s, [], 'fr', 'en'))}" for s in ("Bonjour.", "Merci beaucoup.")]
+
+
+def test_worker_summary_counts_the_backends_retries(job_db, tmp_path):
+    """Requests retried inside the backend (a server restarting answers 503) leave the items
+    on their first attempt; the summary is where an operator sees them."""
+    with FakeOpenAI(failures=[(503, {}), (503, {}), (503, {})], answer=ok_length) as fake:
+        job_id = _submit(job_db, tmp_path, ["Un.", "Deux."], "openai:stub", "--method", "zero", "-k", "0",
+                         "--backend-opt", "concurrency=1", "--backend-opt", "base_delay=0.01",
+                         "--backend-opt", f"base_url={fake.url}")
+        summary = last_json(scoi_cli(["worker", "--burst", "--json"], job_db))
+    assert (summary["done"], summary["requeued"], summary["retries"]) == (2, 0, 3)
+    assert all(i["attempts"] == 1 and i["output"].startswith("ok ") for i in items(job_db, job_id))
 
 
 def test_cancel_and_resume(job_db, tmp_path):

@@ -11,10 +11,11 @@ def test_supervisor_sums_worker_summaries():
     from scoi.jobs.supervisor import merge_summaries, worker_command
 
     one = {"claimed": 3, "done": 2, "requeued": 1, "failed": 0, "lost": 0, "batches": 2, "generate_ms": 10.0,
-           "overhead_ms": 3.0, "seconds": 2.0, "errors": ["E2"]}
-    two = {**one, "done": 3, "requeued": 0, "seconds": 4.0, "errors": ["E1", "E2"]}
+           "overhead_ms": 3.0, "retries": 1, "seconds": 2.0, "errors": ["E2"]}
+    two = {**one, "done": 3, "requeued": 0, "retries": 4, "seconds": 4.0, "errors": ["E1", "E2"]}
     total = merge_summaries([one, two])
     assert (total["claimed"], total["done"], total["seconds"], total["errors"]) == (6, 5, 4.0, ["E1", "E2"])
+    assert total["retries"] == 5
     assert total["items_per_second"] == 1.25 and total["overhead_ms_per_item"] == 1.0
     assert total["worker"] == "2 processes" and total["workers"] == [one, two]
     cmd = worker_command(WorkerOptions(batch_size=3, burst=True, job_id=7, max_items=5))
