@@ -45,6 +45,23 @@ def _print_table(result: dict) -> None:
                   highlight=False, soft_wrap=True, markup=False)
 
 
+def _report(url: str, name: str, *, comet: str | None, samples: int, partial: bool, json_out: bool) -> None:
+    """Score the experiment's jobs where needed, store and print its table."""
+    from scoi.jobs.eval import EvalError
+    from scoi.jobs.experiment import get_experiment, results
+    from scoi.jobs.store import JobError, connect
+
+    with connect(url) as conn:
+        try:
+            result = results(conn, get_experiment(conn, name), comet=comet, n_samples=samples, partial=partial)
+        except (EvalError, JobError) as e:
+            fail(str(e))
+    if json_out:
+        emit_json(result)
+    else:
+        _print_table(result)
+
+
 @experiment_app.command("run")
 def run(
     name: str = typer.Argument(..., help="Experiment name; rerun with the same options to resume."),
@@ -80,8 +97,7 @@ def run(
     p < 0.05 (paired bootstrap over the same sentences). The table is stored with the
     experiment: `scoi experiment show NAME` prints it again.
     """
-    from scoi.jobs.experiment import ExperimentSpec, create_or_resume, results, run_jobs
-    from scoi.jobs.eval import EvalError
+    from scoi.jobs.experiment import ExperimentSpec, create_or_resume, run_jobs
     from scoi.jobs.store import JobError, connect, read_lines
 
     try:
@@ -110,15 +126,7 @@ def run(
         run_jobs(url, experiment, workers=workers, log=say)
     except KeyboardInterrupt:
         fail("interrupted; rerun the same command to resume", code=130)
-    with connect(url) as conn:
-        try:
-            result = results(conn, experiment, comet=comet, n_samples=samples)
-        except (EvalError, JobError) as e:
-            fail(str(e))
-    if json_out:
-        emit_json(result)
-    else:
-        _print_table(result)
+    _report(url, name, comet=comet, samples=samples, partial=False, json_out=json_out)
 
 
 @experiment_app.command("show")
@@ -130,19 +138,7 @@ def show(
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the table as JSON."),
 ) -> None:
     """The experiment's table, from its jobs' current scores (scored where missing)."""
-    from scoi.jobs.experiment import get_experiment, results
-    from scoi.jobs.eval import EvalError
-    from scoi.jobs.store import JobError, connect
-
-    with connect(database_url()) as conn:
-        try:
-            result = results(conn, get_experiment(conn, name), comet=comet, n_samples=samples, partial=partial)
-        except (EvalError, JobError) as e:
-            fail(str(e))
-    if json_out:
-        emit_json(result)
-    else:
-        _print_table(result)
+    _report(database_url(), name, comet=comet, samples=samples, partial=partial, json_out=json_out)
 
 
 @experiment_app.command("list")
