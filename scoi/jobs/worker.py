@@ -276,15 +276,16 @@ class Worker:
                         self._life.close()
 
     # ------------------------------------------------------------------ queue
-    def claim(self) -> list[Claimed]:
-        """Take up to ``batch_size`` items (input order), marking exhausted stalled ones failed."""
+    def claim(self, limit: int | None = None) -> list[Claimed]:
+        """Take up to ``limit`` (default ``batch_size``) items (input order), marking
+        exhausted stalled ones failed."""
         t0 = time.perf_counter()
         now = time.monotonic()
         stall = float(self.opts.stall_timeout)
         if now - self._last_stall_check >= min(stall, 30.0):
             store.fail_stalled(self.conn, stall=stall, job_id=self.opts.job_id)
             self._last_stall_check = now
-        n = self.opts.batch_size
+        n = self.opts.batch_size if limit is None else min(limit, self.opts.batch_size)
         if self.opts.max_items is not None:
             n = min(n, self.opts.max_items - self.stats.claimed)
             if n <= 0:
@@ -657,17 +658,22 @@ class Worker:
         same. On stop, the prefetched batch goes back to the queue, its attempt uncounted."""
         with futures.ThreadPoolExecutor(1, thread_name_prefix="scoi-prepare") as pool:
             current: tuple[list[Claimed], list[PrepareResult], float] | None = None
+            # Batches grow 1, 2, 4, ... up to batch_size: the first batch has no generation
+            # to hide its selection behind (all of it is its items' overhead), so it is one
+            # item, and each next batch's selection runs behind a batch half its size.
+            ramp = 1
             try:
                 while True:
                     if current is None:
                         if self._stop.is_set():
                             return
                         self.run_schedules()
-                        items = self.claim()
+                        items = self.claim(ramp)
                         if not items:
                             if self._queue_done():
                                 return
                             self._wait_for_work()
+                            ramp = 1  # after idling, the next batch again has nothing to hide behind
                             continue
                         t0 = time.perf_counter()
                         setup0 = self._setup_seconds
@@ -677,7 +683,8 @@ class Worker:
                     items, preps, t0 = current
                     claim_ms = self._claim_ms
                     c0 = time.perf_counter()
-                    following = self.claim() if not self._stop.is_set() else []
+                    ramp = min(2 * ramp, self.opts.batch_size)
+                    following = self.claim(ramp) if not self._stop.is_set() else []
                     claim_s = time.perf_counter() - c0 if following else 0.0
                     next_claim_ms = self._claim_ms if following else 0.0
                     current, pending = None, self._submit_prepare(pool, following) if following else None
