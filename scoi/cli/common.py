@@ -217,3 +217,11 @@ ORDER_HELP = ("Example order in the prompt: reverse (default, as published: the 
               "last, right before the sentence) | selection (first selected first) | random (seeded by --seed).")
 BACKEND_OPT_HELP = ("Backend option KEY=VALUE (repeatable), stored with the job. Secrets (api_key, tokens, "
                     "passwords) are refused: set SCOI_OPENAI_API_KEY in the workers' environment instead.")
+SOURCE_SQL_HELP = ("Source: a query returning (key, text) rows, run read-only; only keys the job does not hold "
+                   "yet are added.")
+SOURCE_URL_HELP = ("Database of --source-sql (default: scoi's): a URL or conninfo without password (PGPASSWORD, "
+                   "~/.pgpass, service=NAME), or env:VAR.")
+DEST_TABLE_HELP = "Destination: [SCHEMA.]TABLE upserted by key when an item is done (needs --source-sql)."
+DEST_KEY_HELP = "Its key column (needs a unique constraint)."
+DEST_COLUMN_HELP = "Its column that receives the translation."
+DEST_URL_HELP = "Database of --dest-table (default: scoi's); same rules as --source-url."

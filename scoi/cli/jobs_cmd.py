@@ -11,8 +11,9 @@ from pathlib import Path
 
 import typer
 
-from scoi.cli.common import (BACKEND_OPT_HELP, EMBEDDER_HELP, METHOD_HELP, ORDER_HELP, RBM25_HELP, console, database_url,
-                             emit_json, err_console, fail, parse_key_values, print_rows)
+from scoi.cli.common import (BACKEND_OPT_HELP, DEST_COLUMN_HELP, DEST_KEY_HELP, DEST_TABLE_HELP, DEST_URL_HELP,
+                             EMBEDDER_HELP, METHOD_HELP, ORDER_HELP, RBM25_HELP, SOURCE_SQL_HELP, SOURCE_URL_HELP,
+                             console, database_url, emit_json, err_console, fail, parse_key_values, print_rows)
 
 job_app = typer.Typer(help="Batch translation jobs stored in PostgreSQL.", no_args_is_help=True)
 
@@ -59,10 +60,16 @@ def _job(conn, ref: str):
 # --------------------------------------------------------------------------- job submit
 @job_app.command("submit")
 def submit(
-    input_file: Path = typer.Option(..., "--input", "-i", help="Text file, one source sentence per line."),
+    input_file: Path | None = typer.Option(None, "--input", "-i", help="Text file, one source sentence per line."),
     src: str = typer.Option(..., "--src", help="Source language code, e.g. fr."),
     tgt: str = typer.Option(..., "--tgt", help="Target language code, e.g. en."),
     model: str = typer.Option(..., "--model", "-m", help="Backend spec: hf:DIR, gguf:FILE, openai:MODEL, ..."),
+    source_sql: str | None = typer.Option(None, "--source-sql", help=SOURCE_SQL_HELP + " Instead of --input."),
+    source_url: str | None = typer.Option(None, "--source-url", help=SOURCE_URL_HELP),
+    dest_table: str | None = typer.Option(None, "--dest-table", help=DEST_TABLE_HELP),
+    dest_key: str | None = typer.Option(None, "--dest-key", help=DEST_KEY_HELP),
+    dest_column: str | None = typer.Option(None, "--dest-column", help=DEST_COLUMN_HELP),
+    dest_url: str | None = typer.Option(None, "--dest-url", help=DEST_URL_HELP),
     method: str = typer.Option("scoi", "--method", help=METHOD_HELP),
     k: int = typer.Option(4, "-k", "--k", min=0, help="Examples per prompt."),
     references: Path | None = typer.Option(None, "--references", "-r", help="Reference translations, line-aligned."),
@@ -80,25 +87,44 @@ def submit(
     rbm25_variant: str = typer.Option("ctq", "--rbm25-variant", help=RBM25_HELP),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the job as JSON."),
 ) -> None:
-    """Create a job with one item per input line; `scoi worker` translates them."""
+    """Create a job with one item per input line (or per row of --source-sql); `scoi worker`
+    translates them (and upserts them into --dest-table)."""
     from scoi.jobs.store import JobError, JobSpec, submit as submit_job
 
-    sources, refs = _read_inputs(input_file, references)
+    if (input_file is None) == (source_sql is None):
+        fail("give exactly one source: --input FILE or --source-sql \"SELECT key, text FROM ...\"")
+    if source_sql is None and (source_url or dest_table or dest_key or dest_column or dest_url):
+        fail("--source-url and --dest-table/--dest-key/--dest-column/--dest-url go with --source-sql")
+    if dest_table is None and (dest_key or dest_column or dest_url):
+        fail("--dest-key, --dest-column and --dest-url go with --dest-table")
+    if source_sql is not None and references is not None:
+        fail("--references goes with --input (line-aligned), not with --source-sql")
     spec = JobSpec(src=src, tgt=tgt, model=model, method=method, k=k, template=template, name=name,
                    max_attempts=max_attempts, pool=pool, fill=fill, corpora=corpus or None, order=order, seed=seed,
                    max_new_tokens=max_new_tokens, backend_options=parse_key_values(backend_opt, "--backend-opt"),
                    embedder=embedder, rbm25_variant=rbm25_variant)
     with _connect() as conn:
         try:
-            job_id = submit_job(conn, spec, sources, refs, input_path=str(input_file.resolve()),
-                                references_path=str(references.resolve()) if references else None)
+            if source_sql is not None:
+                from scoi.jobs.sources import Destination, Source, submit_from_source
+
+                dest = (Destination("table", table=dest_table, key=dest_key, column=dest_column, url=dest_url)
+                        if dest_table is not None else None)
+                job_id, added = submit_from_source(conn, spec, Source("sql", query=source_sql, url=source_url), dest,
+                                                   database_url())
+                n_items = added.added
+            else:
+                sources, refs = _read_inputs(input_file, references)
+                job_id = submit_job(conn, spec, sources, refs, input_path=str(input_file.resolve()),
+                                    references_path=str(references.resolve()) if references else None)
+                n_items = len(sources)
         except JobError as e:
             fail(str(e))
-    out = {"job_id": job_id, "name": name, "items": len(sources), "signature": spec.signature()}
+    out = {"job_id": job_id, "name": name, "items": n_items, "signature": spec.signature()}
     if json_out:
         emit_json(out)
     else:
-        _say(f"job {job_id}{f' ({name})' if name else ''}: {len(sources)} items queued; "
+        _say(f"job {job_id}{f' ({name})' if name else ''}: {n_items} items queued; "
              f"run `scoi worker --burst` to translate them")
 
 

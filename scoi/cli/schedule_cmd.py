@@ -14,8 +14,9 @@ from typing import Any
 
 import typer
 
-from scoi.cli.common import (BACKEND_OPT_HELP, METHOD_HELP, ORDER_HELP, database_url, emit_json, fail, parse_key_values,
-                             print_rows)
+from scoi.cli.common import (BACKEND_OPT_HELP, DEST_COLUMN_HELP, DEST_KEY_HELP, DEST_TABLE_HELP, DEST_URL_HELP,
+                             METHOD_HELP, ORDER_HELP, SOURCE_SQL_HELP, SOURCE_URL_HELP, database_url, emit_json, fail,
+                             parse_key_values, print_rows)
 
 schedule_app = typer.Typer(help="Recurring translation jobs, stored in PostgreSQL and run by `scoi worker`.",
                            no_args_is_help=True)
@@ -58,18 +59,12 @@ def add(
     backend_opt: list[str] = typer.Option([], "--backend-opt", help=BACKEND_OPT_HELP),
     input_file: Path | None = typer.Option(None, "--input", "-i",
                                            help="Source: a text file; each run adds its new lines."),
-    source_sql: str | None = typer.Option(None, "--source-sql",
-                                          help="Source: a query returning (key, text) rows, run read-only; each run "
-                                               "adds the keys the job does not hold yet."),
-    source_url: str | None = typer.Option(None, "--source-url",
-                                          help="Database of --source-sql (default: scoi's): a URL or conninfo "
-                                               "without password (PGPASSWORD, ~/.pgpass, service=NAME), or env:VAR."),
-    dest_table: str | None = typer.Option(None, "--dest-table",
-                                          help="Destination: [SCHEMA.]TABLE upserted by key when an item is done."),
-    dest_key: str | None = typer.Option(None, "--dest-key", help="Its key column (needs a unique constraint)."),
-    dest_column: str | None = typer.Option(None, "--dest-column", help="Its column that receives the translation."),
-    dest_url: str | None = typer.Option(None, "--dest-url",
-                                        help="Database of --dest-table (default: scoi's); same rules as --source-url."),
+    source_sql: str | None = typer.Option(None, "--source-sql", help=SOURCE_SQL_HELP),
+    source_url: str | None = typer.Option(None, "--source-url", help=SOURCE_URL_HELP),
+    dest_table: str | None = typer.Option(None, "--dest-table", help=DEST_TABLE_HELP),
+    dest_key: str | None = typer.Option(None, "--dest-key", help=DEST_KEY_HELP),
+    dest_column: str | None = typer.Option(None, "--dest-column", help=DEST_COLUMN_HELP),
+    dest_url: str | None = typer.Option(None, "--dest-url", help=DEST_URL_HELP),
     dest_file: Path | None = typer.Option(None, "--dest-file",
                                           help="Destination: a file, rewritten when the job has nothing left."),
     dest_format: str = typer.Option("tsv", "--dest-format", help="Format of --dest-file: tsv | jsonl."),

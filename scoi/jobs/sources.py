@@ -30,8 +30,8 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from scoi.db.queries import load
-from scoi.jobs.store import (EXPORT_FORMATS, JobError, add_items, export_to_file, lock_for_append, read_lines,
-                             source_hash)
+from scoi.jobs.store import (EXPORT_FORMATS, JobError, JobSpec, add_items, export_to_file, insert_job,
+                             lock_for_append, notify_workers, read_lines, source_hash, validate)
 
 SQL = load("sources")
 #: Column types a source query's text column may have (text, varchar, bpchar, name).
@@ -209,6 +209,29 @@ def append_from_source(conn: psycopg.Connection, job_id: int, max_attempts: int,
     if texts:
         add_items(conn, job_id, next_idx, texts, None, max_attempts, keys=keys if keyed else None)
     return Appended(added=len(texts), skipped=len(rows) - len(texts))
+
+
+def submit_from_source(conn: psycopg.Connection, spec: JobSpec, source: Source, destination: Destination | None,
+                       default_url: str) -> tuple[int, Appended]:
+    """``scoi job submit --source-sql``: a job over the rows of a query (or a file's lines),
+    with an optional destination, checked as a schedule's are (job settings, the query run
+    once read-only, the destination table) before one transaction stores the job, its
+    source, its destination and its items. Returns (job id, what was added)."""
+    validate(conn, spec)
+    source.check()
+    if destination is not None:
+        destination.check(default_url, source)
+    read_source(source, default_url)  # a query that fails or has the wrong shape stops here
+    with conn.transaction():
+        job_id = insert_job(conn, spec, source.path if source.kind == "file" else None, None)
+        save_source(conn, job_id, source)
+        if destination is not None:
+            save_destination(conn, job_id, destination)
+        appended = append_from_source(conn, job_id, spec.max_attempts, source, default_url)
+        if not appended.added:
+            raise SourceError("the source has no rows with text to translate; nothing was stored")
+        notify_workers(conn)
+    return job_id, appended
 
 
 # --------------------------------------------------------------------------- destinations
