@@ -100,19 +100,12 @@ def main() -> None:
     args = ap.parse_args()
     if not available():
         sys.exit("../shared/data is not there; this benchmark needs it")
-    from bench_select import build, describe
+    from bench_select import bench_url, describe
 
-    from scoi.db.engine import create_database, get_engine, resolve_database, server_url
     from scoi.embeddings import embed_missing
     from scoi.selector import Selector
 
-    url = resolve_database().url
-    if args.database:
-        url = server_url(url, args.database)
-    if args.build:
-        url = create_database(url, "scoi_bench_embed")
-        get_engine(url)
-        build(url)
+    url = bench_url(args.database, "scoi_bench_embed" if args.build else None)
     embedder, note = load_model(args.model, url)
     t0 = time.perf_counter()
     encode_only = embedder.encode(held_out_queries(1000))  # warm-up, and encode alone on 1,000 captions

@@ -31,6 +31,21 @@ sys.path.insert(0, str(HERE.parent))  # the repo root: tests.reference is the li
 from shared_data import available, held_out_queries, long_queries, selection_corpus_files, warm_up  # noqa: E402
 
 
+def bench_url(database: str | None, build_as: str | None) -> str:
+    """The database a benchmark runs on: ``build_as`` created fresh and filled by
+    :func:`build`, else the existing ``database`` on the configured server, else scoi's own."""
+    from scoi.db.engine import create_database, get_engine, resolve_database, server_url
+
+    url = resolve_database().url
+    if database:
+        url = server_url(url, database)
+    if build_as:
+        url = create_database(url, build_as)
+        get_engine(url)
+        build(url)
+    return url
+
+
 def build(url: str) -> None:
     """Ingest ../shared/data except the held-out Europarl lines (the long queries)."""
     import tempfile
@@ -171,16 +186,9 @@ def main() -> None:
     args = ap.parse_args()
     if not available():
         sys.exit("../shared/data is not there; this benchmark needs it")
-    from scoi.db.engine import create_database, get_engine, resolve_database, server_url
     from scoi.selector import Selector
 
-    url = resolve_database().url
-    if args.database:
-        url = server_url(url, args.database)
-    if args.build:
-        url = create_database(url, "scoi_bench_select")
-        get_engine(url)
-        build(url)
+    url = bench_url(args.database, "scoi_bench_select" if args.build else None)
     sel = Selector("fr", "en", url=url, k=4, pool=100)
     warm_up(sel.select)
     sets = {"short": run_set(sel, held_out_queries(args.queries)), "long": run_set(sel, long_queries(args.queries))}
