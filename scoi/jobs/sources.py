@@ -214,14 +214,14 @@ def append_from_source(conn: psycopg.Connection, job_id: int, max_attempts: int,
 def submit_from_source(conn: psycopg.Connection, spec: JobSpec, source: Source, destination: Destination | None,
                        default_url: str) -> tuple[int, Appended]:
     """``scoi job submit --source-sql``: a job over the rows of a query (or a file's lines),
-    with an optional destination, checked as a schedule's are (job settings, the query run
-    once read-only, the destination table) before one transaction stores the job, its
-    source, its destination and its items. Returns (job id, what was added)."""
+    with an optional destination, checked as a schedule's are (job settings, the
+    destination table; the query is read read-only and its shape checked before any item
+    is written). One transaction stores the job, its source, its destination and its
+    items, so a query that fails leaves nothing. Returns (job id, what was added)."""
     validate(conn, spec)
     source.check()
     if destination is not None:
         destination.check(default_url, source)
-    read_source(source, default_url)  # a query that fails or has the wrong shape stops here
     with conn.transaction():
         job_id = insert_job(conn, spec, source.path if source.kind == "file" else None, None)
         save_source(conn, job_id, source)
