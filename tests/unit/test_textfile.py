@@ -112,3 +112,11 @@ def _seg(xml: str):
 def test_case_24_tmx_inline_codes_are_dropped_unless_kept(xml, text, kept):
     assert segment_text(_seg(xml)) == text
     assert segment_text(_seg(xml), keep_codes=True) == kept
+
+
+def test_case_33_a_template_file_bom_is_not_in_the_prompt(tmp_path):
+    from scoi.core.prompt import render_prompt
+
+    path = tmp_path / "t.j2"
+    path.write_bytes("\ufeff{{ query }} =>".encode())
+    assert render_prompt("Le chat dort.", [], "fr", "en", template=str(path)) == "Le chat dort. =>"
