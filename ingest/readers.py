@@ -185,7 +185,7 @@ def _check(file: str, line: int, src: str, tgt: str) -> Record:
         if m := _SURROGATE.search(text):  # JSON's "\ud800" without its pair: no UTF-8 encoding exists
             return Record(file, line, None, None,
                           f"{side} side holds a lone surrogate U+{ord(m.group()):04X} at column {m.start() + 1} "
-                          "(half of a UTF-16 pair), which is not text UTF-8 or PostgreSQL can store")
+                          "(half of a UTF-16 pair), which neither UTF-8 nor PostgreSQL can store")
     if not src and not tgt:
         return Record(file, line, None, None, "both sides are empty")
     if not src:
