@@ -18,13 +18,13 @@ import os
 import socket
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import psycopg
 
 from ingest import runs
-from ingest.readers import InputError, Record, detect_format, read_records
+from ingest.readers import InputError, Record, detect_format, read_once, read_records
 from ingest.workers import BatchRunner, Parsed, ParseTask
 from ingest.writer import BatchWriter, LabelRegistry, PairRow, ParsedSentence, lock_writes, sha, stored_sentences
 from scoi.analysis import Analysis, ParserChoice, choose_parser, parser_labels
@@ -54,6 +54,7 @@ class IngestOptions:
     batch_size: int = DEFAULT_BATCH  # pairs per transaction
     parsers: dict[str, str] = field(default_factory=dict)  # lang -> pipeline override
     embed: str | None = None  # sentence-transformers model: embed the two languages' new sentences after the pairs
+    tmx_keep_codes: bool = False  # TMX: keep inline codes (<bpt>, <ph>...) in the text instead of dropping them
 
 
 @dataclass
@@ -98,11 +99,11 @@ class IngestError(RuntimeError):
 
 # ---------------------------------------------------------------- the pipeline
 def validate(files: list[str], fmt: str, src: str, tgt: str, skip_bad: bool,
-             header: bool | None = None) -> tuple[int, list[Rejected]]:
+             header: bool | None = None, tmx_keep_codes: bool = False) -> tuple[int, list[Rejected]]:
     """Read everything once; raise on the first bad row unless ``skip_bad``, and when
     no pair is left to ingest (an empty file, or only bad rows): nothing is written."""
     good, bad = 0, []
-    for rec in read_records(files, fmt, src_lang=src, tgt_lang=tgt, header=header):
+    for rec in read_records(files, fmt, src_lang=src, tgt_lang=tgt, header=header, tmx_keep_codes=tmx_keep_codes):
         if rec.problem:
             if not skip_bad:
                 raise InputError(rec.file, rec.line, rec.problem + " (use --skip-bad to skip such rows)")
@@ -131,13 +132,21 @@ def _batches(records: Iterator[Record], size: int) -> Iterator[list[Record]]:
 
 def ingest_files(opts: IngestOptions, url: str, *, progress: Callable[[int], None] | None = None,
                  on_start: Callable[[int], None] | None = None) -> IngestSummary:
-    """Ingest ``opts.files`` into the database at ``url`` (libpq URI, already migrated)."""
+    """Ingest ``opts.files`` into the database at ``url`` (libpq URI, already migrated).
+    The files are read twice (validation, then writing): a pipe or FIFO is copied once to
+    a temporary file first (ingest.readers.read_once)."""
     src, tgt = opts.src.lower(), opts.tgt.lower()
     if src == tgt:
         raise IngestError(f"source and target language are both {src!r}")
     fmt = opts.fmt or detect_format(opts.files)
     choices: dict[str, ParserChoice] = {lang: choose_parser(lang, opts.parsers.get(lang)) for lang in (src, tgt)}
-    total, rejected = validate(opts.files, fmt, src, tgt, opts.skip_bad, opts.header)
+    with read_once(opts.files) as files:
+        return _ingest(replace(opts, files=files), url, src, tgt, fmt, choices, progress, on_start)
+
+
+def _ingest(opts: IngestOptions, url: str, src: str, tgt: str, fmt: str, choices: dict[str, ParserChoice],
+            progress: Callable[[int], None] | None, on_start: Callable[[int], None] | None) -> IngestSummary:
+    total, rejected = validate(opts.files, fmt, src, tgt, opts.skip_bad, opts.header, opts.tmx_keep_codes)
     embedder = _embedder(opts.embed)  # a model that cannot load fails before anything is written
     if on_start:
         on_start(total + len(rejected))
@@ -255,7 +264,7 @@ class _IngestBatches(BatchRunner):
 
     def tasks(self) -> Iterator[ParseTask]:
         records = read_records(self.opts.files, self.fmt, src_lang=self.src, tgt_lang=self.tgt,
-                               header=self.opts.header)
+                               header=self.opts.header, tmx_keep_codes=self.opts.tmx_keep_codes)
         no = 0
         for batch, last in _with_last(_batches(records, self.opts.batch_size)):
             parts = _split(batch, TASKS_PER_BATCH)

@@ -10,11 +10,19 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import re
+import shutil
+import stat
+import tempfile
 import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
+
+from scoi.textfile import TextFileError, decode_line, raw_lines
 
 FORMATS = ("tsv", "moses", "tmx", "jsonl")
 
@@ -38,18 +46,71 @@ class Record:
     problem: str | None = None
 
 
-class InputError(ValueError):
+class InputError(TextFileError):
     """A problem in an input file, located by file and line."""
 
-    def __init__(self, file: str, line: int | None, problem: str) -> None:
-        self.file, self.line, self.problem = file, line, problem
-        where = f"{file}:{line}" if line else file
-        super().__init__(f"{where}: {problem}")
+
+class SpooledFile(str):
+    """A file name as the user gave it (``/dev/fd/63``, a FIFO), which messages show, whose
+    content is read from ``path``: a regular-file copy made once by :func:`read_once`."""
+
+    path: str
+
+    def __new__(cls, name: str, path: str) -> "SpooledFile":
+        obj = super().__new__(cls, name)
+        obj.path = path
+        return obj
+
+
+def rereadable(path: str | Path) -> bool:
+    """Whether ``path`` can be read twice with the same content: a regular file (or a
+    missing or odd one, which open_text reports). Pipes, FIFOs, ``/dev/stdin``, process
+    substitutions and devices cannot: the second read finds nothing, or other bytes."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return True
+    return stat.S_ISREG(mode) or stat.S_ISDIR(mode)
+
+
+@contextmanager
+def read_once(files: list[str]) -> Iterator[list[str]]:
+    """``files``, each that cannot be read twice copied once to a temporary regular file
+    (a :class:`SpooledFile`; removed on exit), so validation and writing read the same
+    bytes. Lines are bounded while copying: ``/dev/zero`` stops at its first MiB."""
+    if all(rereadable(f) for f in files):
+        yield files
+        return
+    with tempfile.TemporaryDirectory(prefix="scoi-ingest-") as tmp:
+        out = []
+        for i, name in enumerate(files):
+            if rereadable(name):
+                out.append(name)
+                continue
+            copy = os.path.join(tmp, f"{i}.spool")
+            _spool(name, copy)
+            out.append(SpooledFile(name, copy))
+        yield out
+
+
+def _spool(name: str, copy: str) -> None:
+    """Copy ``name`` (read once) to ``copy``; an over-long line of a text stream stops it."""
+    try:
+        with open(name, "rb") as src, open(copy, "wb") as dst:
+            if name.lower().endswith(".gz"):  # compressed bytes have no lines; decompression checks them
+                shutil.copyfileobj(src, dst)
+                return
+            for _, raw in raw_lines(src, name):
+                dst.write(raw + b"\n")
+    except TextFileError as e:
+        raise InputError(e.file, e.line, e.problem) from None
+    except OSError as e:
+        raise InputError(name, None, f"cannot be read once into a temporary file: {e.strerror or e}") from None
 
 
 def open_text(path: str | Path) -> IO[bytes]:
     """Open a file for reading bytes, decompressing ``.gz`` transparently."""
-    p = Path(path)
+    p = Path(path.path if isinstance(path, SpooledFile) else path)
     if not p.exists():
         raise InputError(str(path), None, "file not found")
     if p.is_dir():
@@ -58,7 +119,7 @@ def open_text(path: str | Path) -> IO[bytes]:
         raw = open(p, "rb")
     except OSError as e:
         raise InputError(str(path), None, f"cannot be opened: {e.strerror or e}") from None
-    if p.suffix == ".gz":
+    if Path(path).suffix == ".gz":
         return _Checked(gzip.GzipFile(fileobj=raw, mode="rb"), str(path), raw)
     return _Checked(raw, str(path))
 
@@ -93,9 +154,13 @@ class _Checked:
         except (OSError, EOFError, zlib.error) as e:
             raise self._fail(e) from None
 
-    def __iter__(self) -> Iterator[bytes]:
-        while line := self.readline():
-            yield line
+    def lines(self) -> Iterator[tuple[int, bytes]]:
+        """(line number, bytes without the line break): scoi.textfile's lines (``\\n``
+        only, CRLF accepted, at most MAX_LINE_BYTES each, else an InputError)."""
+        try:
+            yield from raw_lines(self, self.file)
+        except TextFileError as e:
+            raise InputError(e.file, e.line, e.problem) from None
 
     def close(self) -> None:
         self.fh.close()
@@ -109,23 +174,18 @@ class _Checked:
         self.close()
 
 
-def _decode(raw: bytes, file: str, line: int) -> tuple[str | None, str | None]:
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        return None, f"invalid UTF-8 at byte {e.start} of the line (expected UTF-8 text)"
-    # A byte order mark (files saved by Excel, Notepad) is not part of the first row.
-    return (text.removeprefix("\ufeff") if line == 1 else text), None
-
-
-def _strip_nl(text: str) -> str:
-    return text.rstrip("\r\n")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _check(file: str, line: int, src: str, tgt: str) -> Record:
     src, tgt = src.strip(), tgt.strip()
     if "\x00" in src or "\x00" in tgt:
         return Record(file, line, None, None, "contains a NUL character (U+0000), which PostgreSQL text cannot store")
+    for side, text in (("source", src), ("target", tgt)):
+        if m := _SURROGATE.search(text):  # JSON's "\ud800" without its pair: no UTF-8 encoding exists
+            return Record(file, line, None, None,
+                          f"{side} side holds a lone surrogate U+{ord(m.group()):04X} at column {m.start() + 1} "
+                          "(half of a UTF-16 pair), which neither UTF-8 nor PostgreSQL can store")
     if not src and not tgt:
         return Record(file, line, None, None, "both sides are empty")
     if not src:
@@ -158,7 +218,7 @@ def detect_format(files: list[str]) -> str:
 
 
 def read_records(files: list[str], fmt: str, *, src_lang: str = "", tgt_lang: str = "",
-                 header: bool | None = None) -> Iterator[Record]:
+                 header: bool | None = None, tmx_keep_codes: bool = False) -> Iterator[Record]:
     """Yield records of ``files`` in format ``fmt``; raises InputError only for whole-file problems."""
     if fmt == "moses":
         if len(files) != 2:
@@ -172,7 +232,7 @@ def read_records(files: list[str], fmt: str, *, src_lang: str = "", tgt_lang: st
     elif fmt == "jsonl":
         yield from read_jsonl(files[0])
     elif fmt == "tmx":
-        yield from read_tmx(files[0], src_lang, tgt_lang)
+        yield from read_tmx(files[0], src_lang, tgt_lang, keep_codes=tmx_keep_codes)
     else:
         raise InputError(files[0], None, f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
 
@@ -181,12 +241,12 @@ def _text_lines(file: str) -> Iterator[tuple[int, str] | Record]:
     """Numbered, decoded, non-blank lines of a one-record-per-line file; undecodable
     lines come as bad Records (blank lines carry no pair and are skipped)."""
     with open_text(file) as fh:
-        for n, raw in enumerate(fh, 1):
-            text, err = _decode(raw, file, n)
+        for n, raw in fh.lines():
+            text, err = decode_line(raw, n)
             if err:
                 yield Record(file, n, None, None, err)
             elif text.strip():
-                yield n, _strip_nl(text)
+                yield n, text
 
 
 def read_tsv(file: str, src_lang: str = "", tgt_lang: str = "", header: bool | None = None) -> Iterator[Record]:
@@ -248,22 +308,23 @@ def looks_like_header(cols: list[str], src_lang: str = "", tgt_lang: str = "") -
 def read_moses(src_file: str, tgt_file: str) -> Iterator[Record]:
     """Two files aligned line by line (``corpus.fr`` / ``corpus.en``)."""
     with open_text(src_file) as fs, open_text(tgt_file) as ft:
+        a_lines, b_lines = fs.lines(), ft.lines()
         n = 0
         while True:
-            a, b = fs.readline(), ft.readline()
-            if not a and not b:
+            a, b = next(a_lines, None), next(b_lines, None)
+            if a is None and b is None:
                 return
             n += 1
-            if not a or not b:
-                short, longer = (src_file, tgt_file) if not a else (tgt_file, src_file)
+            if a is None or b is None:
+                short, longer = (src_file, tgt_file) if a is None else (tgt_file, src_file)
                 raise InputError(short, n, f"ends at line {n - 1} but {longer} has more lines: "
                                            "the two files of a Moses pair must have the same number of lines")
-            sa, ea = _decode(a, src_file, n)
-            sb, eb = _decode(b, tgt_file, n)
+            sa, ea = decode_line(a[1], n)
+            sb, eb = decode_line(b[1], n)
             if ea or eb:
                 yield Record(src_file if ea else tgt_file, n, None, None, ea or eb)
                 continue
-            yield _check(src_file, n, _strip_nl(sa), _strip_nl(sb))
+            yield _check(src_file, n, sa, sb)
 
 
 def read_jsonl(file: str) -> Iterator[Record]:
@@ -278,14 +339,38 @@ def read_jsonl(file: str) -> Iterator[Record]:
         except json.JSONDecodeError as e:
             yield Record(file, n, None, None, f"invalid JSON ({e.msg} at column {e.colno}); expected {{\"src\": ..., \"tgt\": ...}}")
             continue
+        except RecursionError:
+            yield Record(file, n, None, None, 'JSON nested too deeply to read; expected {"src": ..., "tgt": ...}')
+            continue
         if not isinstance(obj, dict) or not isinstance(obj.get("src"), str) or not isinstance(obj.get("tgt"), str):
             yield Record(file, n, None, None, 'expected an object with string fields "src" and "tgt"')
             continue
         yield _check(file, n, obj["src"], obj["tgt"])
 
 
-def read_tmx(file: str, src_lang: str, tgt_lang: str) -> Iterator[Record]:
-    """TMX 1.4: each ``<tu>`` with a ``<tuv xml:lang=...>`` per language (region subtags ignored)."""
+# TMX 1.4 inline elements whose content is native code of the original document (the
+# ``<b>`` of ``<bpt>&lt;b&gt;</bpt>``), not text of the sentence; ``<sub>`` (text inside
+# such code, e.g. an alt text) goes with its code. ``<hi>`` marks text and keeps it.
+TMX_CODES = frozenset({"bpt", "ept", "it", "ph", "ut"})
+
+
+def segment_text(seg, keep_codes: bool = False) -> str:
+    """The plain text of a TMX ``<seg>``: ``Il a <bpt i="1">&lt;b&gt;</bpt>vraiment<ept
+    i="1">&lt;/b&gt;</ept> faim.`` is ``Il a vraiment faim.`` (``keep_codes``: every text
+    node, codes included, as ``itertext``)."""
+    if keep_codes:
+        return "".join(seg.itertext())
+    parts = [seg.text or ""]
+    for child in seg:
+        if isinstance(child.tag, str) and child.tag not in TMX_CODES:  # <hi>, unknown markup: its text
+            parts.append(segment_text(child))
+        parts.append(child.tail or "")
+    return "".join(parts)
+
+
+def read_tmx(file: str, src_lang: str, tgt_lang: str, *, keep_codes: bool = False) -> Iterator[Record]:
+    """TMX 1.4: each ``<tu>`` with a ``<tuv xml:lang=...>`` per language (region subtags
+    ignored); inline codes are dropped from the text unless ``keep_codes``."""
     from lxml import etree
 
     xml_lang = "{http://www.w3.org/XML/1998/namespace}lang"
@@ -294,7 +379,9 @@ def read_tmx(file: str, src_lang: str, tgt_lang: str) -> Iterator[Record]:
         return (lang or "").split("-")[0].split("_")[0].lower()
 
     with open_text(file) as fh:
-        parser = etree.iterparse(fh, events=("end",), tag=("tu", "body"), recover=False, huge_tree=True)
+        # huge_tree off: libxml2's limits hold (a text node of at most 10 MB, nesting of at
+        # most 256 levels), so one segment never takes more memory than that.
+        parser = etree.iterparse(fh, events=("end",), tag=("tu", "body"), recover=False, huge_tree=False)
         saw_body = False
         try:
             for _, el in parser:
@@ -307,7 +394,7 @@ def read_tmx(file: str, src_lang: str, tgt_lang: str) -> Iterator[Record]:
                     lang = base(tuv.get(xml_lang) or tuv.get("lang"))
                     seg = tuv.find("seg")
                     if seg is not None:
-                        segs[lang] = "".join(seg.itertext())
+                        segs[lang] = segment_text(seg, keep_codes)
                 el.clear()
                 while el.getprevious() is not None:  # constant memory on huge TMX files
                     del el.getparent()[0]

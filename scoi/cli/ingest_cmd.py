@@ -29,6 +29,9 @@ def ingest(
                                      help="Then embed both languages' sentences that have no embedding by this "
                                           "sentence-transformers model (as `scoi embed --model MODEL`; for "
                                           "--method fuzzy / fuzzy-ann)."),
+    tmx_keep_codes: bool = typer.Option(False, "--tmx-keep-codes",
+                                        help="TMX: keep the inline codes' content (<bpt>&lt;b&gt;</bpt>, <ph>...) "
+                                             "in the text (default: dropped, their text kept)."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: one JSON summary object."),
 ) -> None:
     """Load a parallel corpus: pairs, Moses tokens, polynomial terms and the BM25 index.
@@ -44,7 +47,8 @@ def ingest(
     files = [str(file)] + ([str(file2)] if file2 else [])
     overrides = parser_options(parser)
     opts = IngestOptions(files=files, src=src, tgt=tgt, corpus=corpus, fmt=fmt, workers=workers,
-                         skip_bad=skip_bad, header=header, parsers=overrides, embed=embed)
+                         skip_bad=skip_bad, header=header, parsers=overrides, embed=embed,
+                         tmx_keep_codes=tmx_keep_codes)
     if batch_size:
         opts.batch_size = batch_size
     url = database_url()

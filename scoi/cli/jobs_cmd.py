@@ -231,22 +231,31 @@ def status_cmd(job: str = typer.Argument(..., help="Job id or name."),
 def export_cmd(
     job: str = typer.Argument(..., help="Job id or name."),
     fmt: str = typer.Option("jsonl", "--format", "-f", help="jsonl | tsv."),
-    output: Path | None = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
+    output: Path | None = typer.Option(None, "--output", "-o",
+                                       help="Write to this file (a new file or a regular one, replaced atomically) "
+                                            "instead of stdout; - is stdout."),
     with_prompt: bool = typer.Option(False, "--with-prompt", help="Add each item's prompt and raw output."),
     json_out: bool = typer.Option(False, "--json", help="With -o: last line of stdout is a JSON summary."),
 ) -> None:
     """One row per item in input order: index, source, output, reference, status, ..."""
-    from scoi.jobs.store import EXPORT_FORMATS, export_rows, export_to_file, write_export
+    from scoi.jobs.store import EXPORT_FORMATS, JobError, export_rows, export_target, export_to_file, write_export
 
     if fmt not in EXPORT_FORMATS:
         fail(f"unknown format {fmt!r}; expected one of {', '.join(EXPORT_FORMATS)}")
-    with _connect() as conn:
-        j = _job(conn, job)
-        if output is None:
-            write_export(export_rows(conn, j.id, with_prompt=with_prompt), fmt, sys.stdout)
-            sys.stdout.flush()
-            return
-        n = export_to_file(conn, j.id, fmt, output, with_prompt=with_prompt)
+    if output is not None and str(output) == "-":
+        output = None
+    try:
+        if output is not None:
+            export_target(output)  # a bad path fails before the database is asked anything
+        with _connect() as conn:
+            j = _job(conn, job)
+            if output is None:
+                write_export(export_rows(conn, j.id, with_prompt=with_prompt), fmt, sys.stdout)
+                sys.stdout.flush()
+                return
+            n = export_to_file(conn, j.id, fmt, output, with_prompt=with_prompt)
+    except JobError as e:
+        fail(str(e))
     if json_out:
         emit_json({"job_id": j.id, "rows": n, "output": str(output), "format": fmt})
     else:
@@ -368,6 +377,11 @@ def _score_cell(row: dict, metric: str) -> str:
     return f"{row[metric]:.2f}{star} ({sig['mean']:.2f} ± {sig['ci']:.2f}, p={sig['p_value']:.3f})"
 
 
+def _warn(text: str) -> None:
+    """A warning line on stderr (stdout stays clean for --json)."""
+    _log(f"warning: {text}")
+
+
 def eval_jobs(
     jobs: list[str] = typer.Argument(..., help="Job ids or names."),
     compare: bool = typer.Option(False, "--compare", help="One table: a row per job, a column per metric."),
@@ -399,9 +413,9 @@ def eval_jobs(
         try:
             if compare:
                 columns, rows = compare_jobs(conn, found, comet=comet, partial=partial, baseline=base,
-                                             n_samples=samples)
+                                             n_samples=samples, warn=_warn)
             else:
-                results = [(j, evaluate(conn, j, comet=comet, partial=partial)) for j in found]
+                results = [(j, evaluate(conn, j, comet=comet, partial=partial, warn=_warn)) for j in found]
         except EvalError as e:
             fail(str(e))
     if compare:

@@ -82,6 +82,14 @@ def select(
     steps = Steps()
     if (text is None) == (file is None):
         fail("give either a TEXT argument or --file FILE")
+    queries: list[str] = []
+    if file is not None:
+        from scoi.textfile import TextFileError, read_lines
+
+        try:  # every line checked before the first query runs (or is recorded)
+            queries = [line.strip() for line in read_lines(file)]
+        except TextFileError as e:
+            fail(str(e))
     sel = _selector(src, tgt, k, method, pool, similarity, word_overlap, fill, seed, corpus, steps, rbm25_variant,
                     embedder, ef_search)
     if show_sql and method == "fuzzy-ann":
@@ -95,12 +103,9 @@ def select(
         console.print("-- parameters:", sel.preselect_params(tokens), highlight=False, markup=False)
         return
     if file is not None:
-        if not file.exists():
-            fail(f"{file}: file not found")
-        with open(file, encoding="utf-8") as fh:
-            for line in fh:
-                if line.strip():
-                    emit_json(sel.select(line.strip(), record=record).to_dict(explain=explain))
+        for query in queries:
+            if query:
+                emit_json(sel.select(query, record=record).to_dict(explain=explain))
         if verbose:
             steps.step("queries")
             steps.print()

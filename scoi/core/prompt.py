@@ -238,7 +238,7 @@ def _load_user_template(path: str, mtime_ns: int):  # mtime_ns: re-read an edite
     import jinja2
 
     try:
-        source = Path(path).read_text(encoding="utf-8")
+        source = Path(path).read_text(encoding="utf-8-sig")  # a BOM is not template text
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"cannot read prompt template {path}: {exc}") from None
     # Default Jinja2 settings: a single trailing newline at the end of the file (which

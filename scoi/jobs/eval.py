@@ -13,7 +13,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import psycopg
 
@@ -167,6 +167,34 @@ def done_items(conn: psycopg.Connection, job: Job, *, partial: bool = False) -> 
     return done
 
 
+def blank_reference_warning(job: Job, done: Sequence[tuple[int, str, str, str]]) -> str | None:
+    """A warning when items with a source have a blank reference: they are scored
+    against empty text, which drags BLEU and chrF down without saying so (a references
+    file with a blank line, or one shifted against the input)."""
+    blank = [idx for idx, src, _, ref in done if src.strip() and not ref.strip()]
+    if not blank:
+        return None
+    shown = ", ".join(str(i) for i in blank[:10]) + (", ..." if len(blank) > 10 else "")
+    return (f"{job.label}: {len(blank)} of {len(done)} scored items have a blank reference (item "
+            f"{shown}; item i is line i+1 of the references), so they are scored against empty text; "
+            "check the references file")
+
+
+def check_same_references(jobs: Sequence[Job], done: Sequence[Sequence[tuple[int, str, str, str]]]) -> None:
+    """Refuse to compare jobs whose references differ on an item they share (same index,
+    same source): their scores would measure different things, and the paired test can
+    use only one job's references."""
+    base = {d[0]: d for d in done[0]}
+    for job, items in zip(jobs[1:], done[1:]):
+        differ = [(idx, base[idx][3], ref) for idx, src, _, ref in items
+                  if idx in base and base[idx][1] == src and base[idx][3] != ref]
+        if differ:
+            idx, a, b = differ[0]
+            raise EvalError(f"--compare needs the same references, and {jobs[0].label} and {job.label} differ on "
+                            f"{len(differ)} item(s) (first: item {idx}, {a[:40]!r} vs {b[:40]!r}); evaluate them "
+                            "separately, or resubmit with the same --references file")
+
+
 def job_triples(conn: psycopg.Connection, job: Job, *, partial: bool = False) -> tuple[list[str], list[str], list[str]]:
     """(sources, outputs, references) of the job's translated items that have a reference."""
     done = done_items(conn, job, partial=partial)
@@ -174,10 +202,12 @@ def job_triples(conn: psycopg.Connection, job: Job, *, partial: bool = False) ->
 
 
 def evaluate(conn: psycopg.Connection, job: Job, *, comet: str | None = None, partial: bool = False,
-             comet_batch_size: int = 8) -> list[Score]:
+             comet_batch_size: int = 8, warn: Callable[[str], None] | None = None) -> list[Score]:
     """Score the job and store the scores (COMET only when ``comet`` names a checkpoint),
-    with COMET's per-item scores."""
+    with COMET's per-item scores; ``warn`` hears about blank references."""
     done = done_items(conn, job, partial=partial)
+    if warn is not None and (w := blank_reference_warning(job, done)):
+        warn(w)
     idxs = [d[0] for d in done]
     sources, hyps, refs = [d[1] for d in done], [d[2] for d in done], [d[3] for d in done]
     scores = sacrebleu_scores(hyps, refs, job.tgt_lang)
@@ -196,18 +226,27 @@ def latest_scores(conn: psycopg.Connection, job_id: int) -> dict[str, dict[str, 
 
 
 def compare(conn: psycopg.Connection, jobs: Sequence[Job], *, comet: str | None = None, partial: bool = False,
-            baseline: int = 0, n_samples: int = DEFAULT_SAMPLES) -> tuple[list[str], list[dict[str, Any]]]:
+            baseline: int = 0, n_samples: int = DEFAULT_SAMPLES,
+            warn: Callable[[str], None] | None = None) -> tuple[list[str], list[dict[str, Any]]]:
     """One row per job (its method and settings), one column per metric (latest stored
     score; BLEU/chrF are computed first for a job that has none, COMET when ``comet`` is
     given). With two jobs or more, each row but the baseline's (``jobs[baseline]``) also
     holds ``significance``: per metric, the paired bootstrap's mean, 95% interval and
     p-value against the baseline, over the items every job translated.
-    Returns (metric columns, rows)."""
+    Jobs with different references are refused (EvalError) before anything is stored;
+    ``warn`` hears about blank references. Returns (metric columns, rows)."""
+    if len(jobs) > 1:
+        done = [done_items(conn, job, partial=partial) for job in jobs]
+        check_same_references(jobs, done)
+        for job, items in zip(jobs, done):
+            if warn is not None and (w := blank_reference_warning(job, items)):
+                warn(w)
     rows = []
     for job in jobs:
         have = latest_scores(conn, job.id)
         if "bleu" not in have or "chrf" not in have or (comet and "comet" not in have):
-            evaluate(conn, job, comet=comet if comet and "comet" not in have else None, partial=partial)
+            evaluate(conn, job, comet=comet if comet and "comet" not in have else None, partial=partial,
+                     warn=warn if len(jobs) == 1 else None)
             have = latest_scores(conn, job.id)
         rows.append({"job_id": job.id, "name": job.name, "method": job.method, "k": job.k, "model": job.model,
                      "template": job.template, "direction": f"{job.src_lang}-{job.tgt_lang}",
@@ -257,4 +296,4 @@ def paired_significance(conn: psycopg.Connection, jobs: Sequence[Job], metrics: 
 
 __all__ = ["EvalError", "Score", "METRICS", "sacrebleu_scores", "comet_score", "resolve_comet_checkpoint",
            "evaluate", "compare", "latest_scores", "job_triples", "done_items", "paired_significance",
-           "sacrebleu_metric"]
+           "sacrebleu_metric", "blank_reference_warning", "check_same_references"]

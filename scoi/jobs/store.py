@@ -9,7 +9,9 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import os
 import re
+import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -138,18 +140,15 @@ def source_hash(text: str) -> str:
 
 
 def read_lines(path: str | Path) -> list[str]:
-    """The lines of a UTF-8 text file, surrounding whitespace stripped (blank lines kept, so
-    line i of the file is item i of the job)."""
-    p = Path(path)
+    """The lines of a UTF-8 text file (scoi.textfile: lines end at ``\\n``, CRLF accepted, a
+    BOM dropped), surrounding whitespace stripped (blank lines kept, so line i of the file
+    is item i of the job). Read once, so a pipe works; bad text is a JobError at file:line."""
+    from scoi.textfile import TextFileError, read_lines as read_text_lines
+
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise JobError(f"input file not found: {path}") from None
-    except UnicodeDecodeError as e:
-        raise JobError(f"{path} is not UTF-8 text ({e.reason} at byte {e.start})") from None
-    except OSError as e:
-        raise JobError(f"cannot read {path}: {e.strerror}") from None
-    return [line.strip() for line in text.splitlines()]
+        return [line.strip() for line in read_text_lines(path)]
+    except TextFileError as e:
+        raise JobError(str(e)) from None
 
 
 #: Words of a backend option name that mark a credential (``api_key``, ``hf_token``,
@@ -407,14 +406,51 @@ def write_export(rows: Iterator[dict[str, Any]], fmt: str, out: Any) -> int:
     return n
 
 
+def export_target(path: Path) -> Path:
+    """Where an export to ``path`` is written: ``path`` itself (a symbolic link resolved) when it
+    is a new file in an existing folder or a regular file; anything else is a JobError. A
+    device (``/dev/full``, ``/dev/null``), a FIFO or a directory is refused, never replaced by
+    the rename that makes the export atomic: ``-o -`` writes to stdout, for a pipe."""
+    target = Path(os.path.realpath(path))
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        if not target.parent.is_dir():
+            raise JobError(f"cannot export to {path}: folder {target.parent} does not exist") from None
+        return target
+    except OSError as e:
+        raise JobError(f"cannot export to {path}: {e.strerror or e}") from None
+    if stat.S_ISDIR(mode):
+        raise JobError(f"cannot export to {path}: it is a directory; give a file path (or -o - for stdout)")
+    if not stat.S_ISREG(mode):
+        raise JobError(f"cannot export to {path}: not a regular file (a device, FIFO or socket), which the export "
+                       "would replace; use -o - to write to stdout and redirect that")
+    return target
+
+
 def export_to_file(conn: psycopg.Connection, job_id: int, fmt: str, path: Path, *,
                    with_prompt: bool = False) -> int:
-    """Write the export to ``path`` through a ``.part`` file renamed at the end, so
-    readers never see a half-written export; the number of rows."""
-    tmp = path.with_name(path.name + ".part")
-    with open(tmp, "w", encoding="utf-8", newline="") as fh:
-        n = write_export(export_rows(conn, job_id, with_prompt=with_prompt), fmt, fh)
-    tmp.replace(path)
+    """Write the export to ``path`` (see :func:`export_target`) through ``PATH.part`` in the
+    same folder, renamed over ``path`` at the end, so readers never see a half-written
+    export; the number of rows. On any failure the ``.part`` file is removed."""
+    target = export_target(path)
+    tmp = target.with_name(target.name + ".part")
+    try:  # O_EXCL | O_NOFOLLOW: never write through whatever sits at PATH.part
+        if os.path.lexists(tmp) and stat.S_ISREG(os.lstat(tmp).st_mode):
+            os.unlink(tmp)  # left by an export that was killed
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+    except OSError as e:
+        raise JobError(f"cannot export to {path}: cannot create {tmp}: {e.strerror or e}") from None
+    try:
+        with open(fd, "w", encoding="utf-8", newline="") as fh:
+            n = write_export(export_rows(conn, job_id, with_prompt=with_prompt), fmt, fh)
+        export_target(path)  # still a regular file or absent: checked again just before the rename
+        tmp.replace(target)
+    except BaseException as e:
+        tmp.unlink(missing_ok=True)
+        if isinstance(e, OSError):
+            raise JobError(f"cannot export to {path}: {e.strerror or e}") from None
+        raise
     return n
 
 
@@ -541,7 +577,8 @@ def cancel(conn: psycopg.Connection, job_id: int) -> int:
 
 
 __all__ = ["EXPORT_FORMATS", "HOLDER_STATES", "Job", "JobError", "JobSpec", "add_items", "cancel",
-           "check_backend_options", "claim_items", "complete_items", "connect", "export_rows", "export_to_file",
+           "check_backend_options", "claim_items", "complete_items", "connect", "export_rows", "export_target",
+           "export_to_file",
            "fail_items", "fail_stalled", "find_job_by_name", "get_job", "heartbeat", "insert_job", "insert_score",
            "latest_score_rows", "latest_segment_scores", "list_jobs", "listen_for_items", "lock_for_append",
            "notify_workers", "read_lines", "register_worker", "release_items", "retry", "scored_items", "source_hash",
