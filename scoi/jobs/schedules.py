@@ -70,7 +70,7 @@ def add_schedule(conn: psycopg.Connection, name: str, cron: str, spec: JobSpec, 
     source.check()
     rows = read_source(source, default_url)  # a query that fails or has the wrong shape stops here
     if destination is not None:
-        destination.check(default_url, source)
+        destination.check(default_url, source, [k for k, text in rows if text and k is not None])
     if find_job_by_name(conn, name) is not None:
         raise JobError(f"a job named {name!r} exists already, and a schedule's job takes the schedule's name; "
                        "pick another schedule name")
@@ -133,7 +133,8 @@ def show_schedule(conn: psycopg.Connection, name: str, runs: int = 10) -> dict[s
         dest = destinations(conn, [job_id]).get(job_id)
         out["destination"] = {**dest[0].to_dict(), **dest[1]} if dest else None
         st = status(conn, job_id, errors=3)
-        out["job"] = {k: st[k] for k in ("state", "total", "queued", "running", "done", "failed", "cancelled")}
+        out["job"] = {k: st[k] for k in ("state", "total", "queued", "running", "done", "failed", "cancelled",
+                                         "undelivered")}
         out["job"]["errors"] = st["errors"]
     return out
 
@@ -156,8 +157,13 @@ def run_tick(conn: psycopg.Connection, schedule_id: int, name: str, tick: dateti
     """Run one tick of a schedule, unless another worker ran (or is running) it: None then.
 
     The run row, the new items and the counts commit together; a source that fails adds
-    nothing (savepoint) and the run keeps the error."""
+    nothing (savepoint) and the run keeps the error. The source query runs on a connection
+    of its own (bounded by its timeouts) while this transaction holds the schedule's
+    advisory lock, which other workers only *try* to take: they skip the schedule instead
+    of waiting on the uncommitted run row."""
     with conn.transaction():
+        if not conn.execute(SQL["try_lock_schedule"], {"id": schedule_id}).fetchone()[0]:
+            return None  # another worker is running this schedule now
         row = conn.execute(SQL["claim_tick"], {"id": schedule_id, "tick": tick, "manual": manual,
                                                "worker": worker}).fetchone()
         if row is None:
