@@ -162,8 +162,15 @@ def read_source(source: Source, default_url: str) -> list[tuple[str | None, str]
     """The source's (key, text) rows: keys for a query, None for the lines of a file."""
     if source.kind == "file":
         return [(None, line) for line in read_lines(source.path or "")]
-    url = reader_url(default_url) if source.url is None else resolve_url(source.url, default_url)
-    return read_query(source.query or "", url, source.timeout)
+    if source.url is not None:
+        return read_query(source.query or "", resolve_url(source.url, default_url), source.timeout)
+    try:
+        return read_query(source.query or "", reader_url(default_url), source.timeout)
+    except SourceError as e:
+        if str(e).startswith("cannot connect"):  # README: Table sources, security
+            raise SourceError(f"{e} (source queries on scoi's database run as scoi_reader: let it connect, or set "
+                              "SCOI_SOURCE_DATABASE_URL to a read-only role's URL)") from None
+        raise
 
 
 def _seconds(value: float) -> str:
@@ -183,8 +190,8 @@ def read_query(query: str, url: str, timeout: float = DEFAULT_SOURCE_TIMEOUT) ->
         role = conn.info.user
         try:
             check_reader(conn)
-            conn.execute(SQL["source_timeouts"], {"statement": f"{int(timeout * 1000)}ms",
-                                                  "lock": f"{int(lock_timeout * 1000)}ms"})
+            conn.execute(SQL["source_timeouts"], {"statement": f"{max(1, int(timeout * 1000))}ms",
+                                                  "lock": f"{max(1, int(lock_timeout * 1000))}ms"})
             conn.commit()
             with conn.transaction():
                 conn.execute(SQL["read_only"])

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from scoi.jobs import schedules as S
-from scoi.jobs.sources import Source, SourceError, read_query, reader_url
+from scoi.jobs.sources import Source, SourceError, read_query, read_source, reader_url
 from scoi.jobs.store import JobSpec, claim_items, connect
 from scoi.jobs.store import submit as submit_job
 
@@ -46,6 +46,10 @@ def test_reader_url_from_the_environment(docs, monkeypatch):
     assert reader_url(docs) == "host=/nowhere dbname=x user=my_reader"
     monkeypatch.delenv("SCOI_SOURCE_DATABASE_URL")
     assert "user=scoi_reader" in reader_url(docs) and "password" not in reader_url(docs + "&password=x")
+    # Whatever it names must only read: the superuser scoi migrates with is refused.
+    monkeypatch.setenv("SCOI_SOURCE_DATABASE_URL", docs)
+    with pytest.raises(SourceError, match="'postgres' is a superuser"):
+        read_source(Source("sql", query="SELECT id, body FROM documents"), docs)
 
 
 def _wait_for_sleeping_source(url: str) -> int:
