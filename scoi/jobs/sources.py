@@ -416,8 +416,8 @@ class Destination:
                 if bad is not None:
                     raise SourceError(f"{where} {bad[0]!r} is not a valid {key_type} ({self.table}.{self.key} is "
                                       f"{key_type}); fix the row or cast the key in the query")
-            equal = conn.execute(sql.SQL(SQL["destination_equal_keys"]).format(table=ident, key=sql.Identifier(self.key or "")),
-                                 {"keys": keys, "key": self.key}).fetchone()
+            equal_keys = sql.SQL(SQL["destination_equal_keys"]).format(table=ident, key=sql.Identifier(self.key or ""))
+            equal = conn.execute(equal_keys, {"keys": keys, "key": self.key}).fetchone()
         except psycopg.DataError as e:  # before PostgreSQL 16: the cast's own message names the value
             raise SourceError(f"{where}s do not all cast to {key_type}: {_first_line(e)}") from None
         if equal is not None:
@@ -510,13 +510,15 @@ def _upsert(target: psycopg.Connection, upsert: sql.Composed, dest: Destination,
             rows: list[tuple[int, str, str]]) -> dict[int, str]:
     """Upsert ``rows`` (idx, key, output) into the destination: the whole batch, else row by
     row; the error of each refused row, by item index. Each try is a savepoint (in scoi's
-    database) or a transaction of its own (in another one: a retry rewrites the same values)."""
+    database) or a transaction of its own (in another one: a retry rewrites the same values).
+    Only a row's own faults (its values: DataError, IntegrityError) are kept per row; a fault
+    of the destination (no such table or column, no right) raises, for the whole job."""
     def attempt(batch: list[tuple[int, str, str]]) -> str | None:
         payload = json.dumps([{dest.key: key, dest.column: output} for _, key, output in batch])
         try:
             with target.transaction():
                 target.execute(upsert, {"rows": payload})
-        except (psycopg.DataError, psycopg.IntegrityError, psycopg.ProgrammingError) as e:
+        except (psycopg.DataError, psycopg.IntegrityError) as e:
             return f"delivery to {dest.label()} failed: {_first_line(e)}"
         return None
 

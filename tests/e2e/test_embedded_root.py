@@ -60,7 +60,8 @@ def psql_as(user: str, data_dir: Path, db_user: str = "postgres") -> subprocess.
 
     psql = POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION] / "psql"
     return subprocess.run([str(psql), f"postgresql://{db_user}@/postgres?host={data_dir}", "-Atc",
-                           "SELECT session_user"], check=False, user=user, capture_output=True, text=True, timeout=30, cwd="/")
+                           "SELECT session_user"],
+                          check=False, user=user, capture_output=True, text=True, timeout=30, cwd="/")
 
 
 @needs_root

@@ -291,6 +291,8 @@ def test_a_failed_delivery_is_kept_and_retried(db_url, stub):
         conn.execute("ALTER TABLE documents_en RENAME TO documents_en_away")
     run_worker(db_url, job_id)  # translated, but the destination is gone
     assert all(i["status"] == "done" and i["delivered_at"] is None for i in items(db_url, job_id))
+    # the destination's fault, not the rows': no item is marked undelivered one by one
+    assert scalar(db_url, "SELECT count(*) FROM job_item WHERE delivery_error IS NOT NULL") == 0
     with connect(db_url) as conn:
         dest = S.show_schedule(conn, "docs")["destination"]
         assert dest["pending"] == 2 and 'relation "documents_en" does not exist' in dest["last_error"]
