@@ -27,8 +27,8 @@ from psycopg.rows import dict_row
 
 from scoi.core.cron import CronError, check_cron, due_tick, next_tick
 from scoi.db.queries import load
-from scoi.jobs.sources import (Destination, Source, append_from_source, deliver, destinations, read_source,
-                               save_destination, save_source, source_of_job)
+from scoi.jobs.sources import (Destination, Source, SourceInterrupted, append_from_source, deliver, destinations,
+                               read_source, save_destination, save_source, source_of_job)
 from scoi.jobs.store import JobError, JobSpec, find_job_by_name, get_job, insert_job, notify_workers, validate
 
 SQL = load("schedules")
@@ -184,6 +184,8 @@ def run_tick(conn: psycopg.Connection, schedule_id: int, name: str, tick: dateti
                 added, skipped = result.added, result.skipped
                 if added:
                     notify_workers(conn)
+        except SourceInterrupted:
+            raise  # this process is stopping: no run recorded, the tick is left to another worker
         except (JobError, psycopg.Error, OSError) as e:
             error = (str(e).strip().splitlines() or [type(e).__name__])[0][:MAX_ERROR_CHARS]
         conn.execute(SQL["finish_run"], {"id": schedule_id, "tick": tick, "added": added, "skipped": skipped,
@@ -217,7 +219,11 @@ def run_due(conn: psycopg.Connection, worker: str, now: datetime, default_url: s
             continue
         if tick is None:
             continue
-        result = run_tick(conn, s["id"], s["name"], tick, worker, default_url)
+        try:
+            result = run_tick(conn, s["id"], s["name"], tick, worker, default_url)
+        except SourceInterrupted:
+            say(f"schedule {s['name']}: tick {tick:%Y-%m-%d %H:%M} UTC left to another worker (stopping)")
+            break
         if result is None:
             continue
         results.append(result)

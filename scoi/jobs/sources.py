@@ -30,6 +30,10 @@ Secrets are never stored: a URL with a password is refused, as backend options a
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -54,6 +58,47 @@ MAX_LOCK_TIMEOUT = 5.0
 
 class SourceError(JobError):
     """A source or destination that cannot be used (bad query, missing table, ...)."""
+
+
+class SourceInterrupted(SourceError):
+    """The source query was cancelled because this process is stopping (not the source's fault)."""
+
+
+#: Set while a worker runs schedules: a source query running when it is set is cancelled.
+_STOP: ContextVar[threading.Event | None] = ContextVar("scoi_source_stop", default=None)
+
+
+@contextmanager
+def cancelled_on(stop: threading.Event) -> Iterator[None]:
+    """Source queries read within this block are cancelled as soon as ``stop`` is set (a
+    worker's SIGTERM), instead of running on to their timeout."""
+    token = _STOP.set(stop)
+    try:
+        yield
+    finally:
+        _STOP.reset(token)
+
+
+@contextmanager
+def _cancel_when_stopped(conn: psycopg.Connection) -> Iterator[None]:
+    stop, done = _STOP.get(), threading.Event()
+    if stop is None:
+        yield
+        return
+
+    def watch() -> None:
+        while not done.is_set():
+            if stop.wait(0.2) and not done.is_set():
+                conn.cancel_safe()
+                return
+
+    watcher = threading.Thread(target=watch, name="scoi-source-cancel", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watcher.join()
 
 
 # --------------------------------------------------------------------------- database URLs
@@ -193,7 +238,7 @@ def read_query(query: str, url: str, timeout: float = DEFAULT_SOURCE_TIMEOUT) ->
             conn.execute(SQL["source_timeouts"], {"statement": f"{max(1, int(timeout * 1000))}ms",
                                                   "lock": f"{max(1, int(lock_timeout * 1000))}ms"})
             conn.commit()
-            with conn.transaction():
+            with _cancel_when_stopped(conn), conn.transaction():
                 conn.execute(SQL["read_only"])
                 # prepare=True: the extended protocol, one statement; no parameters, so a % in
                 # the query is the query's own.
@@ -204,6 +249,9 @@ def read_query(query: str, url: str, timeout: float = DEFAULT_SOURCE_TIMEOUT) ->
                                       "SELECT key, text FROM ...")
                 rows = cur.fetchall()
         except psycopg.Error as e:
+            stop = _STOP.get()
+            if isinstance(e, psycopg.errors.QueryCanceled) and stop is not None and stop.is_set():
+                raise SourceInterrupted("source query cancelled: the worker is stopping") from None
             raise SourceError(_query_error(e, conn, role, timeout, lock_timeout)) from None
     if len(desc) != 2:
         raise SourceError(f"the source query returns {len(desc)} columns ({', '.join(d.name for d in desc)}); "
@@ -547,6 +595,7 @@ def _deliver_file(conn: psycopg.Connection, job_id: int, dest: Destination) -> t
     return undelivered, None
 
 
-__all__ = ["Appended", "Destination", "Source", "SourceError", "append_from_source", "check_url", "deliver",
+__all__ = ["Appended", "Destination", "Source", "SourceError", "SourceInterrupted", "append_from_source",
+           "cancelled_on", "check_url", "deliver",
            "destinations", "read_query", "read_source", "resolve_url", "save_destination", "save_source",
            "source_of_job", "table_identifier"]

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from scoi.jobs import schedules as S
-from scoi.jobs.sources import Source, SourceError, read_query, read_source, reader_url
+from scoi.jobs.sources import Source, SourceError, cancelled_on, read_query, read_source, reader_url
 from scoi.jobs.store import JobSpec, claim_items, connect
 from scoi.jobs.store import submit as submit_job
 
@@ -121,3 +121,39 @@ def test_multiple_statements_refused_in_read_query(docs):
     with pytest.raises(SourceError, match="more than one statement"):
         read_query("SELECT '1', 'a'; SELECT '2', 'b'", reader_url(docs))
     assert read_query("SELECT '1', 'a%';", reader_url(docs)) == [("1", "a%")]  # one statement, a literal %
+
+
+def test_case_09_stopping_worker_cancels_its_source_and_leaves_the_tick(docs):
+    """9: a worker told to stop (SIGTERM sets its stop event) cancels the source query it
+    sits in at once, instead of waiting for the timeout; the tick is not recorded, so
+    another worker runs it."""
+    with connect(docs) as conn:
+        S.add_schedule(conn, "slow", "* * * * *", spec(), Source("sql", query="SELECT id, body FROM documents",
+                                                                  timeout=300), None, docs)
+        conn.execute("UPDATE schedule SET created_at = %s", (datetime(2026, 11, 20, tzinfo=UTC),))
+        conn.execute("UPDATE job_source SET query = %s", (SLOW,))
+    now = datetime(2026, 11, 24, 12, 0, 30, tzinfo=UTC)
+    stop = threading.Event()
+    results: list = []
+    logged: list[str] = []
+
+    def stopping_worker() -> None:
+        with connect(docs) as conn, cancelled_on(stop):
+            results.extend(S.run_due(conn, "w1", now, docs, logged.append))
+
+    t = threading.Thread(target=stopping_worker)
+    t.start()
+    try:
+        _wait_for_sleeping_source(docs)
+        stop.set()
+        t.join(120)  # the source's own timeout is 300 s: only the cancel ends it before
+    finally:
+        with psycopg.connect(docs, autocommit=True) as admin:
+            admin.execute("SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE usename = 'scoi_reader'")
+        t.join(60)
+    assert results == [] and any("left to another worker (stopping)" in m for m in logged), logged
+    with connect(docs) as conn:
+        assert conn.execute("SELECT count(*) FROM schedule_run").fetchone()[0] == 0
+        conn.execute("UPDATE job_source SET query = 'SELECT id, body FROM documents'")
+        [run] = S.run_due(conn, "w2", now, docs)
+    assert (run.tick, run.added, run.error) == (datetime(2026, 11, 24, 12, 0, tzinfo=UTC), 2, None)
