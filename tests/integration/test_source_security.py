@@ -157,3 +157,25 @@ def test_case_09_stopping_worker_cancels_its_source_and_leaves_the_tick(docs):
         conn.execute("UPDATE job_source SET query = 'SELECT id, body FROM documents'")
         [run] = S.run_due(conn, "w2", now, docs)
     assert (run.tick, run.added, run.error) == (datetime(2026, 11, 24, 12, 0, tzinfo=UTC), 2, None)
+
+
+def test_a_source_whose_backend_is_terminated_is_one_line(docs):
+    """A source query killed by an administrator is one clear line, not a traceback."""
+    errors: list[str] = []
+
+    def read() -> None:
+        try:
+            read_query(SLOW, reader_url(docs), 300)
+        except SourceError as e:
+            errors.append(str(e))
+
+    t = threading.Thread(target=read)
+    t.start()
+    try:
+        pid = _wait_for_sleeping_source(docs)
+        with psycopg.connect(docs, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    finally:
+        t.join(60)
+    [error] = errors
+    assert error.startswith("source query's connection was closed by the server") and "\n" not in error
