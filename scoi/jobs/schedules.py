@@ -199,7 +199,8 @@ def run_now(conn: psycopg.Connection, name: str, worker: str, default_url: str,
     sched = get_schedule(conn, name)
     result = run_tick(conn, sched["id"], name, now or _utc_now(), worker, default_url, manual=True)
     if result is None:
-        raise JobError(f"schedule {name!r} was run at this very instant by another process; try again")
+        raise JobError(f"schedule {name!r} is being run by another process right now (or was, at this very "
+                       "instant); try again once it is done")
     return result
 
 
