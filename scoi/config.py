@@ -15,6 +15,8 @@ ENV_DATABASE_URL = "SCOI_DATABASE_URL"
 ENV_HOME = "SCOI_HOME"
 ENV_PARSERS = "SCOI_PARSERS"
 ENV_DEBUG_SQL = "SCOI_DEBUG_SQL"
+# Where table sources in scoi's own database are read (as a read-only role; README: Table sources).
+ENV_SOURCE_DATABASE_URL = "SCOI_SOURCE_DATABASE_URL"
 # Set by ingest for the fork server its parse workers are forked from (ingest/preload.py).
 ENV_PRELOAD_PIPELINES = "SCOI_PRELOAD_PIPELINES"  # comma-separated lang=pipeline
 ENV_PRELOAD_WITHOUT_TORCH = "SCOI_PRELOAD_WITHOUT_TORCH"  # "1": no pipeline needs torch, skip its import
@@ -40,6 +42,13 @@ def scoi_home() -> Path:
 def database_url_from_env() -> str | None:
     """The user's own PostgreSQL server, if they configured one."""
     value = os.environ.get(ENV_DATABASE_URL, "").strip()
+    return value or None
+
+
+def source_database_url_from_env() -> str | None:
+    """The URL table sources in scoi's database are read through (its role: scoi_reader, or
+    another read-only role), if the user set one."""
+    value = os.environ.get(ENV_SOURCE_DATABASE_URL, "").strip()
     return value or None
 
 

@@ -217,10 +217,14 @@ ORDER_HELP = ("Example order in the prompt: reverse (default, as published: the 
               "last, right before the sentence) | selection (first selected first) | random (seeded by --seed).")
 BACKEND_OPT_HELP = ("Backend option KEY=VALUE (repeatable), stored with the job. Secrets (api_key, tokens, "
                     "passwords) are refused: set SCOI_OPENAI_API_KEY in the workers' environment instead.")
-SOURCE_SQL_HELP = ("Source: a query returning (key, text) rows, run read-only; only keys the job does not hold "
+SOURCE_SQL_HELP = ("Source: one query returning (key, text) rows, run read-only as a role that may only read "
+                   "(scoi_reader: GRANT SELECT ON the tables TO scoi_reader); only keys the job does not hold "
                    "yet are added.")
-SOURCE_URL_HELP = ("Database of --source-sql (default: scoi's): a URL or conninfo without password (PGPASSWORD, "
-                   "~/.pgpass, service=NAME), or env:VAR.")
+SOURCE_URL_HELP = ("Database of --source-sql (default: scoi's, read as the role scoi_reader): a URL or conninfo "
+                   "without password (PGPASSWORD, ~/.pgpass, service=NAME), or env:VAR; its role must only read "
+                   "(no superuser, no server files or programs, no signals).")
+SOURCE_TIMEOUT_HELP = ("Seconds --source-sql may run (its statement_timeout; it waits at most 5 s for a lock) "
+                       "before it is cancelled.")
 DEST_TABLE_HELP = "Destination: [SCHEMA.]TABLE upserted by key when an item is done (needs --source-sql)."
 DEST_KEY_HELP = "Its key column (needs a unique constraint)."
 DEST_COLUMN_HELP = "Its column that receives the translation."

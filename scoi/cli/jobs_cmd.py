@@ -12,7 +12,8 @@ from pathlib import Path
 import typer
 
 from scoi.cli.common import (BACKEND_OPT_HELP, DEST_COLUMN_HELP, DEST_KEY_HELP, DEST_TABLE_HELP, DEST_URL_HELP,
-                             EMBEDDER_HELP, METHOD_HELP, ORDER_HELP, RBM25_HELP, SOURCE_SQL_HELP, SOURCE_URL_HELP,
+                             EMBEDDER_HELP, METHOD_HELP, ORDER_HELP, RBM25_HELP, SOURCE_SQL_HELP, SOURCE_TIMEOUT_HELP,
+                             SOURCE_URL_HELP,
                              console, database_url, emit_json, err_console, fail, parse_key_values, print_rows)
 
 job_app = typer.Typer(help="Batch translation jobs stored in PostgreSQL.", no_args_is_help=True)
@@ -66,6 +67,7 @@ def submit(
     model: str = typer.Option(..., "--model", "-m", help="Backend spec: hf:DIR, gguf:FILE, openai:MODEL, ..."),
     source_sql: str | None = typer.Option(None, "--source-sql", help=SOURCE_SQL_HELP + " Instead of --input."),
     source_url: str | None = typer.Option(None, "--source-url", help=SOURCE_URL_HELP),
+    source_timeout: float = typer.Option(30.0, "--source-timeout", help=SOURCE_TIMEOUT_HELP),
     dest_table: str | None = typer.Option(None, "--dest-table", help=DEST_TABLE_HELP),
     dest_key: str | None = typer.Option(None, "--dest-key", help=DEST_KEY_HELP),
     dest_column: str | None = typer.Option(None, "--dest-column", help=DEST_COLUMN_HELP),
@@ -110,8 +112,8 @@ def submit(
 
                 dest = (Destination("table", table=dest_table, key=dest_key, column=dest_column, url=dest_url)
                         if dest_table is not None else None)
-                job_id, added = submit_from_source(conn, spec, Source("sql", query=source_sql, url=source_url), dest,
-                                                   database_url())
+                source = Source("sql", query=source_sql, url=source_url, timeout=source_timeout)
+                job_id, added = submit_from_source(conn, spec, source, dest, database_url())
                 n_items = added.added
             else:
                 sources, refs = _read_inputs(input_file, references)
@@ -185,10 +187,10 @@ def list_cmd(json_out: bool = typer.Option(False, "--json", help="Print a JSON a
     if not rows:
         _say("no jobs yet: create one with `scoi job submit --input FILE --src fr --tgt en --model M`")
         return
-    print_rows(["id", "name", "pair", "method", "k", "state", "done", "queued", "failed", "model"],
+    print_rows(["id", "name", "pair", "method", "k", "state", "done", "queued", "failed", "undelivered", "model"],
                 [[str(r["job_id"]), r["name"] or "", f"{r['src_lang']}-{r['tgt_lang']}", r["method"], str(r["k"]),
                   r["state"], f"{r['done']}/{r['total']}", str(r["queued"] + r["running"]), str(r["failed"]),
-                  r["model"]] for r in rows])
+                  str(r["undelivered"]), r["model"]] for r in rows])
 
 
 @job_app.command("status")
@@ -208,7 +210,7 @@ def status_cmd(job: str = typer.Argument(..., help="Job id or name."),
         return
     _say(f"job {j.id}{f' ({j.name})' if j.name else ''}: {st['state']} — {st['done']}/{st['total']} done, "
          f"{st['queued']} queued, {st['running']} running, {st['failed']} failed, "
-         f"{st['cancelled']} cancelled")
+         f"{st['cancelled']} cancelled" + (f", {st['undelivered']} undelivered" if st["undelivered"] else ""))
     _say(f"  {j.signature}")
     held = st["held_by"]
     if st["running"]:
@@ -224,6 +226,8 @@ def status_cmd(job: str = typer.Argument(..., help="Job id or name."),
         _say(f"  item {e['idx']} [{e['status']}, {e['attempts']} attempts]: {e['last_error']}")
     for w in st["warnings"]:
         _say(f"  item {w['idx']} [{w['status']}]: {w['warning']}")
+    for d in st["delivery_errors"]:
+        _say(f"  item {d['idx']} [undelivered, key {d['source_key']!r}]: {d['delivery_error']}")
 
 
 # --------------------------------------------------------------------------- job export / retry / cancel

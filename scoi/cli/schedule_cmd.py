@@ -15,7 +15,8 @@ from typing import Any
 import typer
 
 from scoi.cli.common import (BACKEND_OPT_HELP, DEST_COLUMN_HELP, DEST_KEY_HELP, DEST_TABLE_HELP, DEST_URL_HELP,
-                             METHOD_HELP, ORDER_HELP, SOURCE_SQL_HELP, SOURCE_URL_HELP, database_url, emit_json, fail,
+                             METHOD_HELP, ORDER_HELP, SOURCE_SQL_HELP, SOURCE_TIMEOUT_HELP,
+                             SOURCE_URL_HELP, database_url, emit_json, fail,
                              parse_key_values, print_rows)
 
 schedule_app = typer.Typer(help="Recurring translation jobs, stored in PostgreSQL and run by `scoi worker`.",
@@ -61,6 +62,7 @@ def add(
                                            help="Source: a text file; each run adds its new lines."),
     source_sql: str | None = typer.Option(None, "--source-sql", help=SOURCE_SQL_HELP),
     source_url: str | None = typer.Option(None, "--source-url", help=SOURCE_URL_HELP),
+    source_timeout: float = typer.Option(30.0, "--source-timeout", help=SOURCE_TIMEOUT_HELP),
     dest_table: str | None = typer.Option(None, "--dest-table", help=DEST_TABLE_HELP),
     dest_key: str | None = typer.Option(None, "--dest-key", help=DEST_KEY_HELP),
     dest_column: str | None = typer.Option(None, "--dest-column", help=DEST_COLUMN_HELP),
@@ -87,7 +89,7 @@ def add(
     if dest_table is None and (dest_key or dest_column or dest_url):
         fail("--dest-key, --dest-column and --dest-url go with --dest-table")
     source = (Source("file", path=str(input_file.resolve())) if input_file is not None
-              else Source("sql", query=source_sql, url=source_url))
+              else Source("sql", query=source_sql, url=source_url, timeout=source_timeout))
     if input_file is not None and source_url is not None:
         fail("--source-url goes with --source-sql, not with --input")
     dest = None

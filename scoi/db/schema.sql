@@ -353,6 +353,7 @@ CREATE TABLE public.job_item (
     warning text,
     source_key text,
     delivered_at timestamp with time zone,
+    delivery_error text,
     CONSTRAINT job_item_max_attempts_check CHECK ((max_attempts >= 1)),
     CONSTRAINT job_item_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'running'::text, 'done'::text, 'failed'::text, 'cancelled'::text])))
 );
@@ -368,6 +369,10 @@ COMMENT ON COLUMN public.job_item.source_key IS 'Key of the source row the item 
 -- COMMENT COLUMN job_item.delivered_at
 
 COMMENT ON COLUMN public.job_item.delivered_at IS 'When the output was written to the job''s destination, or NULL.';
+
+-- COMMENT COLUMN job_item.delivery_error
+
+COMMENT ON COLUMN public.job_item.delivery_error IS 'Why the output did not reach the table destination (its last try), or NULL; cleared when delivered.';
 
 -- TABLE job_worker
 
@@ -586,7 +591,8 @@ SELECT
     NULL::numeric AS avg_select_ms,
     NULL::numeric AS avg_generate_ms,
     NULL::numeric AS avg_overhead_ms,
-    NULL::timestamp with time zone AS last_finished_at;
+    NULL::timestamp with time zone AS last_finished_at,
+    NULL::bigint AS undelivered;
 
 -- SEQUENCE job_score_id_seq
 
@@ -610,10 +616,16 @@ CREATE TABLE public.job_source (
     query text,
     url text,
     url_env text,
+    timeout_s double precision DEFAULT 30 NOT NULL,
     CONSTRAINT job_source_check CHECK (((kind = 'file'::text) = (path IS NOT NULL))),
     CONSTRAINT job_source_check1 CHECK (((kind = 'sql'::text) = (query IS NOT NULL))),
-    CONSTRAINT job_source_kind_check CHECK ((kind = ANY (ARRAY['file'::text, 'sql'::text])))
+    CONSTRAINT job_source_kind_check CHECK ((kind = ANY (ARRAY['file'::text, 'sql'::text]))),
+    CONSTRAINT job_source_timeout_s_check CHECK ((timeout_s > (0)::double precision))
 );
+
+-- COMMENT COLUMN job_source.timeout_s
+
+COMMENT ON COLUMN public.job_source.timeout_s IS 'statement_timeout of the source query, in seconds (its lock_timeout is the smaller of it and 5 s).';
 
 -- TABLE label
 
@@ -1285,7 +1297,7 @@ CREATE OR REPLACE VIEW public.job_progress AS
     count(i.idx) AS total,
     count(i.idx) FILTER (WHERE (i.status = 'queued'::text)) AS queued,
     count(i.idx) FILTER (WHERE (i.status = 'running'::text)) AS running,
-    count(i.idx) FILTER (WHERE (i.status = 'done'::text)) AS done,
+    count(i.idx) FILTER (WHERE ((i.status = 'done'::text) AND (NOT ((i.status = 'done'::text) AND (i.delivery_error IS NOT NULL) AND (i.delivered_at IS NULL))))) AS done,
     count(i.idx) FILTER (WHERE (i.status = 'failed'::text)) AS failed,
     count(i.idx) FILTER (WHERE (i.status = 'cancelled'::text)) AS cancelled,
         CASE
@@ -1298,12 +1310,14 @@ CREATE OR REPLACE VIEW public.job_progress AS
             END
             WHEN (count(i.idx) FILTER (WHERE (i.status = 'failed'::text)) > 0) THEN 'failed'::text
             WHEN (count(i.idx) FILTER (WHERE (i.status = 'cancelled'::text)) > 0) THEN 'cancelled'::text
+            WHEN (count(i.idx) FILTER (WHERE ((i.status = 'done'::text) AND (i.delivery_error IS NOT NULL) AND (i.delivered_at IS NULL))) > 0) THEN 'undelivered'::text
             ELSE 'done'::text
         END AS state,
     round((avg(i.select_ms))::numeric, 2) AS avg_select_ms,
     round((avg(i.generate_ms))::numeric, 2) AS avg_generate_ms,
     round((avg(i.overhead_ms))::numeric, 2) AS avg_overhead_ms,
-    max(i.finished_at) AS last_finished_at
+    max(i.finished_at) AS last_finished_at,
+    count(i.idx) FILTER (WHERE ((i.status = 'done'::text) AND (i.delivery_error IS NOT NULL) AND (i.delivered_at IS NULL))) AS undelivered
    FROM (public.job j
      LEFT JOIN public.job_item i ON ((i.job_id = j.id)))
   GROUP BY j.id;

@@ -27,8 +27,8 @@ from psycopg.rows import dict_row
 
 from scoi.core.cron import CronError, check_cron, due_tick, next_tick
 from scoi.db.queries import load
-from scoi.jobs.sources import (Destination, Source, append_from_source, deliver, destinations, read_source,
-                               save_destination, save_source, source_of_job)
+from scoi.jobs.sources import (Destination, Source, SourceInterrupted, append_from_source, deliver, destinations,
+                               read_source, save_destination, save_source, source_of_job)
 from scoi.jobs.store import JobError, JobSpec, find_job_by_name, get_job, insert_job, notify_workers, validate
 
 SQL = load("schedules")
@@ -70,7 +70,7 @@ def add_schedule(conn: psycopg.Connection, name: str, cron: str, spec: JobSpec, 
     source.check()
     rows = read_source(source, default_url)  # a query that fails or has the wrong shape stops here
     if destination is not None:
-        destination.check(default_url, source)
+        destination.check(default_url, source, [k for k, text in rows if text and k is not None])
     if find_job_by_name(conn, name) is not None:
         raise JobError(f"a job named {name!r} exists already, and a schedule's job takes the schedule's name; "
                        "pick another schedule name")
@@ -133,7 +133,8 @@ def show_schedule(conn: psycopg.Connection, name: str, runs: int = 10) -> dict[s
         dest = destinations(conn, [job_id]).get(job_id)
         out["destination"] = {**dest[0].to_dict(), **dest[1]} if dest else None
         st = status(conn, job_id, errors=3)
-        out["job"] = {k: st[k] for k in ("state", "total", "queued", "running", "done", "failed", "cancelled")}
+        out["job"] = {k: st[k] for k in ("state", "total", "queued", "running", "done", "failed", "cancelled",
+                                         "undelivered")}
         out["job"]["errors"] = st["errors"]
     return out
 
@@ -156,8 +157,13 @@ def run_tick(conn: psycopg.Connection, schedule_id: int, name: str, tick: dateti
     """Run one tick of a schedule, unless another worker ran (or is running) it: None then.
 
     The run row, the new items and the counts commit together; a source that fails adds
-    nothing (savepoint) and the run keeps the error."""
+    nothing (savepoint) and the run keeps the error. The source query runs on a connection
+    of its own (bounded by its timeouts) while this transaction holds the schedule's
+    advisory lock, which other workers only *try* to take: they skip the schedule instead
+    of waiting on the uncommitted run row."""
     with conn.transaction():
+        if not conn.execute(SQL["try_lock_schedule"], {"id": schedule_id}).fetchone()[0]:
+            return None  # another worker is running this schedule now
         row = conn.execute(SQL["claim_tick"], {"id": schedule_id, "tick": tick, "manual": manual,
                                                "worker": worker}).fetchone()
         if row is None:
@@ -178,6 +184,8 @@ def run_tick(conn: psycopg.Connection, schedule_id: int, name: str, tick: dateti
                 added, skipped = result.added, result.skipped
                 if added:
                     notify_workers(conn)
+        except SourceInterrupted:
+            raise  # this process is stopping: no run recorded, the tick is left to another worker
         except (JobError, psycopg.Error, OSError) as e:
             error = (str(e).strip().splitlines() or [type(e).__name__])[0][:MAX_ERROR_CHARS]
         conn.execute(SQL["finish_run"], {"id": schedule_id, "tick": tick, "added": added, "skipped": skipped,
@@ -191,7 +199,8 @@ def run_now(conn: psycopg.Connection, name: str, worker: str, default_url: str,
     sched = get_schedule(conn, name)
     result = run_tick(conn, sched["id"], name, now or _utc_now(), worker, default_url, manual=True)
     if result is None:
-        raise JobError(f"schedule {name!r} was run at this very instant by another process; try again")
+        raise JobError(f"schedule {name!r} is being run by another process right now (or was, at this very "
+                       "instant); try again once it is done")
     return result
 
 
@@ -211,7 +220,11 @@ def run_due(conn: psycopg.Connection, worker: str, now: datetime, default_url: s
             continue
         if tick is None:
             continue
-        result = run_tick(conn, s["id"], s["name"], tick, worker, default_url)
+        try:
+            result = run_tick(conn, s["id"], s["name"], tick, worker, default_url)
+        except SourceInterrupted:
+            say(f"schedule {s['name']}: tick {tick:%Y-%m-%d %H:%M} UTC left to another worker (stopping)")
+            break
         if result is None:
             continue
         results.append(result)

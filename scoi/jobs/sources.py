@@ -2,14 +2,23 @@
 
 A *source* says where new items come from: the lines of a file (matched by content, as
 ``scoi job sync``), or the ``(key, text)`` rows of a SQL query, in scoi's database or in
-another one. A query runs in a READ ONLY transaction, must return exactly two columns, text
-in the second, and keys that are non-null and unique; anything else is a clear error raised
-before a single item is added. Only keys the job does not hold yet become items.
+another one. A query is one statement (sent with the extended protocol, which refuses
+several), run on a connection of its own in a READ ONLY transaction with a
+``statement_timeout`` and a ``lock_timeout``, by a role that is no superuser and may not
+read or write server files, run programs or signal other sessions: in scoi's database the
+role ``scoi_reader`` (migration 0017), which reads only the tables granted to it. It must
+return exactly two columns, text in the second, and keys that are non-null and unique;
+anything else is a clear error raised before a single item is added. Only keys the job does
+not hold yet become items.
 
 A *destination* says where outputs go besides the job: a table, upserted by key
 (``INSERT ... ON CONFLICT (key) DO UPDATE``; the key column needs a unique constraint), or a
-file, written whole once the job has no unfinished item. Delivery runs after the items are
-stored and is idempotent: ``job_item.delivered_at`` marks what a destination has received,
+file, written whole once the job has no unfinished item. A table destination is checked
+when the job is made: the columns exist, the column takes text, the key is another column,
+and every source key casts to the key column's type, with no two keys equal once cast.
+Delivery runs after the items are stored, row by row when a batch fails (an output the table
+refuses keeps its error in ``job_item.delivery_error`` and reads ``undelivered``; the others
+go in), and is idempotent: ``job_item.delivered_at`` marks what a destination has received,
 so an item is delivered again only if a delivery failed or was cut short (in scoi's own
 database the upsert and the mark commit together).
 
@@ -21,6 +30,10 @@ Secrets are never stored: a URL with a password is refused, as backend options a
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -38,10 +51,54 @@ SQL = load("sources")
 TEXT_TYPES = {25: "text", 1043: "varchar", 1042: "bpchar", 19: "name"}
 DELIVERY_BATCH = 1000
 ENV_PREFIX = "env:"
+#: The source query's statement_timeout when none is given (seconds); lock_timeout is capped.
+DEFAULT_SOURCE_TIMEOUT = 30.0
+MAX_LOCK_TIMEOUT = 5.0
 
 
 class SourceError(JobError):
     """A source or destination that cannot be used (bad query, missing table, ...)."""
+
+
+class SourceInterrupted(SourceError):
+    """The source query was cancelled because this process is stopping (not the source's fault)."""
+
+
+#: Set while a worker runs schedules: a source query running when it is set is cancelled.
+_STOP: ContextVar[threading.Event | None] = ContextVar("scoi_source_stop", default=None)
+
+
+@contextmanager
+def cancelled_on(stop: threading.Event) -> Iterator[None]:
+    """Source queries read within this block are cancelled as soon as ``stop`` is set (a
+    worker's SIGTERM), instead of running on to their timeout."""
+    token = _STOP.set(stop)
+    try:
+        yield
+    finally:
+        _STOP.reset(token)
+
+
+@contextmanager
+def _cancel_when_stopped(conn: psycopg.Connection) -> Iterator[None]:
+    stop, done = _STOP.get(), threading.Event()
+    if stop is None:
+        yield
+        return
+
+    def watch() -> None:
+        while not done.is_set():
+            if stop.wait(0.2) and not done.is_set():
+                conn.cancel_safe()
+                return
+
+    watcher = threading.Thread(target=watch, name="scoi-source-cancel", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watcher.join()
 
 
 # --------------------------------------------------------------------------- database URLs
@@ -75,6 +132,24 @@ def resolve_url(url: str | None, default_url: str) -> str:
     return url
 
 
+def reader_url(default_url: str) -> str:
+    """Where a source query on scoi's own database runs: ``SCOI_SOURCE_DATABASE_URL`` if set,
+    else scoi's URL with the user ``scoi_reader`` (and no password: the embedded server lets
+    scoi's OS user in as scoi_reader by its pg_ident map; a server of your own needs a rule,
+    a ~/.pgpass line or SCOI_SOURCE_DATABASE_URL)."""
+    from psycopg.conninfo import make_conninfo
+
+    from scoi.config import source_database_url_from_env
+    from scoi.db.engine import READER_ROLE
+
+    own = source_database_url_from_env()
+    if own is not None:
+        return own
+    params = {k: v for k, v in conninfo_to_dict(default_url).items() if k != "password"}
+    params["user"] = READER_ROLE
+    return make_conninfo("", **params)
+
+
 def _connect(url: str) -> psycopg.Connection:
     from scoi.db import connect
 
@@ -102,12 +177,16 @@ class Source:
     path: str | None = None
     query: str | None = None
     url: str | None = None  # None: scoi's database; "env:VAR": the URL in $VAR
+    timeout: float = DEFAULT_SOURCE_TIMEOUT  # seconds: the query's statement_timeout
 
     def check(self) -> None:
         if self.kind == "sql":
             if not (self.query or "").strip():
                 raise SourceError("--source-sql is empty; expected a query such as "
                                   "\"SELECT id, body FROM documents WHERE body_en IS NULL\"")
+            if not 0 < self.timeout <= 86400:
+                raise SourceError(f"--source-timeout {self.timeout:g}: expected seconds, more than 0 and at most "
+                                  "86400 (a day)")
             check_url(self.url, "--source-url")
         elif self.kind == "file":
             if self.url is not None:
@@ -128,24 +207,52 @@ def read_source(source: Source, default_url: str) -> list[tuple[str | None, str]
     """The source's (key, text) rows: keys for a query, None for the lines of a file."""
     if source.kind == "file":
         return [(None, line) for line in read_lines(source.path or "")]
-    return read_query(source.query or "", resolve_url(source.url, default_url))
+    if source.url is not None:
+        return read_query(source.query or "", resolve_url(source.url, default_url), source.timeout)
+    try:
+        return read_query(source.query or "", reader_url(default_url), source.timeout)
+    except SourceError as e:
+        if str(e).startswith("cannot connect"):  # README: Table sources, security
+            raise SourceError(f"{e} (source queries on scoi's database run as scoi_reader: let it connect, or set "
+                              "SCOI_SOURCE_DATABASE_URL to a read-only role's URL)") from None
+        raise
 
 
-def read_query(query: str, url: str) -> list[tuple[str, str]]:
-    """Run a source query read-only and check its shape: exactly two columns, text in the
-    second, keys non-null and unique. Keys are kept as text (the job's ``source_key``)."""
+def _seconds(value: float) -> str:
+    return f"{value:g} s"
+
+
+def read_query(query: str, url: str, timeout: float = DEFAULT_SOURCE_TIMEOUT) -> list[tuple[str, str]]:
+    """Run a source query and check its shape: exactly two columns, text in the second, keys
+    non-null and unique. Keys are kept as text (the job's ``source_key``).
+
+    The query gets a connection of its own, whose role :func:`check_reader` accepts, and runs
+    as one prepared statement (several are refused by the server) in a READ ONLY
+    transaction, under ``statement_timeout`` = ``timeout`` and a ``lock_timeout``; the
+    connection is closed after it, so nothing it set outlives it."""
+    lock_timeout = min(timeout, MAX_LOCK_TIMEOUT)
     with _connect(url) as conn:
+        role = conn.info.user
         try:
-            with conn.transaction():
+            check_reader(conn)
+            conn.execute(SQL["source_timeouts"], {"statement": f"{max(1, int(timeout * 1000))}ms",
+                                                  "lock": f"{max(1, int(lock_timeout * 1000))}ms"})
+            conn.commit()
+            with _cancel_when_stopped(conn), conn.transaction():
                 conn.execute(SQL["read_only"])
-                cur = conn.execute(query.strip().rstrip(";"))
+                # prepare=True: the extended protocol, one statement; no parameters, so a % in
+                # the query is the query's own.
+                cur = conn.execute(query.strip().rstrip(";"), prepare=True)
                 desc = cur.description
                 if desc is None:
                     raise SourceError("the source query returned no rows at all (is it a SELECT?); expected "
                                       "SELECT key, text FROM ...")
                 rows = cur.fetchall()
         except psycopg.Error as e:
-            raise SourceError(f"the source query failed: {_first_line(e)}") from None
+            stop = _STOP.get()
+            if isinstance(e, psycopg.errors.QueryCanceled) and stop is not None and stop.is_set():
+                raise SourceInterrupted("source query cancelled: the worker is stopping") from None
+            raise SourceError(_query_error(e, conn, role, timeout, lock_timeout)) from None
     if len(desc) != 2:
         raise SourceError(f"the source query returns {len(desc)} columns ({', '.join(d.name for d in desc)}); "
                           "expected exactly two: a key and the text to translate")
@@ -167,17 +274,50 @@ def read_query(query: str, url: str) -> list[tuple[str, str]]:
     return out
 
 
+def check_reader(conn: psycopg.Connection) -> None:
+    """Refuse to run a source query as a role that could do more than read: a superuser (or a
+    member of one), a role that may create roles, or a member of the roles that read or
+    write server files, run server programs or signal other sessions' backends."""
+    user, powers = conn.execute(SQL["reader_powers"]).fetchone()
+    conn.rollback()
+    if powers:
+        raise SourceError(f"source queries must run as a role that can only read, and {user!r} is "
+                          f"{' and '.join(powers)}: connect as scoi_reader (README: Table sources, security)")
+
+
+def _query_error(e: psycopg.Error, conn: psycopg.Connection, role: str, timeout: float, lock_timeout: float) -> str:
+    """One line for a source query that failed, saying why in the user's terms."""
+    if isinstance(e, psycopg.errors.QueryCanceled):
+        if "statement timeout" in str(e):
+            return f"source query cancelled after {_seconds(timeout)} (statement_timeout; see --source-timeout)"
+        return "source query cancelled by another session (pg_cancel_backend)"
+    if isinstance(e, psycopg.errors.LockNotAvailable):
+        return (f"source query gave up waiting for a lock after {_seconds(lock_timeout)} (lock_timeout): "
+                f"{_first_line(e)}")
+    if isinstance(e, (psycopg.errors.AdminShutdown, psycopg.OperationalError)) or conn.closed:
+        return f"source query's connection was closed by the server: {_first_line(e)}"
+    if isinstance(e, psycopg.errors.SyntaxError) and "multiple commands" in str(e):
+        return "the source query holds more than one statement; expected exactly one: SELECT key, text FROM ..."
+    if isinstance(e, psycopg.errors.InsufficientPrivilege):
+        grant = (f": GRANT SELECT ON the_table TO {role}" if "permission denied for" in str(e)
+                 and any(w in str(e) for w in ("table", "view", "schema", "sequence")) else "")
+        return (f"the source query failed: {_first_line(e)} (source queries run as the role {role!r}, which may "
+                f"only read what is granted to it{grant})")
+    return f"the source query failed: {_first_line(e)}"
+
+
 def save_source(conn: psycopg.Connection, job_id: int, source: Source) -> None:
     conn.execute(SQL["insert_source"], {"job_id": job_id, "kind": source.kind, "path": source.path,
-                                        "query": source.query, "url": source.url, "url_env": None})
+                                        "query": source.query, "url": source.url, "url_env": None,
+                                        "timeout_s": source.timeout})
 
 
 def source_of_job(conn: psycopg.Connection, job_id: int) -> Source | None:
     row = conn.execute(SQL["source_of_job"], {"job_id": job_id}).fetchone()
     if row is None:
         return None
-    kind, path, query, url, _url_env = row
-    return Source(kind=kind, path=path, query=query, url=url)
+    kind, path, query, url, _url_env, timeout = row
+    return Source(kind=kind, path=path, query=query, url=url, timeout=timeout)
 
 
 @dataclass
@@ -187,11 +327,12 @@ class Appended:
 
 
 def append_from_source(conn: psycopg.Connection, job_id: int, max_attempts: int, source: Source,
-                       default_url: str) -> Appended:
+                       default_url: str, rows: list[tuple[str | None, str]] | None = None) -> Appended:
     """Add to the job the source rows it does not hold yet (by key; by content hash for a
-    file), inside the caller's transaction. The source is read, and checked, before
-    anything is written."""
-    rows = read_source(source, default_url)
+    file), inside the caller's transaction. The source is read (unless the caller read it
+    already: ``rows``), and checked, before anything is written or locked."""
+    if rows is None:
+        rows = read_source(source, default_url)
     next_idx, hashes = lock_for_append(conn, job_id)
     keyed = source.kind == "sql"
     known = {r[0] for r in conn.execute(SQL["known_keys"], {"job_id": job_id})} if keyed else hashes
@@ -220,14 +361,15 @@ def submit_from_source(conn: psycopg.Connection, spec: JobSpec, source: Source, 
     items, so a query that fails leaves nothing. Returns (job id, what was added)."""
     validate(conn, spec)
     source.check()
+    rows = read_source(source, default_url)  # on a connection of its own, before any write
     if destination is not None:
-        destination.check(default_url, source)
+        destination.check(default_url, source, [k for k, text in rows if text and k is not None])
     with conn.transaction():
         job_id = insert_job(conn, spec, source.path if source.kind == "file" else None, None)
         save_source(conn, job_id, source)
         if destination is not None:
             save_destination(conn, job_id, destination)
-        appended = append_from_source(conn, job_id, spec.max_attempts, source, default_url)
+        appended = append_from_source(conn, job_id, spec.max_attempts, source, default_url, rows)
         if not appended.added:
             raise SourceError("the source has no rows with text to translate; nothing was stored")
         notify_workers(conn)
@@ -263,9 +405,12 @@ class Destination:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def check(self, default_url: str, source: Source) -> None:
+    def check(self, default_url: str, source: Source, keys: list[str] | None = None) -> None:
         """Refuse a destination that could never receive an output: a missing table or
-        column, no unique constraint on the key, no INSERT/UPDATE right, a password."""
+        column, a column that does not take text, the key as the column, no unique
+        constraint on the key, no INSERT/UPDATE right, a password; and, given the source
+        ``keys``, one the key column's type does not take or two that are one value once
+        cast (1.0 and 1.00 in a numeric key)."""
         if self.kind == "file":
             if self.format not in EXPORT_FORMATS:
                 raise SourceError(f"unknown --dest-format {self.format!r}; expected {' or '.join(EXPORT_FORMATS)}")
@@ -278,6 +423,9 @@ class Destination:
         if not (self.key and self.column):
             raise SourceError("--dest-table needs --dest-key (the unique key column) and --dest-column "
                               "(the column the translation goes to)")
+        if self.key == self.column:
+            raise SourceError(f"--dest-key and --dest-column are both {self.key!r}; expected the key column and "
+                              "another column to take the translation")
         if source.kind != "sql":
             raise SourceError("--dest-table needs a keyed source (--source-sql \"SELECT key, text ...\"): each output "
                               "is written to the row with its source key")
@@ -286,18 +434,44 @@ class Destination:
         with _connect(resolve_url(self.url, default_url)) as conn:
             found, writable, columns, unique_key = conn.execute(SQL["destination_table"], {
                 "table": ident.as_string(conn), "columns": [self.key, self.column], "key": self.key}).fetchone()
-        if not found:
-            raise SourceError(f"--dest-table {self.table}: no such table (create it first, with a unique key column)")
-        missing = [c for c in (self.key, self.column) if c not in (columns or [])]
-        if missing:
-            raise SourceError(f"--dest-table {self.table} has no column {missing[0]!r}")
-        if not unique_key:
-            raise SourceError(f"--dest-key {self.key}: {self.table}.{self.key} has no unique constraint of its own, "
-                              f"which the upsert (ON CONFLICT ({self.key})) needs: ALTER TABLE {self.table} "
-                              f"ADD UNIQUE ({self.key})")
-        if not writable:
-            raise SourceError(f"--dest-table {self.table}: this role may not INSERT and UPDATE it "
-                              "(GRANT INSERT, UPDATE ON the table to the workers' role)")
+            if not found:
+                raise SourceError(f"--dest-table {self.table}: no such table (create it first, with a unique key "
+                                  "column)")
+            columns = columns or {}
+            missing = [c for c in (self.key, self.column) if c not in columns]
+            if missing:
+                raise SourceError(f"--dest-table {self.table} has no column {missing[0]!r}")
+            if columns[self.column]["category"] != "S":
+                raise SourceError(f"--dest-column {self.column}: {self.table}.{self.column} is "
+                                  f"{columns[self.column]['type']}; expected a text column (text, varchar, ...) to "
+                                  "take the translation")
+            if not unique_key:
+                raise SourceError(f"--dest-key {self.key}: {self.table}.{self.key} has no unique constraint of its "
+                                  f"own, which the upsert (ON CONFLICT ({self.key})) needs: ALTER TABLE {self.table} "
+                                  f"ADD UNIQUE ({self.key})")
+            if not writable:
+                raise SourceError(f"--dest-table {self.table}: this role may not INSERT and UPDATE it "
+                                  "(GRANT INSERT, UPDATE ON the table to the workers' role)")
+            if keys:
+                self._check_keys(conn, ident, columns[self.key]["type"], keys)
+
+    def _check_keys(self, conn: psycopg.Connection, ident: sql.Identifier, key_type: str, keys: list[str]) -> None:
+        """Every source key casts to the key column's type, and no two are equal once cast."""
+        where = f"--dest-key {self.key}: the source key"
+        try:
+            if conn.info.server_version >= 160000:  # pg_input_is_valid names the bad value itself
+                bad = conn.execute(SQL["destination_bad_key"], {"keys": keys, "type": key_type}).fetchone()
+                if bad is not None:
+                    raise SourceError(f"{where} {bad[0]!r} is not a valid {key_type} ({self.table}.{self.key} is "
+                                      f"{key_type}); fix the row or cast the key in the query")
+            equal_keys = sql.SQL(SQL["destination_equal_keys"]).format(table=ident, key=sql.Identifier(self.key or ""))
+            equal = conn.execute(equal_keys, {"keys": keys, "key": self.key}).fetchone()
+        except psycopg.DataError as e:  # before PostgreSQL 16: the cast's own message names the value
+            raise SourceError(f"{where}s do not all cast to {key_type}: {_first_line(e)}") from None
+        if equal is not None:
+            a, b = equal[0][:2]
+            raise SourceError(f"{where}s {a!r} and {b!r} are the same {key_type} value in {self.table}.{self.key}; "
+                              "one translation would overwrite the other: make the keys distinct")
 
 
 def save_destination(conn: psycopg.Connection, job_id: int, dest: Destination) -> None:
@@ -322,62 +496,106 @@ def deliver(conn: psycopg.Connection, job_ids: list[int], default_url: str,
     """Write the new outputs of these jobs to their destinations; the items delivered.
 
     Never raises for a destination's fault: the error is kept in ``job_destination.last_error``
-    (``scoi schedule show``) and logged, and the items stay undelivered for the next try."""
+    (``scoi schedule show``) and logged, an output the table refuses keeps its own in
+    ``job_item.delivery_error`` (``scoi job status``), and the items stay undelivered for the
+    next try."""
     total = 0
     for job_id, (dest, _) in destinations(conn, sorted(set(job_ids))).items():
         try:
-            n = _deliver_table(conn, job_id, dest, default_url) if dest.kind == "table" else \
+            n, error = _deliver_table(conn, job_id, dest, default_url) if dest.kind == "table" else \
                 _deliver_file(conn, job_id, dest)
-            error = None
         except (SourceError, psycopg.Error, OSError) as e:
             if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
                 conn.rollback()
             n, error = 0, f"delivery to {dest.label()} failed: {_first_line(e)}"
-            if log is not None:
-                log(f"job {job_id}: {error}")
+        if error is not None and log is not None:
+            log(f"job {job_id}: {error}")
         if n or error:
             conn.execute(SQL["delivery_result"], {"job_id": job_id, "error": error})
         total += n
     return total
 
 
-def _deliver_table(conn: psycopg.Connection, job_id: int, dest: Destination, default_url: str) -> int:
+def _deliver_table(conn: psycopg.Connection, job_id: int, dest: Destination,
+                   default_url: str) -> tuple[int, str | None]:
+    """Upsert the job's undelivered outputs in batches; a batch the table refuses goes row by
+    row, each in a savepoint, so one bad row (a key the column does not take) keeps its error
+    (``job_item.delivery_error``) and blocks none of the others."""
     ident = table_identifier(dest.table or "")
     upsert = sql.SQL(SQL["upsert_destination"]).format(table=ident, key=sql.Identifier(dest.key or ""),
                                                        column=sql.Identifier(dest.column or ""))
     other = None if dest.url is None else _connect(resolve_url(dest.url, default_url))
+    target = conn if other is None else other  # scoi's database: the upsert and the mark commit together
     total = 0
+    refused: list[int] = []
+    first_error: str | None = None
     try:
         while True:
             with conn.transaction():
-                rows = conn.execute(SQL["undelivered_items"], {"job_id": job_id, "n": DELIVERY_BATCH}).fetchall()
+                rows = conn.execute(SQL["undelivered_items"], {"job_id": job_id, "n": DELIVERY_BATCH,
+                                                               "skip": refused}).fetchall()
                 if not rows:
-                    return total
-                payload = json.dumps([{dest.key: key, dest.column: output} for _, key, output in rows])
-                if other is None:  # scoi's database: the upsert and the mark commit together
-                    conn.execute(upsert, {"rows": payload})
-                else:  # another database: upsert, commit there, then mark (a retry rewrites the same values)
-                    with other.transaction():
-                        other.execute(upsert, {"rows": payload})
-                conn.execute(SQL["mark_delivered"], {"job_id": job_id, "idxs": [r[0] for r in rows]})
-            total += len(rows)
+                    break
+                errors = _upsert(target, upsert, dest, rows)
+                good = [idx for idx, _, _ in rows if idx not in errors]
+                if good:
+                    conn.execute(SQL["mark_delivered"], {"job_id": job_id, "idxs": good})
+                for idx, error in errors.items():
+                    conn.execute(SQL["mark_undelivered"], {"job_id": job_id, "idx": idx, "error": error})
+            total += len(good)
+            refused += list(errors)
+            first_error = first_error or next(iter(errors.values()), None)
     finally:
         if other is not None:
             other.close()
+    if refused:
+        return total, (f"{len(refused)} of the outputs were not delivered (`scoi job status` lists them); the "
+                       f"first: {first_error}")
+    return total, None
 
 
-def _deliver_file(conn: psycopg.Connection, job_id: int, dest: Destination) -> int:
+def _upsert(target: psycopg.Connection, upsert: sql.Composed, dest: Destination,
+            rows: list[tuple[int, str, str]]) -> dict[int, str]:
+    """Upsert ``rows`` (idx, key, output) into the destination: the whole batch, else row by
+    row; the error of each refused row, by item index. Each try is a savepoint (in scoi's
+    database) or a transaction of its own (in another one: a retry rewrites the same values).
+    Only a row's own faults (its values: DataError, IntegrityError) are kept per row; a fault
+    of the destination (no such table or column, no right) raises, for the whole job."""
+    def attempt(batch: list[tuple[int, str, str]]) -> str | None:
+        payload = json.dumps([{dest.key: key, dest.column: output} for _, key, output in batch])
+        try:
+            with target.transaction():
+                target.execute(upsert, {"rows": payload})
+        except (psycopg.DataError, psycopg.IntegrityError) as e:
+            return f"delivery to {dest.label()} failed: {_first_line(e)}"
+        return None
+
+    first = attempt(rows)
+    if first is None:
+        return {}
+    if len(rows) == 1:
+        return {rows[0][0]: first}
+    errors: dict[int, str] = {}
+    for row in rows:
+        error = attempt([row])
+        if error is not None:
+            errors[row[0]] = error
+    return errors
+
+
+def _deliver_file(conn: psycopg.Connection, job_id: int, dest: Destination) -> tuple[int, str | None]:
     with conn.transaction():
         if conn.execute(SQL["lock_destination"], {"job_id": job_id}).fetchone() is None:
-            return 0  # another worker is writing it
+            return 0, None  # another worker is writing it
         unfinished, undelivered = conn.execute(SQL["file_delivery_state"], {"job_id": job_id}).fetchone()
         if unfinished or not undelivered:
-            return 0
+            return 0, None
         export_to_file(conn, job_id, dest.format or "tsv", Path(dest.path or "").expanduser())
         conn.execute(SQL["mark_all_delivered"], {"job_id": job_id})
-    return undelivered
+    return undelivered, None
 
 
-__all__ = ["Appended", "Destination", "Source", "SourceError", "append_from_source", "check_url", "deliver",
+__all__ = ["Appended", "Destination", "Source", "SourceError", "SourceInterrupted", "append_from_source",
+           "cancelled_on", "check_url", "deliver",
            "destinations", "read_query", "read_source", "resolve_url", "save_destination", "save_source",
            "source_of_job", "table_identifier"]

@@ -569,12 +569,14 @@ class Worker:
         from datetime import datetime, timezone
 
         from scoi.jobs.schedules import run_due
+        from scoi.jobs.sources import cancelled_on
 
         if self.opts.job_id is not None or time.monotonic() < self._next_schedule_check:
             return
         self._next_schedule_check = time.monotonic() + self.opts.schedule_seconds
         try:
-            run_due(self.conn, self.id, datetime.now(timezone.utc), self.url, self.log)
+            with cancelled_on(self._stop):  # SIGTERM cancels a slow source query at once
+                run_due(self.conn, self.id, datetime.now(timezone.utc), self.url, self.log)
         except psycopg.Error as e:  # the queue still works; the next check retries
             self.log(f"worker {self.id}: checking schedules failed: {e}")
 

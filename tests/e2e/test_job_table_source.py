@@ -16,6 +16,7 @@ def _tables(url: str) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CREATE TABLE documents (id int PRIMARY KEY, body text)")
         conn.execute("CREATE TABLE documents_en (id int PRIMARY KEY, body_en text)")
+        conn.execute("GRANT SELECT ON documents, documents_en TO scoi_reader")  # source queries run as it
         for doc in DOCS:
             conn.execute("INSERT INTO documents VALUES (%s, %s)", doc)
 

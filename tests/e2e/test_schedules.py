@@ -17,6 +17,7 @@ def _tables(url: str) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CREATE TABLE documents (id bigint PRIMARY KEY, body text)")
         conn.execute("CREATE TABLE documents_en (id bigint PRIMARY KEY, body_en text)")
+        conn.execute("GRANT SELECT ON documents, documents_en TO scoi_reader")  # source queries run as it
         conn.execute("INSERT INTO documents VALUES (10, 'Le chat dort.'), (11, 'Il pleut.')")
 
 
@@ -77,7 +78,7 @@ def test_schedule_errors_a_user_sees(db_url):
               for a in _add_args(stub.url)], "returns 1 columns (body); expected exactly two"),
             ([*_add_args(stub.url), "--source-url", "postgresql://me:pw@db/x"], "holds a password"),
             ([*_add_args(stub.url)[:-6], "--dest-table", "documents_en", "--dest-key", "body_en",
-              "--dest-column", "body_en"], "has no unique constraint"),
+              "--dest-column", "body_en"], "--dest-key and --dest-column are both 'body_en'"),
         ]
         for args, message in cases:
             proc = scoi_cli(args, db_url)

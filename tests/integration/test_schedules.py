@@ -47,6 +47,7 @@ def make_tables(url: str, rows=((1, "Bonjour."), (2, "Merci."), (3, None))) -> N
         conn.execute("CREATE TABLE documents_en (id int PRIMARY KEY, body_en text, note text DEFAULT 'x')")
         for r in rows:
             conn.execute("INSERT INTO documents VALUES (%s, %s)", r)
+        conn.execute("GRANT SELECT ON documents, documents_en TO scoi_reader")  # source queries run as it
 
 
 def add(conn, url, stub, name="docs", query=QUERY, dest=None, cron="15 2 * * *", source_url=None):
@@ -236,7 +237,10 @@ def test_read_only_role_reads_the_source_and_a_role_without_write_is_refused(db_
             with pytest.raises(JobError, match="may not INSERT and UPDATE"):
                 add(conn, db_url, stub, dest=Destination("table", table="documents_en", key="id",
                                                          column="body_en", url=as_reader))
-            job_id = add(conn, db_url, stub, source_url=as_reader)["job_id"]
+            # A superuser session acting as the role could switch back: a source refuses it.
+            with pytest.raises(JobError, match="'postgres' is a superuser"):
+                add(conn, db_url, stub, source_url=as_reader)
+            job_id = add(conn, db_url, stub, source_url=make_conninfo(db_url, user="scoi_reader"))["job_id"]
             [r] = S.run_due(conn, "w", at(21, 3), db_url)
             assert r.added == 2
         assert len(items(db_url, job_id)) == 2
@@ -249,8 +253,9 @@ def test_read_only_role_reads_the_source_and_a_role_without_write_is_refused(db_
 def test_source_and_destination_in_another_database_from_the_environment(db_url, server_url, stub, monkeypatch):
     with fresh_database(server_url) as other:
         make_tables(other)
-        monkeypatch.setenv("DOCS_DB_URL", other)
-        dest = Destination("table", table="documents_en", key="id", column="body_en", url="env:DOCS_DB_URL")
+        monkeypatch.setenv("DOCS_DB_URL", make_conninfo(other, user="scoi_reader"))  # the source reads as it
+        monkeypatch.setenv("DOCS_OUT_URL", other)
+        dest = Destination("table", table="documents_en", key="id", column="body_en", url="env:DOCS_OUT_URL")
         with connect(db_url) as conn:
             job_id = add(conn, db_url, stub, source_url="env:DOCS_DB_URL", dest=dest)["job_id"]
             assert scalar(db_url, "SELECT url FROM job_source WHERE job_id = %s", (job_id,)) == "env:DOCS_DB_URL"
@@ -286,6 +291,8 @@ def test_a_failed_delivery_is_kept_and_retried(db_url, stub):
         conn.execute("ALTER TABLE documents_en RENAME TO documents_en_away")
     run_worker(db_url, job_id)  # translated, but the destination is gone
     assert all(i["status"] == "done" and i["delivered_at"] is None for i in items(db_url, job_id))
+    # the destination's fault, not the rows': no item is marked undelivered one by one
+    assert scalar(db_url, "SELECT count(*) FROM job_item WHERE delivery_error IS NOT NULL") == 0
     with connect(db_url) as conn:
         dest = S.show_schedule(conn, "docs")["destination"]
         assert dest["pending"] == 2 and 'relation "documents_en" does not exist' in dest["last_error"]

@@ -39,13 +39,13 @@ SELECT id FROM job WHERE id = %(id)s FOR UPDATE;
 
 -- name: list_jobs
 SELECT job_id, name, created_at, src_lang, tgt_lang, method, k, model, total, queued, running,
-       done, failed, cancelled, state, avg_select_ms, avg_generate_ms, avg_overhead_ms,
+       done, failed, cancelled, undelivered, state, avg_select_ms, avg_generate_ms, avg_overhead_ms,
        last_finished_at
 FROM job_progress ORDER BY job_id;
 
 -- name: job_progress
 SELECT job_id, name, created_at, src_lang, tgt_lang, method, k, model, total, queued, running,
-       done, failed, cancelled, state, avg_select_ms, avg_generate_ms, avg_overhead_ms,
+       done, failed, cancelled, undelivered, state, avg_select_ms, avg_generate_ms, avg_overhead_ms,
        last_finished_at
 FROM job_progress WHERE job_id = %(id)s;
 
@@ -54,6 +54,13 @@ FROM job_progress WHERE job_id = %(id)s;
 SELECT idx, status, attempts, last_error FROM job_item
 WHERE job_id = %(id)s AND last_error IS NOT NULL
 ORDER BY (status = 'failed') DESC, idx
+LIMIT %(n)s;
+
+-- name: delivery_errors
+-- A job's items (table destination) whose output the destination refused, with why (job status).
+SELECT idx, source_key, delivery_error FROM job_item
+WHERE job_id = %(id)s AND status = 'done' AND delivered_at IS NULL AND delivery_error IS NOT NULL
+ORDER BY idx
 LIMIT %(n)s;
 
 -- name: recent_warnings

@@ -31,9 +31,15 @@ FROM schedule s
 WHERE NOT s.paused
 ORDER BY s.id;
 
+-- name: try_lock_schedule
+-- One worker runs a schedule at a time, and the others never wait for it (its source query
+-- may take up to its timeout): a worker that does not get the lock skips the schedule.
+-- Released when the run's transaction ends (4242004: scoi's advisory lock space for schedules).
+SELECT pg_try_advisory_xact_lock(4242004, mod(%(id)s::bigint, 2147483647)::int);
+
 -- name: claim_tick
 -- Exactly one run per (schedule, tick): the first worker to insert the row runs the tick;
--- another one inserting the same row waits for that transaction, then inserts nothing.
+-- another one (after the run committed) inserts nothing.
 -- A paused schedule runs only when asked by hand.
 INSERT INTO schedule_run (schedule_id, tick, manual, worker, job_id)
 SELECT s.id, %(tick)s, %(manual)s, %(worker)s, s.job_id
