@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from scoi.config import database_url_from_env, debug_sql_from_env, scoi_home
+from scoi.config import database_url_from_env, debug_sql_from_env, read_database_url_from_env, scoi_home
 
 from scoi.db.queries import load
 
@@ -358,6 +358,13 @@ def resolve_database() -> DatabaseInfo:
     return DatabaseInfo(url=start_embedded(), embedded=True, data_dir=embedded_data_dir())
 
 
+def resolve_read_url() -> str | None:
+    """Where selection reads, when not from the configured database itself:
+    ``SCOI_READ_DATABASE_URL`` (a streaming replica of it, see scoi.db.reads), or None."""
+    url = read_database_url_from_env()
+    return _libpq_url(url) if url else None
+
+
 _SCHEME = re.compile(r"^postgres(?:ql)?(?:\+[A-Za-z0-9_]+)?://")
 
 
@@ -427,7 +434,7 @@ def redact(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
-__all__ = ["DatabaseInfo", "EmbeddedServerError", "get_engine", "ensure_migrated", "resolve_database",
+__all__ = ["DatabaseInfo", "EmbeddedServerError", "get_engine", "ensure_migrated", "resolve_database", "resolve_read_url",
            "start_embedded", "stop_embedded", "dispose_engines", "redact", "sqlalchemy_url"]
 
 if debug_sql_from_env():

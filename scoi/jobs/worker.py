@@ -185,8 +185,13 @@ class Worker:
     """One worker loop on one database connection (plus one for heartbeats)."""
 
     def __init__(self, url: str, options: WorkerOptions | None = None, *, worker_id: str | None = None,
-                 log: Callable[[str], None] | None = None) -> None:
+                 log: Callable[[str], None] | None = None, read_url: str | None = None) -> None:
         self.url = url
+        self.read_url = read_url  # a streaming replica the selection step reads from (scoi.db.reads)
+        if read_url:
+            from scoi.config import read_max_lag_from_env
+
+            read_max_lag_from_env()  # a bad SCOI_READ_MAX_LAG stops the worker now, not each item
         self.opts = options or WorkerOptions()
         if self.opts.batch_size < 1:
             raise ValueError("batch size must be at least 1")
@@ -323,7 +328,8 @@ class Worker:
             t0 = time.perf_counter()
             from scoi.selector import Selector
 
-            sel = Selector(job.src_lang, job.tgt_lang, url=self.url, corpora=p.get("corpora") or None,
+            sel = Selector(job.src_lang, job.tgt_lang, url=self.url, read_url=self.read_url,
+                           corpora=p.get("corpora") or None,
                            pool=p.get("pool", 100), fill=p.get("fill", "none"), seed=p.get("seed", 0),
                            embedder=p.get("embedder"), rbm25_variant=p.get("rbm25_variant", "ctq"))
             sel.analyzer  # load the parser now, not inside the first item's timing
