@@ -26,7 +26,7 @@ Each selection reports where it read and the replica's position (``ReadStatus``,
 
 from __future__ import annotations
 
-import logging
+import sys
 import time
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
@@ -39,7 +39,6 @@ if TYPE_CHECKING:
 
 SQL = load("reads")
 RETRY_S = 30.0  # an unreachable replica is tried again after this long
-log = logging.getLogger("scoi.reads")
 
 
 @dataclass(frozen=True)
@@ -142,12 +141,12 @@ class ReadRoute:
             self._retry_at = time.monotonic() + RETRY_S
 
     def _warn(self, reason: str | None) -> None:
-        """One warning when selection starts reading from the primary, one note when it reads
-        from the replica again (not one per selection)."""
+        """One line on stderr when selection starts reading from the primary, one when it
+        reads from the replica again (not one per selection)."""
         if reason and not self._falling_back:
-            log.warning("warning: reading from the primary: %s", reason)
+            print(f"warning: reading from the primary: {reason}", file=sys.stderr, flush=True)
         elif not reason and self._falling_back:
-            log.info("reading from the replica again")
+            print("note: reading from the replica again", file=sys.stderr, flush=True)
         self._falling_back = reason
 
     def close(self) -> None:

@@ -188,10 +188,9 @@ class Worker:
                  log: Callable[[str], None] | None = None, read_url: str | None = None) -> None:
         self.url = url
         self.read_url = read_url  # a streaming replica the selection step reads from (scoi.db.reads)
-        if read_url:
-            from scoi.config import read_max_lag_from_env
+        from scoi.config import read_max_lag_from_env
 
-            read_max_lag_from_env()  # a bad SCOI_READ_MAX_LAG stops the worker now, not each item
+        read_max_lag_from_env()  # a bad SCOI_READ_MAX_LAG stops the worker now, not each item
         self.opts = options or WorkerOptions()
         if self.opts.batch_size < 1:
             raise ValueError("batch size must be at least 1")
