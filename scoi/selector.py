@@ -149,7 +149,13 @@ class SelectionResult:
 
 
 class Selector:
-    """Picks examples for sentences in one direction; keeps a connection and a parser."""
+    """Picks examples for sentences in one direction; keeps a connection and a parser.
+
+    ``url``: the database (default: the configured one). ``read_url``: a streaming replica
+    of it that selection reads from, recording still writing to ``url`` (default, when
+    ``url`` is not given: ``SCOI_READ_DATABASE_URL``); ``read_max_lag``: seconds it may be
+    behind (default ``SCOI_READ_MAX_LAG``). See scoi.db.reads.
+    """
 
     #: whether the last preselection was proven to be exact BM25's top ``pool`` (None: no
     #: pair matched; see docs/preselection.md, "Certified top n")
