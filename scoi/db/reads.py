@@ -12,8 +12,10 @@ replica's replay position with the primary's flushed WAL position:
 
 * caught up (replayed all the primary has flushed): lag 0, every transaction committed on
   the primary before the check is visible;
-* behind: ``lag_bytes`` still to replay, and ``lag_s``, the age of the last transaction it
-  replayed (an upper bound of how stale its snapshot is). With ``SCOI_READ_MAX_LAG``
+* behind: ``lag_bytes`` still to replay, and ``lag_s``, an upper bound of how stale its
+  snapshot is: the age of the last transaction it replayed, or, when shorter, the time since
+  an earlier check of this route read a primary position the replica has now replayed
+  (everything committed before that check is visible). With ``SCOI_READ_MAX_LAG``
   (seconds) set, a replica further behind is not read: that selection reads from the
   primary, with one warning when that starts. ``SCOI_READ_MAX_LAG=0`` reads from the
   replica only when it is caught up (read-your-writes);
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections import deque
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -50,7 +53,7 @@ class ReadStatus:
     replay_lsn: str | None  # WAL position the replica has replayed up to
     primary_lsn: str  # the primary's flushed WAL position, read just before
     lag_bytes: int | None  # WAL still to replay (0: caught up)
-    lag_s: float | None  # 0 when caught up, else the age of its last replayed transaction
+    lag_s: float | None  # 0 when caught up, else an upper bound of how stale its snapshot is
     replay_paused: bool | None
     max_lag_s: float | None  # SCOI_READ_MAX_LAG
     fallback: str | None  # why this selection read from the primary (None: it did not)
@@ -83,6 +86,7 @@ class ReadRoute:
         self._replica: psycopg.Connection | None = None
         self._retry_at = 0.0
         self._falling_back: str | None = None  # the reason last warned about
+        self._checks: deque[tuple[float, int]] = deque(maxlen=256)  # (monotonic time, primary LSN) of checks
 
     def choose(self) -> tuple[psycopg.Connection, ReadStatus | None]:
         """The connection the next selection reads from, and the replica's status (None
@@ -91,6 +95,7 @@ class ReadRoute:
             return self.primary, None
         t0 = time.perf_counter()
         primary_lsn = self.primary.execute(SQL["primary_position"]).fetchone()[0]
+        checked_at = time.monotonic()
         status = dict(standby=None, replay_lsn=None, primary_lsn=primary_lsn, lag_bytes=None, lag_s=None,
                       replay_paused=None, max_lag_s=self.max_lag)
         reason = None
@@ -102,14 +107,24 @@ class ReadRoute:
             self._drop_replica()
             reason = f"the replica (SCOI_READ_DATABASE_URL) cannot be read: {str(e).strip()}"
         else:
-            lag_s = None if not standby else 0.0 if lag_bytes == 0 else since_s
+            lag_s = None if not standby else 0.0 if lag_bytes == 0 else self._staleness(replay_lsn, since_s)
             status.update(standby=standby, replay_lsn=replay_lsn, lag_bytes=lag_bytes, lag_s=lag_s,
                           replay_paused=paused)
             reason = self._refusal(standby, lag_s, revisions)
+        self._checks.append((checked_at, lsn_int(primary_lsn)))
         self._warn(reason)
         check_ms = round((time.perf_counter() - t0) * 1000, 3)
         read = ReadStatus(server="primary" if reason else "replica", fallback=reason, check_ms=check_ms, **status)
         return (self.primary if reason else conn), read
+
+    def _staleness(self, replay_lsn: str, since_replayed_s: float | None) -> float | None:
+        """How stale a replica that is behind can be at most: the age of its last replayed
+        transaction, or the time since the latest earlier check whose primary position it has
+        replayed, whichever is shorter (None: neither is known)."""
+        replayed = lsn_int(replay_lsn)
+        seen = [t for t, lsn in self._checks if lsn <= replayed]
+        bounds = [b for b in (since_replayed_s, time.monotonic() - max(seen) if seen else None) if b is not None]
+        return min(bounds) if bounds else None
 
     def _refusal(self, standby: bool, lag_s: float | None, revisions: list[str]) -> str | None:
         """Why the replica must not be read now, or None."""
@@ -157,6 +172,12 @@ class ReadRoute:
 
 class ReplicaUnavailable(RuntimeError):
     """The replica failed recently; not tried again before the retry time."""
+
+
+def lsn_int(lsn: str) -> int:
+    """A WAL position (``'16/B374D848'``) as a number."""
+    high, _, low = lsn.partition("/")
+    return (int(high, 16) << 32) | int(low, 16)
 
 
 def _errors() -> tuple[type[BaseException], ...]:

@@ -24,7 +24,9 @@ alone (scoi/db/sql/jobs.sql):
   that item alone.
 
 Selectors (one per direction and selection settings) and backends (one per model spec and
-options) are built once per worker and reused for every batch; with ``job_id`` they are
+options) are built once per worker and reused for every batch; with ``read_url`` the
+selectors read from that streaming replica (scoi.db.reads), while claims, results and
+recorded selections stay on ``url``; with ``job_id`` they are
 loaded before the first claim, so no item waits locked while a model loads.
 
 Per-item cost is kept low by working per batch: the batch's sentences are parsed in one

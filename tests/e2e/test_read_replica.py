@@ -10,6 +10,7 @@ and ``SCOI_READ_DATABASE_URL`` on the replica.
 from __future__ import annotations
 
 import json
+import time
 import uuid
 
 import psycopg
@@ -170,6 +171,23 @@ def test_a_lagging_replica_serves_its_snapshot_or_the_primary_past_the_max_lag(s
     caught_up = select(url, read_url=replica, max_lag="0")
     assert caught_up["read"]["server"] == "replica" and caught_up["read"]["lag_bytes"] == 0
     assert caught_up["selected"] == on_primary["selected"]
+
+
+def test_lag_is_bounded_by_an_earlier_check_the_replica_has_replayed(servers, dbs, tmp_path):
+    """A long-lived selector's lag: at most the time since a check whose primary position the
+    replica has replayed (here the first, when it was caught up), however old its last
+    replayed transaction is."""
+    from scoi.selector import Selector
+
+    url, replica = dbs
+    with Selector("fr", "en", url=url, read_url=replica) as sel:
+        start = time.monotonic()
+        assert sel.select(QUERY).read.lag_bytes == 0
+        servers.pause_replay()
+        ingest_new(url, tmp_path)
+        read = sel.select(QUERY).read
+        assert read.server == "replica" and read.lag_bytes > 0
+        assert 0 < read.lag_s <= time.monotonic() - start
 
 
 def test_worker_selects_on_the_replica_and_stores_on_the_primary(servers, dbs, tmp_path):
