@@ -68,8 +68,8 @@ class ReadStatus:
             return f"read from the primary: {self.fallback}"
         if not self.standby:
             return "read from SCOI_READ_DATABASE_URL (not a standby: no replay position)"
-        behind = ("caught up" if not self.lag_bytes else
-                  f"{self.lag_bytes} bytes of WAL behind, last replayed transaction {self.lag_s:.1f} s old"
+        stale = "no transaction replayed yet" if self.lag_s is None else f"at most {self.lag_s:.1f} s stale"
+        behind = ("caught up" if not self.lag_bytes else f"{self.lag_bytes} bytes of WAL behind, {stale}"
                   + (", replay paused" if self.replay_paused else ""))
         return f"read from the replica: replayed up to {self.replay_lsn} ({behind})"
 
@@ -83,6 +83,11 @@ class ReadRoute:
         self.primary = connect(url, autocommit=True)
         self.read_url = read_url if read_url and read_url != url else None
         self.max_lag = max_lag
+        self._heads: frozenset[str] | None = None
+        if self.read_url is not None:
+            from scoi.db.migrate import known_heads
+
+            self._heads = known_heads()  # the revision the replica must be at (None: not known)
         self._replica: psycopg.Connection | None = None
         self._retry_at = 0.0
         self._falling_back: str | None = None  # the reason last warned about
@@ -128,12 +133,9 @@ class ReadRoute:
 
     def _refusal(self, standby: bool, lag_s: float | None, revisions: list[str]) -> str | None:
         """Why the replica must not be read now, or None."""
-        from scoi.db.migrate import known_heads
-
-        heads = known_heads()
-        if heads is not None and set(revisions) != set(heads):
+        if self._heads is not None and set(revisions) != self._heads:
             return (f"the replica's schema is at revision {','.join(revisions) or 'none'}, this scoi needs "
-                    f"{','.join(sorted(heads))} (it has not replayed the migration yet)")
+                    f"{','.join(sorted(self._heads))} (it has not replayed the migration yet)")
         if standby and self.max_lag is not None and (lag_s is None or lag_s > self.max_lag):
             behind = "has replayed no transaction yet" if lag_s is None else f"is {lag_s:.1f} s behind"
             return f"the replica {behind} (SCOI_READ_MAX_LAG={self.max_lag:g})"

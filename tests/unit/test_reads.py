@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from scoi.config import read_database_url_from_env, read_max_lag_from_env
-from scoi.db.reads import lsn_int
+from scoi.db.reads import ReadStatus, lsn_int
 
 
 @pytest.mark.parametrize(("raw", "expected"), [("", None), ("  ", None), ("0", 0.0), ("5", 5.0), (" 2.5 ", 2.5)])
@@ -34,3 +34,19 @@ def test_lsn_int_orders_like_postgresql():
     assert lsn_int("0/3018AD0") == 0x3018AD0
     assert lsn_int("16/B374D848") == (0x16 << 32) | 0xB374D848
     assert lsn_int("1/0") > lsn_int("0/FFFFFFFF")
+
+
+def status(**kw) -> ReadStatus:
+    base = dict(server="replica", standby=True, replay_lsn="0/10", primary_lsn="0/10", lag_bytes=0, lag_s=0.0,
+                replay_paused=False, max_lag_s=None, fallback=None, check_ms=0.1)
+    return ReadStatus(**{**base, **kw})
+
+
+def test_verbose_line_says_where_the_selection_read():
+    assert status().describe() == "read from the replica: replayed up to 0/10 (caught up)"
+    assert status(primary_lsn="0/20", lag_bytes=16, lag_s=2.25, replay_paused=True).describe() == (
+        "read from the replica: replayed up to 0/10 (16 bytes of WAL behind, at most 2.2 s stale, replay paused)")
+    assert "no transaction replayed yet" in status(lag_bytes=16, lag_s=None).describe()
+    assert status(server="primary", fallback="the replica is 9.0 s behind (SCOI_READ_MAX_LAG=5)").describe() == (
+        "read from the primary: the replica is 9.0 s behind (SCOI_READ_MAX_LAG=5)")
+    assert status().to_dict()["replay_lsn"] == "0/10"
