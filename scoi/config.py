@@ -7,11 +7,15 @@ tests, workers) resolves the database and the parsers the same way.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 ENV_DATABASE_URL = "SCOI_DATABASE_URL"
+# Selection may read from a streaming replica of that database; writes stay on it.
+ENV_READ_DATABASE_URL = "SCOI_READ_DATABASE_URL"
+ENV_READ_MAX_LAG = "SCOI_READ_MAX_LAG"  # seconds; a replica further behind is not read
 ENV_HOME = "SCOI_HOME"
 ENV_PARSERS = "SCOI_PARSERS"
 ENV_DEBUG_SQL = "SCOI_DEBUG_SQL"
@@ -50,6 +54,27 @@ def source_database_url_from_env() -> str | None:
     another read-only role), if the user set one."""
     value = os.environ.get(ENV_SOURCE_DATABASE_URL, "").strip()
     return value or None
+
+
+def read_database_url_from_env() -> str | None:
+    """A streaming replica of the database that selection reads from, if configured."""
+    value = os.environ.get(ENV_READ_DATABASE_URL, "").strip()
+    return value or None
+
+
+def read_max_lag_from_env() -> float | None:
+    """``SCOI_READ_MAX_LAG``: seconds a replica may be behind the primary and still be read
+    (None: no limit). A bad value is refused with the value and what was expected."""
+    raw = os.environ.get(ENV_READ_MAX_LAG, "").strip()
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{ENV_READ_MAX_LAG}={raw!r}: expected a number of seconds >= 0 (e.g. 5)")
+    return value
 
 
 def parser_overrides_from_env() -> dict[str, str]:

@@ -22,11 +22,12 @@ from psycopg import sql
 
 from scoi import __version__
 from scoi.analysis import Scheme
+from scoi.config import read_max_lag_from_env
 from scoi.core.greedy import EMBEDDING_METHODS, METHODS, Candidate, check_args, select as greedy_select
 from scoi.core.polynomial import LabelSpace, TermTable, expand
 from scoi.core.rbm25 import check_variant
-from scoi.db import connect
 from scoi.db.queries import load
+from scoi.db.reads import ReadRoute, ReadStatus
 
 if TYPE_CHECKING:
     import psycopg
@@ -127,6 +128,9 @@ class SelectionResult:
     selection_id: int | None = None
     #: the pool is proven to be exact BM25's top ``pool`` (None: no pool, or no pair matched)
     certified: bool | None = None
+    #: where the selection read (a replica, or the primary) and the replica's lag; None
+    #: when no replica is configured (scoi.db.reads)
+    read: ReadStatus | None = None
 
     def to_dict(self, explain: bool = False) -> dict[str, Any]:
         """The JSON shape of ``scoi select --json`` (``--explain``: candidates as objects)."""
@@ -140,17 +144,25 @@ class SelectionResult:
             "k": self.k, "params": self.params, "signature": self.signature,
             "candidates": cands, "selected": [asdict(p) for p in self.selected],
             "selection_id": self.selection_id, "certified": self.certified, "timings_ms": self.timings_ms,
+            "read": self.read.to_dict() if self.read else None,
         }
 
 
 class Selector:
-    """Picks examples for sentences in one direction; keeps a connection and a parser."""
+    """Picks examples for sentences in one direction; keeps a connection and a parser.
+
+    ``url``: the database (default: the configured one). ``read_url``: a streaming replica
+    of it that selection reads from, recording still writing to ``url`` (default, when
+    ``url`` is not given: ``SCOI_READ_DATABASE_URL``); ``read_max_lag``: seconds it may be
+    behind (default ``SCOI_READ_MAX_LAG``). See scoi.db.reads.
+    """
 
     #: whether the last preselection was proven to be exact BM25's top ``pool`` (None: no
     #: pair matched; see docs/preselection.md, "Certified top n")
     certified: bool | None = None
 
-    def __init__(self, src: str, tgt: str, *, url: str | None = None, corpora: list[str] | None = None,
+    def __init__(self, src: str, tgt: str, *, url: str | None = None, read_url: str | None = None,
+                 read_max_lag: float | None = None, corpora: list[str] | None = None,
                  k: int = 4, method: str = "scoi", pool: int = 100, similarity: str = "distance",
                  word_overlap: str = "set", fill: str = "none", seed: int = 0,
                  bm25: Bm25Params | None = None, parser: str | None = None, rbm25_variant: str = "ctq",
@@ -172,11 +184,17 @@ class Selector:
         self._embedder_row: Any = None  # scoi.embeddings.EmbedderRow
         self.bm25 = bm25 or Bm25Params()
         if url is None:
-            from scoi.db.engine import ensure_migrated, resolve_database
+            from scoi.db.engine import ensure_migrated, resolve_database, resolve_read_url
 
             url = resolve_database().url
             ensure_migrated(url)  # one query when at head (no SQLAlchemy/Alembic import)
-        self.conn = connect(url, autocommit=True)
+            read_url = read_url or resolve_read_url()
+        # Selection reads from self.conn: the replica of read_url (scoi.db.reads), or the
+        # primary; recording writes to the primary (self.reads.primary).
+        if read_max_lag is None:
+            read_max_lag = read_max_lag_from_env()
+        self.reads = ReadRoute(url, read_url, max_lag=read_max_lag)
+        self.conn, self.read_status = self.reads.choose()
         if not direction_exists(self.conn, self.src, self.tgt):
             raise SelectionError(f"no corpus holds {self.src}-{self.tgt} pairs; load one first: "
                                  f"scoi ingest FILE --src {self.src} --tgt {self.tgt}")
@@ -381,6 +399,7 @@ class Selector:
         k = self.k if k is None else k
         method = method or self.method
         check_args(method, self.similarity, self.word_overlap, k)
+        self.conn, self.read_status = self.reads.choose()  # the replica, or the primary (scoi.db.reads)
         t0 = time.perf_counter()
         tokens = self.analyzer.tokenize(text) if analysis is None else analysis[0]
         by_embedding = method in EMBEDDING_METHODS
@@ -423,11 +442,11 @@ class Selector:
             timings_ms={"analyze": _ms(t1 - t0), "pool": pool_ms, "wait": _ms(t2 - t1),
                         "coverage": _ms(t3 - t2), "select": round(pool_ms + _ms(t3 - t2), 3),
                         "total": _ms(time.perf_counter() - t0)},
-            certified=self.certified if pool is not None else None)
+            certified=self.certified if pool is not None else None, read=self.read_status)
         if record:
             from scoi.recording import record_selection
 
-            result.selection_id = record_selection(self.conn, result, self.labels)
+            result.selection_id = record_selection(self.reads.primary, result, self.labels)
         return result
 
     def _preselect_thread(self) -> futures.ThreadPoolExecutor:
@@ -476,7 +495,7 @@ class Selector:
         if self._thread is not None:
             self._thread.shutdown(wait=True)
             self._thread = None
-        self.conn.close()
+        self.reads.close()
 
     def __enter__(self) -> Selector:
         return self

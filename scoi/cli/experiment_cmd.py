@@ -97,6 +97,7 @@ def run(
     p < 0.05 (paired bootstrap over the same sentences). The table is stored with the
     experiment: `scoi experiment show NAME` prints it again.
     """
+    from scoi.db.engine import resolve_read_url
     from scoi.jobs.experiment import ExperimentSpec, create_or_resume, run_jobs
     from scoi.jobs.store import JobError, connect, read_lines
 
@@ -123,7 +124,7 @@ def run(
             emit_json({"experiment": name, "jobs": [job.id for _, job in experiment.cells], "created": created})
         return
     try:
-        run_jobs(url, experiment, workers=workers, log=say)
+        run_jobs(url, experiment, workers=workers, log=say, read_url=resolve_read_url())
     except KeyboardInterrupt:
         fail("interrupted; rerun the same command to resume", code=130)
     _report(url, name, comet=comet, samples=samples, partial=False, json_out=json_out)

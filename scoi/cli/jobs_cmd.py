@@ -336,6 +336,7 @@ def worker(
     """
     import psycopg
 
+    from scoi.db.engine import resolve_read_url
     from scoi.jobs.supervisor import SupervisorError, run_pool
     from scoi.jobs.worker import Worker, WorkerOptions
 
@@ -350,7 +351,7 @@ def worker(
         if concurrency > 1:
             summary = run_pool(concurrency, opts)
         else:
-            with Worker(url, opts, log=_log) as w:
+            with Worker(url, opts, log=_log, read_url=resolve_read_url()) as w:
                 summary = w.run().to_dict()
     except KeyboardInterrupt:
         fail("interrupted; unfinished items were handed back to the queue", code=130)

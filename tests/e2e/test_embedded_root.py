@@ -157,6 +157,44 @@ def test_root_alone_connects_as_scoi_reader_and_an_older_data_dir_gets_the_mappi
     assert psql_as("root", data_dir, "scoi_reader").stdout.strip() == "scoi_reader"
 
 
+def proc_ids(pid: int) -> dict[str, list[int]]:
+    """The ``Uid``, ``Gid`` and ``Groups`` lines of ``/proc/<pid>/status``, as numbers."""
+    lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    return {name: [int(x) for x in rest.split()] for name, _, rest in (line.partition(":") for line in lines)
+            if name in ("Uid", "Gid", "Groups")}
+
+
+@needs_root
+def test_server_runs_in_the_accounts_group_alone(base, home):
+    """As root, the server (and what it starts: COPY ... TO PROGRAM) runs as 'pgserver' with
+    pgserver's own group and no supplementary groups: none of its ids is root's 0."""
+    import pwd
+
+    import psycopg
+
+    started = scoi(home, "db", "status")
+    assert started.returncode == 0, started.stderr
+    account = pwd.getpwnam("pgserver")
+    data_dir = home / "pgdata"
+    pid = int((data_dir / "postmaster.pid").read_text().split()[0])
+    ids = proc_ids(pid)
+    assert ids["Uid"] == [account.pw_uid] * 4
+    assert ids["Gid"] == [account.pw_gid] * 4
+    assert ids["Groups"] == []  # no supplementary group (root's would list 0)
+    assert (data_dir / "PG_VERSION").stat().st_gid == account.pw_gid  # initdb ran in that group too
+    with psycopg.connect(f"postgresql://postgres@/postgres?host={data_dir}", autocommit=True) as conn:
+        conn.execute("CREATE TEMP TABLE out (line text)")
+        conn.execute("COPY out FROM PROGRAM 'id -G'")  # what a superuser's program runs with
+        groups = [int(g) for g in conn.execute("SELECT line FROM out").fetchone()[0].split()]
+    assert groups == [account.pw_gid]
+
+    # stopped and started again by scoi: the same
+    assert scoi(home, "db", "stop").returncode == 0
+    assert scoi(home, "db", "status").returncode == 0
+    pid = int((data_dir / "postmaster.pid").read_text().split()[0])
+    assert 0 not in proc_ids(pid)["Gid"] + proc_ids(pid)["Groups"]
+
+
 def test_socket_path_too_long_fails_before_making_anything(base):
     home = base / ("x" * 100)
     result = scoi(home, "db", "status")
