@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from scoi.cli import (db, demo_cmd, embed_cmd, experiment_cmd, ingest_cmd, jobs_cmd, reanalyze_cmd, schedule_cmd,
-                      select_cmd)
+                      select_cmd, serve_cmd)
 
 app = typer.Typer(
     help="SCOI in-context example selection for LLM translation, backed by PostgreSQL.",
@@ -26,6 +26,7 @@ app.command("worker")(jobs_cmd.worker)
 app.command("eval")(jobs_cmd.eval_jobs)
 app.add_typer(schedule_cmd.schedule_app, name="schedule")
 app.add_typer(experiment_cmd.experiment_app, name="experiment")
+app.command("serve")(serve_cmd.serve)
 
 
 if __name__ == "__main__":
