@@ -59,7 +59,7 @@ def explain(sel: Selector, result: SelectionResult, *, tree: bool = True) -> dic
     out: dict[str, Any] = {
         "picks": [{"position": i, "pair_id": p.pair_id, "criterion": p.criterion, "coverage": p.coverage,
                    "src": p.src, "tgt": p.tgt,
-                   "words": sorted({w["text"] for w in words if w["covered_by"] == i}),
+                   "words": sorted({w["text"] for w in words if w["word"] and w["covered_by"] == i}),
                    "terms": sorted(k for k, t in terms.items() if t["covered_by"] == i and t["exact"])}
                   for i, p in enumerate(result.selected)],
         "words": words,
@@ -119,6 +119,6 @@ def draw_tree(sel: Selector, text: str, terms: dict[str, dict[str, Any]], pick_t
     if tokens:
         svg = displacy.render({"words": [{"text": t["text"], "tag": t["pos"]} for t in tokens], "arcs": drawn},
                               style="dep", manual=True, jupyter=False,
-                              options={"compact": True, "distance": 110, "offset_x": 40, "bg": "transparent",
+                              options={"compact": True, "distance": 100, "offset_x": 40, "bg": "transparent",
                                        "color": "currentColor", "font": "inherit", "arrow_spacing": 14})
     return {"svg": svg, "tokens": tokens, "arcs": arcs}
