@@ -131,7 +131,7 @@ def test_jobs_view_follows_a_job(served, page):
     page.goto(url)
     page.wait_for_selector("body[data-ready]")
     page.click("button.tab[data-view=jobs]")
-    page.fill("#job-sentences", "Un chat dort.\nLe train arrive en gare.")
+    page.fill("#job-sentences", "Un zorglub dort.\nLe train arrive en gare.")
     page.fill("#job-name", "page-job")
     page.select_option("#job-method", "bm25")
     page.click("#job-form button[type=submit]")
@@ -143,3 +143,9 @@ def test_jobs_view_follows_a_job(served, page):
     page.wait_for_selector("#job-state.done", timeout=15000)  # the view polls while the job runs
     outputs = page.locator("#items tbody td.out").all_text_contents()
     assert len(outputs) == 2 and all(o.startswith("ok ") for o in outputs)
+    # the Gaps panel ranks what the memory lacks for this job
+    page.click("button.tab[data-view=gaps]")
+    page.wait_for_selector("#gaps-job option", state="attached")
+    page.click("#gaps-form button[type=submit]")
+    page.wait_for_selector("#gaps-result:not([hidden])")
+    assert page.locator("#gaps-words tbody td").first.text_content() == "zorglub"
