@@ -260,8 +260,11 @@ async function runGaps(ev) {
 function renderGaps(res) {
   $("#gaps-result").hidden = false;
   const rows = (items, cls) => items.length ? items.map((g) => el("tr", {},
-    el("td", { class: cls }, g.unit), el("td", {}, `${g.sentences}`), el("td", { class: "meta" }, g.example || "")))
-    : [el("tr", {}, el("td", { colspan: 3, class: "meta" }, "nothing missing"))];
+    el("td", { class: cls }, g.unit), el("td", {}, `${g.sentences}`),
+    el("td", {}, g.in_memory ? el("span", { class: "badge missed", title: "some stored sentence has it; BM25 did not bring it into the pool" }, "pool missed")
+      : el("span", { class: "badge lacks", title: "no stored sentence of this language has it" }, "memory lacks")),
+    el("td", { class: "meta" }, el("span", { class: "clamp", title: g.example || "" }, g.example || ""))))
+    : [el("tr", {}, el("td", { colspan: 4, class: "meta" }, "nothing missing"))];
   $("#gaps-words tbody").replaceChildren(...rows(res.words, ""));
   $("#gaps-terms tbody").replaceChildren(...rows(res.terms, "term-key"));
   $("#gaps-words-meta").textContent = `over ${res.selections} sentences`;
@@ -293,6 +296,9 @@ async function init() {
     for (const s of ["#direction", "#job-direction", "#gaps-direction"]) fillSelect($(s), cfg.directions, dir);
     for (const s of ["#method", "#job-method"]) fillSelect($(s), cfg.methods.filter((m) => m !== "zero" || s === "#job-method"), "scoi");
     fillSelect($("#job-model"), cfg.models, cfg.models[0]);
+    const noModel = cfg.models.length === 0;
+    $("#job-form button[type=submit]").disabled = noModel;
+    $("#job-model-hint").hidden = !noModel;
     $("#k").max = cfg.limits.max_k;
     document.body.dataset.ready = "1";
   } catch (e) { banner(e.message); }
