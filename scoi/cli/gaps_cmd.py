@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from scoi.cli.common import METHOD_HELP, console, database_url, emit_json, fail, print_rows
+from scoi.cli.common import METHOD_HELP, Steps, console, database_url, emit_json, fail, print_rows
 
 
 def gaps(
@@ -35,7 +35,6 @@ def gaps(
     try:
         if file is not None:
             from scoi.cli.select_cmd import _selector
-            from scoi.cli.common import Steps
 
             sentences = read_lines(file)
             sel = _selector(src, tgt, k, method, 100, "distance", "set", "none", 0, [], Steps())

@@ -137,7 +137,8 @@ def register(api: APIRouter, service: Service) -> None:
         def work() -> dict[str, Any]:
             with service.connect() as conn:
                 job_id = submit_job(conn, spec, sentences, refs)
-            return {"job_id": job_id, "name": body.name, "items": len(sentences), "signature": spec.signature()}
+            # Not the signature: it names the backend spec (paths, hosts), which clients never see.
+            return {"job_id": job_id, "name": body.name, "items": len(sentences), "model": body.model}
         return await run_limited(service, work)
 
     @api.get("/jobs/{ref}", tags=["jobs"])

@@ -113,6 +113,16 @@ def test_select_shows_picks_tree_and_colours(served, page):
         page.screenshot(path=str(SCREENSHOT), full_page=True, clip=None)
 
 
+def test_translate_with_a_configured_model(served, page):
+    url, _ = served
+    page.goto(url)
+    page.wait_for_selector("body[data-ready]")
+    assert page.input_value("#model") == "stub"
+    page.click("#translate-btn")
+    page.wait_for_selector("#translation:not([hidden])")
+    assert page.text_content("#translation strong").startswith("ok ")
+
+
 def test_errors_show_in_the_banner(served, page):
     url, _ = served
     page.goto(url)

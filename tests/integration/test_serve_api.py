@@ -137,6 +137,8 @@ def test_submit_and_follow_a_job(job_db):
                                         "k": 2, "name": "api-job"})
         assert r.status_code == 201, r.text
         job_id = r.json()["job_id"]
+        assert r.json() == {"job_id": job_id, "name": "api-job", "items": 3, "model": "stub"}
+        assert "openai:stub" not in api.get("/api/jobs").text  # clients see names, never specs
         listed = api.get("/api/jobs").json()
         assert [(j["job_id"], j["model"], j["total"]) for j in listed] == [(job_id, "stub", 3)]
         assert api.get("/api/jobs/api-job").json()["job"]["queued"] == 3

@@ -82,6 +82,25 @@ async function runSelect(ev) {
   }
 }
 
+async function runTranslate() {
+  const [src, tgt] = $("#direction").value.split("-");
+  const btn = $("#translate-btn");
+  btn.disabled = true; btn.classList.add("spin");
+  banner("");
+  try {
+    const res = await api("/api/translate", { method: "POST", body: {
+      text: $("#text").value, src, tgt, method: $("#method").value, k: Number($("#k").value), model: $("#model").value } });
+    const box = $("#translation");
+    box.hidden = false;
+    box.replaceChildren(el("strong", {}, res.output),
+      el("span", { class: "meta" }, `${res.model} · ${res.selection.selected.length} examples · generated in ${fmt(res.generate_ms / 1000, 1)} s`));
+  } catch (e) {
+    banner(e.message);
+  } finally {
+    btn.disabled = false; btn.classList.remove("spin");
+  }
+}
+
 function renderCoverage(res) {
   const cov = res.coverage;
   $("#result").hidden = false;
@@ -279,6 +298,7 @@ async function start() {
   $("#select-form").addEventListener("submit", runSelect);
   $("#text").addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) runSelect(e); });
   $("#job-form").addEventListener("submit", submitJob);
+  $("#translate-btn").addEventListener("click", runTranslate);
   $("#jobs-refresh").addEventListener("click", loadJobs);
   $("#items-prev").addEventListener("click", () => openJob(state.jobId, Math.max(0, state.offset - state.limit)));
   $("#items-next").addEventListener("click", () => openJob(state.jobId, state.offset + state.limit));
@@ -296,6 +316,8 @@ async function init() {
     for (const s of ["#direction", "#job-direction", "#gaps-direction"]) fillSelect($(s), cfg.directions, dir);
     for (const s of ["#method", "#job-method"]) fillSelect($(s), cfg.methods.filter((m) => m !== "zero" || s === "#job-method"), "scoi");
     fillSelect($("#job-model"), cfg.models, cfg.models[0]);
+    fillSelect($("#model"), cfg.models, cfg.models[0]);
+    $("#translate-box").hidden = cfg.models.length === 0;
     const noModel = cfg.models.length === 0;
     $("#job-form button[type=submit]").disabled = noModel;
     $("#job-model-hint").hidden = !noModel;
