@@ -166,6 +166,7 @@ def test_corpora_config_health(api):
 
     assert api.get("/api/health").json() == {"status": "ok", "database": "ok", "version": __version__}
     assert "/api/select" in api.get("/openapi.json").json()["paths"]
+    assert "swagger" in api.get("/docs").text.lower()
 
 
 # --------------------------------------------------------------------------- the token rule
