@@ -84,7 +84,7 @@ def page():
         assert not errors, errors
 
 
-def test_select_shows_picks_tree_and_colours(served, page):
+def test_select_shows_picks_tree_and_colours(page, served):
     url, _ = served
     page.goto(url)
     page.wait_for_selector("body[data-ready]")
@@ -113,7 +113,7 @@ def test_select_shows_picks_tree_and_colours(served, page):
         page.screenshot(path=str(SCREENSHOT), full_page=True, clip=None)
 
 
-def test_translate_with_a_configured_model(served, page):
+def test_translate_with_a_configured_model(page, served):
     url, _ = served
     page.goto(url)
     page.wait_for_selector("body[data-ready]")
@@ -123,7 +123,7 @@ def test_translate_with_a_configured_model(served, page):
     assert page.text_content("#translation strong").startswith("ok ")
 
 
-def test_errors_show_in_the_banner(served, page):
+def test_errors_show_in_the_banner(page, served):
     url, _ = served
     page.goto(url)
     page.wait_for_selector("body[data-ready]")
@@ -134,7 +134,7 @@ def test_errors_show_in_the_banner(served, page):
     assert "scoi embed" in page.text_content("#banner")
 
 
-def test_jobs_view_follows_a_job(served, page):
+def test_jobs_view_follows_a_job(page, served):
     from scoi.jobs.worker import Worker, WorkerOptions
 
     url, db = served
