@@ -313,19 +313,6 @@ CREATE TABLE public.job_destination (
     CONSTRAINT job_destination_kind_check CHECK ((kind = ANY (ARRAY['file'::text, 'table'::text])))
 );
 
--- SEQUENCE job_id_seq
-
-CREATE SEQUENCE public.job_id_seq
-    START WITH 1
-    INCREMENT BY 1
-    NO MINVALUE
-    NO MAXVALUE
-    CACHE 1;
-
--- SEQUENCE OWNED BY job_id_seq
-
-ALTER SEQUENCE public.job_id_seq OWNED BY public.job.id;
-
 -- TABLE job_item
 
 CREATE TABLE public.job_item (
@@ -373,6 +360,51 @@ COMMENT ON COLUMN public.job_item.delivered_at IS 'When the output was written t
 -- COMMENT COLUMN job_item.delivery_error
 
 COMMENT ON COLUMN public.job_item.delivery_error IS 'Why the output did not reach the table destination (its last try), or NULL; cleared when delivered.';
+
+-- VIEW selection_gap
+
+CREATE VIEW public.selection_gap AS
+SELECT
+    NULL::bigint AS selection_id,
+    NULL::text AS lang,
+    NULL::text AS kind,
+    NULL::text AS unit,
+    NULL::integer AS mult,
+    NULL::boolean AS in_memory;
+
+-- COMMENT VIEW selection_gap
+
+COMMENT ON VIEW public.selection_gap IS 'Words and tree terms of a recorded selection''s sentence that no pick covers and no pool sentence contains.';
+
+-- VIEW job_gap
+
+CREATE VIEW public.job_gap AS
+ SELECT i.job_id,
+    g.kind,
+    g.unit,
+    (count(DISTINCT g.selection_id))::integer AS sentences,
+    (sum(g.mult))::integer AS occurrences,
+    bool_or(g.in_memory) AS in_memory
+   FROM (public.job_item i
+     JOIN public.selection_gap g ON ((g.selection_id = i.selection_id)))
+  GROUP BY i.job_id, g.kind, g.unit;
+
+-- COMMENT VIEW job_gap
+
+COMMENT ON VIEW public.job_gap IS 'Per job, each missing word or term: how many of its sentences lack it (rank by sentences desc: what the memory lacks).';
+
+-- SEQUENCE job_id_seq
+
+CREATE SEQUENCE public.job_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+-- SEQUENCE OWNED BY job_id_seq
+
+ALTER SEQUENCE public.job_id_seq OWNED BY public.job.id;
 
 -- TABLE job_worker
 
@@ -799,6 +831,29 @@ CREATE TABLE public.selection_query_term (
     mult integer NOT NULL,
     exps public.sparsevec(1024) NOT NULL
 );
+
+-- VIEW selection_source_sentence
+
+CREATE VIEW public.selection_source_sentence AS
+ SELECT x.selection_id,
+    x.pair_id,
+    se.id AS sentence_id,
+    se.tokens,
+    se.term_keys
+   FROM (((( SELECT selection_candidate.selection_id,
+            selection_candidate.pair_id
+           FROM public.selection_candidate
+        UNION
+         SELECT selection_pick.selection_id,
+            selection_pick.pair_id
+           FROM public.selection_pick) x
+     JOIN public.selection s ON ((s.id = x.selection_id)))
+     JOIN public.example e ON (((e.pair_id = x.pair_id) AND (e.src_lang = s.src_lang) AND (e.tgt_lang = s.tgt_lang))))
+     JOIN public.sentence se ON ((se.id = e.src_id)));
+
+-- COMMENT VIEW selection_source_sentence
+
+COMMENT ON VIEW public.selection_source_sentence IS 'Per recorded selection: the source sentences of its pool and picks, with their Moses tokens and term keys.';
 
 -- TABLE sentence_term
 
@@ -1321,6 +1376,39 @@ CREATE OR REPLACE VIEW public.job_progress AS
    FROM (public.job j
      LEFT JOIN public.job_item i ON ((i.job_id = j.id)))
   GROUP BY j.id;
+
+-- RULE selection_gap _RETURN
+
+CREATE OR REPLACE VIEW public.selection_gap AS
+ SELECT s.id AS selection_id,
+    s.src_lang AS lang,
+    'word'::text AS kind,
+    w.unit,
+    (count(*))::integer AS mult,
+    (EXISTS ( SELECT 1
+           FROM public.vocab v
+          WHERE ((v.lang = s.src_lang) AND (v.token = lower(w.unit)) AND (v.df > 0)))) AS in_memory
+   FROM (public.selection s
+     CROSS JOIN LATERAL unnest(s.query_tokens) w(unit))
+  WHERE ((w.unit ~ '[[:alnum:]]'::text) AND (NOT (EXISTS ( SELECT 1
+           FROM public.selection_source_sentence x
+          WHERE ((x.selection_id = s.id) AND (w.unit = ANY (x.tokens)))))))
+  GROUP BY s.id, w.unit
+UNION ALL
+ SELECT q.selection_id,
+    s.src_lang AS lang,
+    'term'::text AS kind,
+    q.key AS unit,
+    q.mult,
+    (EXISTS ( SELECT 1
+           FROM (public.term t
+             JOIN public.parser p ON ((p.id = t.parser_id)))
+          WHERE ((p.lang = s.src_lang) AND (t.key = q.key)))) AS in_memory
+   FROM (public.selection_query_term q
+     JOIN public.selection s ON ((s.id = q.selection_id)))
+  WHERE (NOT (EXISTS ( SELECT 1
+           FROM public.selection_source_sentence x
+          WHERE ((x.selection_id = q.selection_id) AND (q.key = ANY (x.term_keys))))));
 
 -- RULE sentence_polynomial _RETURN
 

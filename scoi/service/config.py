@@ -1,0 +1,107 @@
+"""What the operator of ``scoi serve`` decides; requests pick among these names only.
+
+Backends are configured when the server starts (``--model NAME=SPEC``): a request names
+a model, never a spec, path or URL. The token comes from the environment and is never
+written anywhere.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+TOKEN_ENV = "SCOI_SERVE_TOKEN"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+#: Prompt templates a request may choose (never a template file: those are the operator's).
+TEMPLATES = ("xglm", "alpaca")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+class ConfigError(ValueError):
+    """A server setting that cannot work (bad --model, missing token)."""
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """A backend a request may name: its spec and constructor options stay on the server."""
+
+    name: str
+    spec: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Limits:
+    """Bounds on what one request may ask for."""
+
+    max_body_bytes: int = 1_000_000     # request body size
+    max_chars: int = 2_000              # one sentence
+    max_sentences: int = 1_000          # one batch job or gap analysis
+    timeout_s: float = 30.0             # one request's work (selection, prompt, translation)
+    max_k: int = 16
+    max_items_page: int = 500
+
+
+@dataclass
+class ServeConfig:
+    url: str
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    token: str | None = None
+    models: dict[str, ModelConfig] = field(default_factory=dict)
+    limits: Limits = field(default_factory=Limits)
+    pool: int = 100
+
+    def check(self) -> None:
+        """Refuse to listen beyond this machine without a token."""
+        if not is_loopback(self.host) and not self.token:
+            raise ConfigError(f"listening on {self.host} (not a loopback address) requires a token: set "
+                              f"{TOKEN_ENV} in the server's environment; clients send it as "
+                              "'Authorization: Bearer TOKEN'")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is reachable from this machine only (127.0.0.0/8, ::1, localhost)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def token_from_env() -> str | None:
+    """The bearer token from the environment (empty counts as none)."""
+    return os.environ.get(TOKEN_ENV) or None
+
+
+def parse_models(items: list[str], options: list[str]) -> dict[str, ModelConfig]:
+    """``--model NAME=SPEC`` and ``--backend-opt NAME:KEY=VALUE`` options as ModelConfigs
+    (a VALUE that parses as JSON is taken as such)."""
+    import json
+
+    models: dict[str, dict[str, Any]] = {}
+    for item in items:
+        name, sep, spec = item.partition("=")
+        if not sep or not _NAME.match(name) or not spec.strip():
+            raise ConfigError(f"--model {item!r}: expected NAME=SPEC, e.g. gemma=gguf:/models/gemma.gguf "
+                              "(NAME: letters, digits, '_', '.', '-')")
+        if name in models:
+            raise ConfigError(f"--model {name!r} given twice")
+        models[name] = {"spec": spec.strip(), "options": {}}
+    for item in options:
+        name, sep, rest = item.partition(":")
+        key, sep2, value = rest.partition("=")
+        if not sep or not sep2 or not key.strip():
+            raise ConfigError(f"--backend-opt {item!r}: expected NAME:KEY=VALUE, e.g. gemma:batch_size=4")
+        if name not in models:
+            raise ConfigError(f"--backend-opt {item!r}: no --model named {name!r}")
+        try:
+            models[name]["options"][key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            models[name]["options"][key.strip()] = value
+    return {n: ModelConfig(n, m["spec"], m["options"]) for n, m in models.items()}

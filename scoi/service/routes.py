@@ -1,0 +1,175 @@
+"""The ``/api`` endpoints: select, prompt, translate, jobs, corpora, configuration.
+
+Each is the CLI's library call (Selector.select, render_prompt, jobs.store.submit /
+status / list_jobs, ingest.runs.list_corpora) in a worker thread under the request limit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Query
+
+from scoi.service.app import (SQL, ApiError, JobRequest, PromptRequest, SelectRequest, Service, TranslateRequest,
+                              run_limited)
+from scoi.service.config import TEMPLATES
+
+
+def _select(service: Service, body: SelectRequest | PromptRequest, *, coverage: bool = False, tree: bool = True):
+    """(SelectionResult, coverage view or None) for a request's sentence, under the
+    direction's selector lock."""
+    service.check_text(body.text)
+    service.check_k(body.k)
+
+    def work(sel):
+        result = sel.select(body.text.strip(), k=body.k, method=body.method)
+        if not coverage:
+            return result, None
+        from scoi.service.explain import explain
+
+        return result, explain(sel, result, tree=tree)
+
+    wait = service.config.limits.timeout_s
+    return service.selectors.run(body.src, body.tgt, work, wait_s=wait)
+
+
+def _prompt(service: Service, body: PromptRequest) -> tuple[Any, str]:
+    from scoi.core.prompt import Example, render_prompt
+
+    if body.template not in TEMPLATES:
+        raise ApiError(400, f"unknown template {body.template!r}; this server offers: {', '.join(TEMPLATES)}")
+    result, _ = _select(service, body)
+    prompt = render_prompt(body.text.strip(), [Example(p.src, p.tgt) for p in result.selected], result.src_lang,
+                           result.tgt_lang, template=body.template, order=body.order, seed=body.seed)
+    return result, prompt
+
+
+def register(api: APIRouter, service: Service) -> None:
+    @api.post("/select", tags=["selection"])
+    async def select(body: SelectRequest) -> dict[str, Any]:
+        """The k examples that best cover a sentence: `scoi select --json [--explain]`'s
+        object; with ``coverage``, which pick covers which word and tree term, and the pool."""
+        def work() -> dict[str, Any]:
+            result, cov = _select(service, body, coverage=body.coverage, tree=body.tree)
+            out = result.to_dict(explain=body.explain)
+            if cov is not None:
+                out["coverage"] = cov
+            return out
+        return await run_limited(service, work)
+
+    @api.post("/prompt", tags=["selection"])
+    async def prompt(body: PromptRequest) -> dict[str, Any]:
+        """The prompt `scoi prompt` prints for the sentence, with its selection."""
+        def work() -> dict[str, Any]:
+            result, text = _prompt(service, body)
+            return {"prompt": text, "selection": result.to_dict(explain=True)}
+        return await run_limited(service, work)
+
+    @api.post("/translate", tags=["selection"])
+    async def translate(body: TranslateRequest) -> dict[str, Any]:
+        """Select, render the prompt, and translate with one of the server's models."""
+        from scoi.core.prompt import extract_answer, stop_markers
+
+        def work() -> dict[str, Any]:
+            backend, lock = service.backend(body.model)  # unknown name: refused before any selection
+            result, text = _prompt(service, body)
+            with lock:
+                gen = backend.generate([text], max_new_tokens=body.max_new_tokens, stop=stop_markers(body.template))[0]
+            return {"output": extract_answer(gen.text), "raw_output": gen.text, "model": body.model,
+                    "prompt": text, "generate_ms": round(gen.seconds * 1000, 3),
+                    "selection": result.to_dict(explain=True)}
+        return await run_limited(service, work)
+
+    @api.get("/config", tags=["service"])
+    async def config() -> dict[str, Any]:
+        """The names a request may choose among, the directions served and the limits."""
+        from scoi.core.methods import EMBEDDING_METHODS, METHODS
+        from scoi.core.prompt import ORDERS
+
+        def directions() -> list[str]:
+            with service.connect() as conn:
+                return [f"{s}-{t}" for s, t in conn.execute(SQL["directions"]).fetchall()]
+        lim = service.config.limits
+        return {"models": sorted(service.config.models), "methods": list(METHODS),
+                "embedding_methods": list(EMBEDDING_METHODS), "templates": list(TEMPLATES), "orders": list(ORDERS),
+                "directions": await run_limited(service, directions), "warm": service.selectors.directions(),
+                "limits": {"max_body_bytes": lim.max_body_bytes, "max_chars": lim.max_chars,
+                           "max_sentences": lim.max_sentences, "timeout_s": lim.timeout_s, "max_k": lim.max_k},
+                "token_required": service.config.token is not None}
+
+    @api.get("/corpora", tags=["corpora"])
+    async def corpora() -> list[dict[str, Any]]:
+        """Corpora with their pair counts (`scoi corpora --json`)."""
+        from ingest.runs import list_corpora
+
+        def work() -> list[dict[str, Any]]:
+            with service.connect() as conn:
+                return list_corpora(conn)
+        return await run_limited(service, work)
+
+    @api.get("/jobs", tags=["jobs"])
+    async def jobs() -> list[dict[str, Any]]:
+        """Every job with its progress (`scoi job list --json`); ``model`` is the server's name for it."""
+        from scoi.jobs.store import list_jobs
+
+        def work() -> list[dict[str, Any]]:
+            with service.connect() as conn:
+                return [_public_job(service, r) for r in list_jobs(conn)]
+        return await run_limited(service, work)
+
+    @api.post("/jobs", tags=["jobs"], status_code=201)
+    async def submit(body: JobRequest) -> dict[str, Any]:
+        """A batch job, one item per sentence, for `scoi worker` to translate."""
+        from scoi.jobs.store import JobSpec, submit as submit_job
+
+        model = service.config.models.get(body.model)
+        if model is None:
+            service.backend(body.model)  # raises the unknown-model error
+        if body.template not in TEMPLATES:
+            raise ApiError(400, f"unknown template {body.template!r}; this server offers: {', '.join(TEMPLATES)}")
+        sentences = service.check_batch(body.sentences)
+        refs = service.check_batch(body.references) if body.references is not None else None
+        service.check_k(body.k)
+        spec = JobSpec(src=body.src, tgt=body.tgt, model=model.spec, method=body.method, k=body.k,
+                       template=body.template, name=body.name, order=body.order, max_new_tokens=body.max_new_tokens,
+                       backend_options=dict(model.options))
+
+        def work() -> dict[str, Any]:
+            with service.connect() as conn:
+                job_id = submit_job(conn, spec, sentences, refs)
+            # Not the signature: it names the backend spec (paths, hosts), which clients never see.
+            return {"job_id": job_id, "name": body.name, "items": len(sentences), "model": body.model}
+        return await run_limited(service, work)
+
+    @api.get("/jobs/{ref}", tags=["jobs"])
+    async def job(ref: str, offset: int = Query(0, ge=0),
+                  limit: int = Query(100, ge=1, description="Items per page (at most the server's page limit).")
+                  ) -> dict[str, Any]:
+        """A job's progress (`scoi job status --json`) and one page of its items with their outputs."""
+        from psycopg.rows import dict_row
+
+        from scoi.jobs.store import get_job, status
+
+        if limit > service.config.limits.max_items_page:
+            raise ApiError(400, f"limit {limit} is over the server's page limit of {service.config.limits.max_items_page}")
+
+        def work() -> dict[str, Any]:
+            with service.connect() as conn:
+                j = get_job(conn, ref[:200])
+                st = _public_job(service, status(conn, j.id))
+                with conn.cursor(row_factory=dict_row) as cur:
+                    items = cur.execute(SQL["job_items_page"], {"id": j.id, "offset": offset, "limit": limit}).fetchall()
+            return {"job": st, "items": items, "offset": offset, "limit": limit}
+        return await run_limited(service, work)
+
+    from scoi.service import gaps_routes
+
+    gaps_routes.register(api, service)
+
+
+def _public_job(service: Service, row: dict[str, Any]) -> dict[str, Any]:
+    """A job row as clients see it: the model's server name, never its spec (paths, URLs)."""
+    out = dict(row)
+    if "model" in out:
+        out["model"] = service.model_name(out["model"])
+    return out

@@ -1,0 +1,96 @@
+"""One warm Selector per direction, shared by the server's request threads.
+
+A Selector holds a psycopg connection and a spaCy pipeline, neither of which may be used
+by two threads at once, so each direction's selector has its own lock: requests for one
+direction take turns, requests for different directions run side by side. A selector
+whose connection broke is dropped, and the next request builds a new one.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import psycopg
+
+from scoi.selector import Selector
+
+T = TypeVar("T")
+
+
+class Busy(RuntimeError):
+    """The direction's selector stayed busy for the whole request time limit."""
+
+
+class SelectorPool:
+    """Selectors by (src, tgt), built on first use (or by :meth:`warm`)."""
+
+    def __init__(self, url: str, *, pool: int = 100, statement_timeout_s: float = 30.0) -> None:
+        self.url, self.pool = url, pool
+        self.statement_timeout_ms = int(statement_timeout_s * 1000)
+        self._entries: dict[tuple[str, str], tuple[Selector, threading.Lock]] = {}
+        self._build_lock = threading.Lock()
+
+    def _entry(self, src: str, tgt: str) -> tuple[Selector, threading.Lock]:
+        key = (src.lower(), tgt.lower())
+        entry = self._entries.get(key)
+        if entry is None:
+            with self._build_lock:
+                entry = self._entries.get(key)
+                if entry is None:
+                    sel = Selector(key[0], key[1], url=self.url, pool=self.pool)  # SelectionError: not cached
+                    # The server's bound on any one statement, whatever a request asks for.
+                    sel.conn.execute("SELECT set_config('statement_timeout', %s, false)",
+                                     (str(self.statement_timeout_ms),))
+                    sel.analyzer  # noqa: B018 - loads spaCy and the Moses tables now, not in a request
+                    entry = self._entries[key] = (sel, threading.Lock())
+        return entry
+
+    def warm(self, src: str, tgt: str) -> Selector:
+        """Build the direction's selector now (start-up), so the first request is fast."""
+        return self._entry(src, tgt)[0]
+
+    def run(self, src: str, tgt: str, work: Callable[[Selector], T], *, wait_s: float) -> T:
+        """``work(selector)`` while holding the direction's lock (waiting at most ``wait_s``)."""
+        sel, lock = self._entry(src, tgt)
+        if not lock.acquire(timeout=max(wait_s, 0.001)):
+            raise Busy(f"the {src}-{tgt} selector stayed busy for {wait_s:.0f} s; retry later")
+        try:
+            return work(sel)
+        except psycopg.Error:
+            self._drop((src.lower(), tgt.lower()), sel)
+            raise
+        finally:
+            lock.release()
+
+    def _drop(self, key: tuple[str, str], sel: Selector) -> None:
+        with self._build_lock:
+            if self._entries.get(key, (None,))[0] is sel:
+                del self._entries[key]
+        try:
+            sel.close()
+        except Exception:  # noqa: BLE001 - already broken
+            pass
+
+    def directions(self) -> list[str]:
+        return [f"{s}-{t}" for s, t in self._entries]
+
+    def close(self) -> None:
+        with self._build_lock:
+            entries, self._entries = list(self._entries.values()), {}
+        for sel, lock in entries:
+            with lock:
+                sel.close()
+
+
+def warm_all(pools: SelectorPool, directions: list[tuple[str, str]], log: Callable[[str], Any]) -> None:
+    """Warm each direction, logging (not failing on) the ones that cannot be built."""
+    from scoi.selector import SelectionError
+
+    for src, tgt in directions:
+        try:
+            pools.warm(src, tgt)
+            log(f"selector {src}-{tgt} ready")
+        except (SelectionError, ValueError) as e:
+            log(f"selector {src}-{tgt} not ready: {e}")

@@ -1,0 +1,161 @@
+"""The coverage page in a real browser: the system Chromium driven by Playwright against
+``scoi serve``'s app (uvicorn on a free localhost port) over the demo corpus.
+
+Skips, saying why, when Playwright or a Chromium binary is missing (.ci/run installs
+both: ``apt-get install chromium``). ``SCOI_CHROMIUM`` names another binary.
+``SCOI_UPDATE_SCREENSHOT=1`` writes the README's screenshot, docs/img/coverage-page.png.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.jobs import ok_server
+
+ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOT = ROOT / "docs" / "img" / "coverage-page.png"
+SENTENCE = "Une jeune femme lit un livre dans le parc pendant que son chien dort au soleil."
+
+
+def _chromium() -> str:
+    pytest.importorskip("fastapi", reason="scoi[serve] is not installed (pip install -e '.[serve]')")
+    pytest.importorskip("playwright.sync_api", reason="Playwright for Python is not installed (pip install playwright)")
+    for path in (os.environ.get("SCOI_CHROMIUM"), shutil.which("chromium"), shutil.which("chromium-browser")):
+        if path and os.access(path, os.X_OK):
+            return path
+    pytest.skip("no Chromium binary (apt-get install chromium, or set SCOI_CHROMIUM); .ci/run installs it")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture()
+def served(job_db):
+    """``scoi serve``'s app on a localhost port (a stub model for jobs), its base URL."""
+    import uvicorn
+
+    from scoi.service.app import create_app
+    from scoi.service.config import ModelConfig, ServeConfig
+
+    with ok_server() as fake:
+        config = ServeConfig(url=job_db, models={"stub": ModelConfig("stub", "openai:stub",
+                                                                     {"base_url": fake.url, "max_retries": 0})})
+        port = _free_port()
+        server = uvicorn.Server(uvicorn.Config(create_app(config, warm=[("fr", "en")]), host="127.0.0.1", port=port,
+                                               log_level="warning"))
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 120
+        while not server.started:
+            assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.05)
+        try:
+            yield f"http://127.0.0.1:{port}", job_db
+        finally:
+            server.should_exit = True
+            thread.join(30)
+
+
+@pytest.fixture()
+def page():
+    from playwright.sync_api import sync_playwright
+
+    path = _chromium()
+    with sync_playwright() as p:
+        try:
+            browser = p.chromium.launch(executable_path=path, args=["--no-sandbox", "--disable-gpu"])
+        except Exception as e:  # noqa: BLE001 - a binary that cannot start is a skip reason, shown
+            pytest.skip(f"Chromium at {path} does not start: {str(e).splitlines()[0]}")
+        pg = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors: list[str] = []
+        pg.on("pageerror", lambda e: errors.append(str(e)))
+        yield pg
+        browser.close()
+        assert not errors, errors
+
+
+def test_select_shows_picks_tree_and_colours(page, served):
+    url, _ = served
+    page.goto(url)
+    page.wait_for_selector("body[data-ready]")
+    assert page.input_value("#direction") == "fr-en"
+    page.fill("#text", SENTENCE)
+    page.fill("#k", "3")
+    page.click("#select-btn")
+    page.wait_for_selector("#tree svg")
+    picks = page.locator("#picks > li")
+    assert picks.count() == 3
+    assert page.locator("#legend .key").count() == 4  # three picks and "not covered"
+    # the tree: one drawn word per spaCy token, arcs coloured by the example covering their term
+    tokens = page.locator("#tree .displacy-token")
+    assert tokens.count() == len(SENTENCE.replace(".", " .").split())
+    arrows = page.eval_on_selector_all("#tree .displacy-arrow", "els => els.map(e => e.style.color)")
+    assert len(arrows) >= tokens.count() - 2 and all(arrows), arrows  # one arc per non-root token
+    # words: each a chip, coloured by its example or marked uncovered
+    words = page.locator("#words .w:not(.punct)")
+    assert words.count() == len(SENTENCE.rstrip(".").split())
+    marked = page.locator("#words .w.covered, #words .w.uncovered").count()
+    assert marked == words.count()
+    assert page.locator("#pool tbody tr").count() > 3
+    if os.environ.get("SCOI_UPDATE_SCREENSHOT") == "1":
+        SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+        page.evaluate("document.querySelector('#pool-card').open = true")
+        page.screenshot(path=str(SCREENSHOT), full_page=True, clip=None)
+
+
+def test_translate_with_a_configured_model(page, served):
+    url, _ = served
+    page.goto(url)
+    page.wait_for_selector("body[data-ready]")
+    assert page.input_value("#model") == "stub"
+    page.click("#translate-btn")
+    page.wait_for_selector("#translation:not([hidden])")
+    assert page.text_content("#translation strong").startswith("ok ")
+
+
+def test_errors_show_in_the_banner(page, served):
+    url, _ = served
+    page.goto(url)
+    page.wait_for_selector("body[data-ready]")
+    page.select_option("#direction", "en-fr")
+    page.select_option("#method", "fuzzy")
+    page.click("#select-btn")
+    page.wait_for_selector("#banner:not([hidden])")
+    assert "scoi embed" in page.text_content("#banner")
+
+
+def test_jobs_view_follows_a_job(page, served):
+    from scoi.jobs.worker import Worker, WorkerOptions
+
+    url, db = served
+    page.goto(url)
+    page.wait_for_selector("body[data-ready]")
+    page.click("button.tab[data-view=jobs]")
+    page.fill("#job-sentences", "Un zorglub dort.\nLe train arrive en gare.")
+    page.fill("#job-name", "page-job")
+    page.select_option("#job-method", "bm25")
+    page.click("#job-form button[type=submit]")
+    page.wait_for_selector("#job-detail:not([hidden])")
+    assert "page-job" in page.text_content("#job-title")
+    assert page.locator("#items tbody tr").count() == 2
+    with Worker(db, WorkerOptions(burst=True)) as w:
+        w.run()
+    page.wait_for_selector("#job-state.done", timeout=15000)  # the view polls while the job runs
+    outputs = page.locator("#items tbody td.out").all_text_contents()
+    assert len(outputs) == 2 and all(o.startswith("ok ") for o in outputs)
+    # the Gaps panel ranks what the memory lacks for this job
+    page.click("button.tab[data-view=gaps]")
+    page.wait_for_selector("#gaps-job option", state="attached")
+    page.click("#gaps-form button[type=submit]")
+    page.wait_for_selector("#gaps-result:not([hidden])")
+    assert page.locator("#gaps-words tbody td").first.text_content() == "zorglub"
