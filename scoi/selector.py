@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from concurrent import futures
+from pathlib import Path
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from itertools import chain
@@ -23,6 +24,7 @@ from psycopg import sql
 from scoi import __version__
 from scoi.analysis import Scheme
 from scoi.core.greedy import EMBEDDING_METHODS, METHODS, Candidate, check_args, select as greedy_select
+from scoi.core.methods import TREELESS_METHODS
 from scoi.core.polynomial import LabelSpace, TermTable, expand
 from scoi.core.rbm25 import check_variant
 from scoi.db import connect
@@ -184,7 +186,7 @@ class Selector:
         self.corpora = corpora
         # Terms are comparable only within one analysis scheme: queries are parsed with the
         # stored sentences' (checked here, before anything is parsed).
-        self.scheme, parser_id = self._stored_scheme(parser)
+        self.scheme, parser_id = self._stored_scheme(parser, method)
         labels = [r[0] for r in self.conn.execute(SQL["labels_for_lang"], {"parser_id": parser_id}).fetchall()]
         self.labels = LabelSpace(labels)
         self.terms = TermTable(self.labels)
@@ -203,18 +205,32 @@ class Selector:
             raise SelectionError(f"unknown corpus {', '.join(missing)}; see `scoi corpora`")
         return [rows[n] for n in names]
 
-    def _stored_scheme(self, override: str | None) -> tuple[Scheme, int | None]:
+    def _stored_scheme(self, override: str | None, method: str) -> tuple[Scheme, int | None]:
         """The analysis scheme of the source language's stored sentences and its parser row.
 
         Queries must be analysed exactly as those sentences were, or their terms are not
         comparable: mixed or old ('moses') schemes, another pipeline or another installed
-        version are refused with the command that fixes them.
+        version are refused with the command that fixes them. A method that reads no tree
+        (TREELESS_METHODS) runs whatever the trees are, without parsing the query when the
+        stored scheme cannot be used (``NO_TREES``).
         """
-        from scoi.analysis import TREE_TOKENS, Scheme, choose_parser, pipeline_meta
+        from scoi.analysis import NO_TREES, choose_parser
 
         rows = self.conn.execute(SQL["lang_schemes"], {"lang": self.src}).fetchall()
-        if not rows:  # nothing stored yet (empty corpora): the pipeline ingest would use
-            return choose_parser(self.src, override).scheme, None
+        treeless = method in TREELESS_METHODS
+        if not rows:  # nothing stored yet (empty corpora): the parser ingest would use
+            return choose_parser(self.src, override, required=not treeless).scheme, None
+        try:
+            return self._check_schemes(rows, override, method)
+        except SelectionError:
+            if treeless:
+                return NO_TREES, None
+            raise
+
+    def _check_schemes(self, rows: list[Any], override: str | None, method: str) -> tuple[Scheme, int | None]:
+        """:meth:`_stored_scheme`'s checks: exactly one usable scheme, or SelectionError."""
+        from scoi.analysis import is_path, parser_version
+
         fix = f"scoi reanalyze --lang {self.src}"
         schemes = [Scheme(name, version, tree_tokens) for _, name, version, tree_tokens in rows]
         if len(schemes) > 1:
@@ -223,24 +239,35 @@ class Selector:
                 f"({', '.join(map(str, schemes))}), whose terms are not comparable; bring them all to the "
                 f"current scheme: {fix}")
         scheme = schemes[0]
-        if scheme.tree_tokens != TREE_TOKENS:
+        if not scheme.has_trees:
+            raise SelectionError(self._no_trees(method))
+        if scheme.tree_tokens == "moses":
             raise SelectionError(
                 f"the stored {self.src} sentences were analysed with the old scheme {scheme} (trees over the "
                 f"Moses tokens, before migration 0007), not as SCOI's authors parse; re-analyse them: "
                 f"scoi db upgrade, then {fix}")
-        if override and override != scheme.name:
+        wanted = str(Path(override).resolve()) if override and is_path(override) else override
+        if wanted and wanted != scheme.name:
             raise SelectionError(
                 f"parser {override!r} requested for {self.src!r}, but the stored {self.src} sentences were "
                 f"analysed with {scheme}; drop the override, or re-analyse them with it: "
                 f"{fix} --parser {self.src}={override}")
-        installed = (pipeline_meta(scheme.name) or {}).get("version")
+        installed = parser_version(scheme.name)
         if installed != scheme.version:
             have = f"{scheme.name}=={installed} is installed" if installed else f"{scheme.name} is not installed"
             raise SelectionError(
                 f"the stored {self.src} sentences were analysed with {scheme}, but {have}; queries must be "
-                f"parsed with the same pipeline: install {scheme.name} version {scheme.version}, or re-analyse "
-                f"the stored sentences with the installed pipeline: {fix}")
+                f"parsed with the same parser: install {scheme.name} version {scheme.version}, or re-analyse "
+                f"the stored sentences with the installed one: {fix}")
         return scheme, rows[0][0]
+
+    def _no_trees(self, method: str) -> str:
+        """Why ``method`` cannot run on a source stored without trees, and the fix."""
+        from scoi.analysis import install_hint
+
+        return (f"method {method} needs dependency trees of the {self.src} sentences, which were stored without "
+                f"(no {self.src} parser was installed); install one ({install_hint(self.src)}), then add the "
+                f"trees: scoi reanalyze --lang {self.src}")
 
     @property
     def analyzer(self):
@@ -381,6 +408,8 @@ class Selector:
         k = self.k if k is None else k
         method = method or self.method
         check_args(method, self.similarity, self.word_overlap, k)
+        if not self.scheme.has_trees and method not in TREELESS_METHODS:
+            raise SelectionError(self._no_trees(method))
         t0 = time.perf_counter()
         tokens = self.analyzer.tokenize(text) if analysis is None else analysis[0]
         by_embedding = method in EMBEDDING_METHODS

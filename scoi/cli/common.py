@@ -98,6 +98,11 @@ def run_batches(label: str, unit: str, show_bar: bool, errors: tuple[type[Except
         fail("interrupted; batches already committed are kept, rerun to continue", code=130)
 
 
+#: ``--parser`` help, shared by every command that takes it.
+PARSER_HELP = ("A language's parser, repeatable: a spaCy package (fr=fr_core_news_md), a pipeline directory "
+               "(de=/path/to/pipeline: spacy-stanza, spacy-udpipe or your own), ru=natasha, or L=none (no trees).")
+
+
 def parser_options(parser: list[str]) -> dict[str, str]:
     """``--parser fr=fr_core_news_md`` options over ``SCOI_PARSERS`` (see scoi.config)."""
     from scoi.config import parse_parser_overrides, parser_overrides_from_env

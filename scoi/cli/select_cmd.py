@@ -19,7 +19,7 @@ def _selector(src: str, tgt: str, k: int, method: str, pool: int, similarity: st
               fill: str, seed: int, corpus: list[str], steps: Steps, rbm25_variant: str = "ctq",
               embedder: str | None = None, ef_search: int = 40):
     """A Selector with its analyser loaded, each start-up step timed in ``steps``."""
-    from scoi.analysis import ParserNotAvailable, import_spacy, load_pipeline, needs_torch
+    from scoi.analysis import ParserNotAvailable, import_spacy, load_trees, needs_torch
     from scoi.core.greedy import EMBEDDING_METHODS
     from scoi.embedder import EmbedderError
     from scoi.embeddings import EmbeddingError
@@ -35,8 +35,8 @@ def _selector(src: str, tgt: str, k: int, method: str, pool: int, similarity: st
         # What the first query would load anyway, loaded here step by step to time it.
         import_spacy(with_torch=needs_torch(sel.scheme.name))
         steps.step("spaCy import")
-        load_pipeline(sel.scheme.name)
-        steps.step(f"pipeline load ({sel.scheme.name})")
+        load_trees(sel.scheme.name)
+        steps.step(f"pipeline load ({sel.scheme})")
         sel.analyzer  # noqa: B018 - builds the Moses normaliser and tokeniser
         steps.step("Moses set-up")
         if method in EMBEDDING_METHODS:

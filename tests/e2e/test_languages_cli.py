@@ -1,0 +1,37 @@
+"""A new user's en->de memory with no German parser installed, through the CLI: ingest
+stores German without trees and says how to add them, ``scoi corpora`` shows it, selection
+with German as the source runs the tree-free methods and refuses the others in one line;
+``--require-parser`` refuses the ingest."""
+
+from __future__ import annotations
+
+from tests.helpers.cli import cli, scoi_cli
+from tests.integration.test_languages import EN_DE, _en_de
+
+
+def test_en_de_without_german_parser(tmp_path, db_url):
+    files = _en_de(tmp_path)
+    strict = scoi_cli(["ingest", *files, "--src", "en", "--tgt", "de", "--workers", "0", "--require-parser"], db_url)
+    assert strict.returncode != 0 and "no dependency parser installed for language 'de'" in strict.stderr
+    assert "no corpora yet" in cli(["corpora"], db_url).stdout
+
+    done = scoi_cli(["ingest", *files, "--src", "en", "--tgt", "de", "--workers", "0"], db_url)
+    assert done.returncode == 0, done.stderr
+    assert f"{len(EN_DE)} pairs inserted" in done.stdout
+    assert "de: no parser installed, stored without trees" in done.stdout and "scoi reanalyze --lang de" in done.stdout
+    table = cli(["corpora"], db_url).stdout
+    assert "train\ten-de" in table
+    assert f"de\t{len(EN_DE)}\t0\tnone (add trees: scoi reanalyze --lang de)" in table
+    assert f"en\t{len(EN_DE)}\t{len(EN_DE)}\ten_core_web_sm" in table
+
+    ok = scoi_cli(["select", "A dog catches a ball.", "--src", "en", "--tgt", "de", "--method", "scoi", "--json"],
+                  db_url)
+    assert ok.returncode == 0 and "Ein Hund fängt einen Ball im Wasser." in ok.stdout
+    ok = scoi_cli(["select", "Ein Hund fängt einen Ball.", "--src", "de", "--tgt", "en", "--method", "bm25", "--json"],
+                  db_url)
+    assert ok.returncode == 0 and "A dog catches a ball in the water." in ok.stdout
+    refused = scoi_cli(["select", "Ein Hund fängt einen Ball.", "--src", "de", "--tgt", "en", "--method", "scoi"],
+                       db_url)
+    assert refused.returncode == 1
+    line, = refused.stderr.strip().splitlines()
+    assert "method scoi needs dependency trees of the de sentences" in line and "scoi reanalyze --lang de" in line
