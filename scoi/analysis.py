@@ -156,6 +156,36 @@ def is_path(name: str) -> bool:
     return "/" in name or name.startswith(".") or "\\" in name
 
 
+def is_factory(name: str) -> bool:
+    """Whether a parser name is ``module:function``, a function (no arguments) that returns
+    a spaCy ``Language`` whose docs carry heads and labels: the door for pipelines that
+    are built in code rather than loaded from a package or directory (spacy-stanza,
+    spacy-udpipe)."""
+    module, sep, func = name.partition(":")
+    return bool(sep) and not is_path(name) and all(p.isidentifier() for p in (*module.split("."), func))
+
+
+def factory_version(name: str) -> str | None:
+    """The version of the distribution that provides a ``module:function`` parser (its
+    top-level package's; "unversioned" for a module outside any distribution), or None
+    when the module cannot be found."""
+    module = name.partition(":")[0]
+    try:
+        if importlib.util.find_spec(module) is None:
+            return None
+    except (ImportError, ValueError):
+        return None
+    top = module.split(".")[0]
+    for dist in importlib.metadata.packages_distributions().get(top, []):
+        return importlib.metadata.version(dist)
+    return "unversioned"
+
+
+def parser_name(name: str) -> str:
+    """A parser's stored name: a pipeline directory as an absolute path, anything else as given."""
+    return str(Path(name).expanduser().resolve()) if is_path(name) else name
+
+
 def natasha_version() -> str | None:
     """The installed natasha's version (its wheel ships the syntax model), or None."""
     try:
@@ -179,6 +209,8 @@ def parser_version(name: str) -> str | None:
         return ""
     if name == NATASHA:
         return natasha_version()
+    if is_factory(name):
+        return factory_version(name)
     meta = pipeline_meta(name)
     if meta is None or "parser" not in meta.get("pipeline", []):
         return None
@@ -197,7 +229,7 @@ def choose_parser(lang: str, override: str | None = None, *, required: bool = Tr
             return ParserChoice(lang, NO_PARSER, "", f"{lang}: stored without trees (--parser {lang}=none)")
         if override == NATASHA and lang not in NATASHA_LANGS:
             raise ParserNotAvailable(f"natasha parses Russian only, not {lang!r}")
-        name = str(Path(override).resolve()) if is_path(override) else override
+        name = parser_name(override)
         version = parser_version(name)
         if version is None:
             what = "a spaCy pipeline directory with a parser" if is_path(override) else "installed"
@@ -263,6 +295,9 @@ def load_pipeline(name: str):
                 f"spaCy pipeline {name!r} needs PyTorch, but this process imported spaCy without it for "
                 f"an earlier pipeline that did not; load {name!r} first, or in a process of its own")
 
+    if is_factory(name):  # spacy-stanza, spacy-udpipe, ...: a function that builds the pipeline
+        module, _, func = name.partition(":")
+        return getattr(importlib.import_module(module), func)()
     meta = pipeline_meta(name) or {}
     exclude = [c for c in meta.get("components", meta.get("pipeline", [])) if c not in NEEDED_COMPONENTS]
     return spacy.load(name, exclude=exclude)
@@ -273,6 +308,8 @@ def needs_torch(name: str) -> bool:
     natasha's syntax model runs on numpy."""
     if name in (NO_PARSER, NATASHA):
         return False
+    if is_factory(name):  # spacy-stanza's pipelines run on PyTorch
+        return True
     meta = pipeline_meta(name) or {}
     parts = [*meta.get("requirements", []), *meta.get("components", meta.get("pipeline", []))]
     return any("transformer" in p or "torch" in p for p in map(str.lower, parts))
@@ -281,7 +318,7 @@ def needs_torch(name: str) -> bool:
 def parser_labels(name: str) -> list[str]:
     """The label inventory of a pipeline's parser, ROOT first (natasha's, and a pipeline's
     labels its meta does not list, are added as they are met)."""
-    meta = pipeline_meta(name) if name not in (NO_PARSER, NATASHA) else None
+    meta = pipeline_meta(name) if name not in (NO_PARSER, NATASHA) and not is_factory(name) else None
     meta = meta or {}
     labels = list(meta.get("labels", {}).get("parser", []))
     return [ROOT] + sorted(lb for lb in labels if lb != ROOT)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import time
 from concurrent import futures
-from pathlib import Path
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from itertools import chain
@@ -229,7 +228,7 @@ class Selector:
 
     def _check_schemes(self, rows: list[Any], override: str | None, method: str) -> tuple[Scheme, int | None]:
         """:meth:`_stored_scheme`'s checks: exactly one usable scheme, or SelectionError."""
-        from scoi.analysis import is_path, parser_version
+        from scoi.analysis import parser_name, parser_version
 
         fix = f"scoi reanalyze --lang {self.src}"
         schemes = [Scheme(name, version, tree_tokens) for _, name, version, tree_tokens in rows]
@@ -246,7 +245,7 @@ class Selector:
                 f"the stored {self.src} sentences were analysed with the old scheme {scheme} (trees over the "
                 f"Moses tokens, before migration 0007), not as SCOI's authors parse; re-analyse them: "
                 f"scoi db upgrade, then {fix}")
-        wanted = str(Path(override).resolve()) if override and is_path(override) else override
+        wanted = parser_name(override) if override else None
         if wanted and wanted != scheme.name:
             raise SelectionError(
                 f"parser {override!r} requested for {self.src!r}, but the stored {self.src} sentences were "

@@ -107,8 +107,23 @@ def parser_options(parser: list[str]) -> dict[str, str]:
     """``--parser fr=fr_core_news_md`` options over ``SCOI_PARSERS`` (see scoi.config)."""
     from scoi.config import parse_parser_overrides, parser_overrides_from_env
 
+    from scoi.analysis import parser_name
+
     try:
-        return {**parser_overrides_from_env(), **parse_parser_overrides(parser)}
+        return {lang: parser_name(name)
+                for lang, name in {**parser_overrides_from_env(), **parse_parser_overrides(parser)}.items()}
+    except ValueError as e:
+        fail(str(e))
+
+
+def given_parsers(parser: list[str]) -> dict[str, str]:
+    """The ``--parser`` options alone (not SCOI_PARSERS): what a job or schedule records in
+    its params and signature (the selection then refuses a source parsed otherwise)."""
+    from scoi.analysis import parser_name
+    from scoi.config import parse_parser_overrides
+
+    try:
+        return {lang: parser_name(name) for lang, name in parse_parser_overrides(parser).items()}
     except ValueError as e:
         fail(str(e))
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import typer
 
-from scoi.cli.common import (EMBEDDER_HELP, METHOD_HELP, ORDER_HELP, RBM25_HELP, Steps, console, database_url,
-                             emit_json, fail)
+from scoi.cli.common import (EMBEDDER_HELP, METHOD_HELP, ORDER_HELP, PARSER_HELP, RBM25_HELP, Steps, console,
+                             database_url, emit_json, fail, parser_options)
 
 EF_HELP = "fuzzy-ann: HNSW candidates searched per query (pgvector hnsw.ef_search; larger: better recall, slower)."
 
@@ -17,7 +17,7 @@ VERBOSE_HELP = "Print where the command's time went (imports, server, migration 
 
 def _selector(src: str, tgt: str, k: int, method: str, pool: int, similarity: str, word_overlap: str,
               fill: str, seed: int, corpus: list[str], steps: Steps, rbm25_variant: str = "ctq",
-              embedder: str | None = None, ef_search: int = 40):
+              embedder: str | None = None, ef_search: int = 40, parser: list[str] | None = None):
     """A Selector with its analyser loaded, each start-up step timed in ``steps``."""
     from scoi.analysis import ParserNotAvailable, import_spacy, load_trees, needs_torch
     from scoi.core.greedy import EMBEDDING_METHODS
@@ -30,7 +30,8 @@ def _selector(src: str, tgt: str, k: int, method: str, pool: int, similarity: st
     try:
         sel = Selector(src, tgt, url=url, corpora=corpus or None, k=k, method=method, pool=pool,
                        similarity=similarity, word_overlap=word_overlap, fill=fill, seed=seed,
-                       rbm25_variant=rbm25_variant, embedder=embedder, ef_search=ef_search)
+                       rbm25_variant=rbm25_variant, embedder=embedder, ef_search=ef_search,
+                       parser=parser_options(parser or []).get(src.lower()))
         steps.step("selector set-up (SQL)")
         # What the first query would load anyway, loaded here step by step to time it.
         import_spacy(with_torch=needs_torch(sel.scheme.name))
@@ -65,6 +66,8 @@ def select(
     rbm25_variant: str = typer.Option("ctq", "--rbm25-variant", help=RBM25_HELP),
     embedder: str | None = typer.Option(None, "--embedder", help=EMBEDDER_HELP),
     ef_search: int = typer.Option(40, "--ef-search", min=1, help=EF_HELP),
+    parser: list[str] = typer.Option([], "--parser", help=PARSER_HELP + " The source's must be the one its "
+                                                                        "stored sentences were parsed with."),
     pool: int = typer.Option(100, "--pool", min=1, help="Candidates preselected by BM25."),
     similarity: str = typer.Option("distance", "--similarity", help="Term similarity: distance | cosine."),
     word_overlap: str = typer.Option("set", "--word-overlap", help="Word coverage: set | multiset."),
@@ -83,7 +86,7 @@ def select(
     if (text is None) == (file is None):
         fail("give either a TEXT argument or --file FILE")
     sel = _selector(src, tgt, k, method, pool, similarity, word_overlap, fill, seed, corpus, steps, rbm25_variant,
-                    embedder, ef_search)
+                    embedder, ef_search, parser)
     if show_sql and method == "fuzzy-ann":
         from scoi.embeddings import ann_sql
 

@@ -55,6 +55,7 @@ class JobSpec:
     backend_options: dict[str, Any] = field(default_factory=dict)
     embedder: str | None = None  # fuzzy / fuzzy-ann: the embedding model (default: the paper's)
     rbm25_variant: str = "ctq"   # rbm25: CTQ Scorer's variant (the paper's numbers) or Agrawal et al.'s
+    parsers: dict[str, str] = field(default_factory=dict)  # --parser LANG=NAME: the parser the source must be on
 
     def __post_init__(self) -> None:
         # One spelling in params and signatures (an unknown order is rejected by validate()).
@@ -65,7 +66,8 @@ class JobSpec:
         so a later change of the default never changes what a stored job means)."""
         return {"pool": self.pool, "fill": self.fill, "corpora": self.corpora, "order": self.order,
                 "seed": self.seed, "max_new_tokens": self.max_new_tokens,
-                "backend_options": self.backend_options, **self._method_params()}
+                "backend_options": self.backend_options, **self._method_params(),
+                **({"parsers": self.parsers} if self.parsers else {})}
 
     def _method_params(self) -> dict[str, str]:
         """The settings only one method reads: ``embedder`` (stored name) for the embedding
@@ -85,6 +87,7 @@ class JobSpec:
         return "|".join([
             f"{self.src}-{self.tgt}", f"method:{self.method}",
             *(f"{n.removesuffix('_variant')}:{v}" for n, v in self._method_params().items()),
+            *([f"parsers:{','.join(f'{k}={v}' for k, v in sorted(self.parsers.items()))}"] if self.parsers else []),
             f"k:{self.k}", f"pool:{self.pool}",
             f"fill:{self.fill}", f"seed:{self.seed}", f"corpora:{','.join(self.corpora) if self.corpora else 'all'}",
             f"model:{self.model}", f"template:{self.template}", f"order:{self.order}",

@@ -6,6 +6,7 @@ with German as the source runs the tree-free methods and refuses the others in o
 from __future__ import annotations
 
 from tests.helpers.cli import cli, scoi_cli
+from tests.helpers.parsers import german_parser  # noqa: F401 - a fixture
 from tests.integration.test_languages import EN_DE, _en_de
 
 
@@ -35,3 +36,24 @@ def test_en_de_without_german_parser(tmp_path, db_url):
     assert refused.returncode == 1
     line, = refused.stderr.strip().splitlines()
     assert "method scoi needs dependency trees of the de sentences" in line and "scoi reanalyze --lang de" in line
+
+
+def test_parser_directory_on_ingest_select_and_job(tmp_path, db_url, german_parser):
+    files = _en_de(tmp_path)
+    done = scoi_cli(["ingest", *files, "--src", "en", "--tgt", "de", "--workers", "0",
+                     "--parser", f"de={german_parser}"], db_url)
+    assert done.returncode == 0, done.stderr
+    table = cli(["corpora", "--languages"], db_url).stdout
+    assert f"de\t{len(EN_DE)}\t{len(EN_DE)}\t{german_parser}==0.0.1/spacy-tokens" in table
+    out = scoi_cli(["select", "Ein Hund fängt einen Ball.", "--src", "de", "--tgt", "en", "--method", "scoi",
+                    "--parser", f"de={german_parser}", "--json"], db_url)
+    assert out.returncode == 0, out.stderr
+    assert f"parser:{german_parser}==0.0.1/spacy-tokens" in out.stdout
+    wrong = scoi_cli(["select", "Ein Hund.", "--src", "de", "--tgt", "en", "--parser", "de=/nowhere/pipeline"], db_url)
+    assert wrong.returncode == 1 and f"--parser de=/nowhere/pipeline" in wrong.stderr
+    src = tmp_path / "in.de"
+    src.write_text("Ein Hund fängt einen Ball.\n", encoding="utf-8")
+    job = scoi_cli(["job", "submit", "-i", str(src), "--src", "de", "--tgt", "en", "--model", "openai:none",
+                    "--parser", f"de={german_parser}", "--json"], db_url)
+    assert job.returncode == 0, job.stderr
+    assert f"|parsers:de={german_parser}|" in job.stdout
