@@ -28,7 +28,7 @@ from ingest import runs
 from ingest.readers import InputError, Record, detect_format, read_records
 from ingest.workers import BatchRunner, Parsed, ParseTask
 from ingest.writer import BatchWriter, LabelRegistry, PairRow, ParsedSentence, lock_writes, sha, stored_sentences
-from scoi.analysis import Analysis, ParserChoice, choose_parser, parser_labels
+from scoi.analysis import Analysis, ParserChoice, choose_parser, parser_labels, word_tokenizer
 from scoi.db import connect
 
 if TYPE_CHECKING:
@@ -142,6 +142,8 @@ def ingest_files(opts: IngestOptions, url: str, *, progress: Callable[[int], Non
     # source serves the methods that read none), unless --require-parser.
     choices: dict[str, ParserChoice] = {lang: choose_parser(lang, opts.parsers.get(lang), required=opts.require_parser)
                                         for lang in (src, tgt)}
+    for lang in (src, tgt):
+        word_tokenizer(lang)  # a language without spaces needs its tokenizer: fail before anything is written
     total, rejected = validate(opts.files, fmt, src, tgt, opts.skip_bad, opts.header)
     embedder = _embedder(opts.embed)  # a model that cannot load fails before anything is written
     if on_start:

@@ -387,17 +387,25 @@ def load_trees(name: str) -> SpacyTrees | NatashaTrees | None:
     return SpacyTrees(name)
 
 
+#: What spaCy's tokenizer of a language without spaces needs installed.
+WORD_TOKENIZER_HINTS = {"ja": "pip install sudachipy sudachidict_core", "th": "pip install pythainlp"}
+
+
 @lru_cache(maxsize=8)
 def word_tokenizer(lang: str):
-    """spaCy's tokenizer for a language written without spaces (None: Moses splits it,
-    or the tokenizer's library, e.g. SudachiPy for ja, is not installed)."""
+    """spaCy's tokenizer for a language written without spaces, or None for a language
+    Moses splits. Raises ParserNotAvailable when the tokenizer's library (SudachiPy for ja,
+    PyThaiNLP for th) is missing: Moses would make one "word" of each clause, and a
+    memory stored that way would not match queries tokenized otherwise later."""
     if lang not in SPACELESS:
         return None
     spacy = import_spacy(with_torch=False)
     try:
         return spacy.blank(lang).tokenizer
-    except ImportError:
-        return None
+    except ImportError as e:
+        raise ParserNotAvailable(
+            f"{lang!r} is written without spaces and its word tokenizer is not installed: "
+            f"{WORD_TOKENIZER_HINTS.get(lang, e)}") from None
 
 
 class Analyzer:
