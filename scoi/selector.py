@@ -25,7 +25,7 @@ from scoi.analysis import Scheme
 from scoi.core.greedy import EMBEDDING_METHODS, METHODS, Candidate, check_args, select as greedy_select
 from scoi.core.methods import TREELESS_METHODS
 from scoi.core.polynomial import LabelSpace, TermTable, expand
-from scoi.core.rbm25 import check_variant
+from scoi.core.rbm25 import DEFAULT_RBM25_VARIANT, check_variant, ctq_tokens
 from scoi.db import connect
 from scoi.db.queries import load
 
@@ -154,7 +154,7 @@ class Selector:
     def __init__(self, src: str, tgt: str, *, url: str | None = None, corpora: list[str] | None = None,
                  k: int = 4, method: str = "scoi", pool: int = 100, similarity: str = "distance",
                  word_overlap: str = "set", fill: str = "none", seed: int = 0,
-                 bm25: Bm25Params | None = None, parser: str | None = None, rbm25_variant: str = "ctq",
+                 bm25: Bm25Params | None = None, parser: str | None = None, rbm25_variant: str = DEFAULT_RBM25_VARIANT,
                  embedder: str | None = None, ef_search: int = 40) -> None:
         check_args(method, similarity, word_overlap, k)
         check_variant(rbm25_variant)
@@ -430,8 +430,9 @@ class Selector:
         t2 = time.perf_counter()
         q, q_ids, cands, table = self.coverage_inputs(terms, rows)
         pick_tokens = tokens
-        if method == "rbm25" and self.rbm25_variant == "agrawal":  # docs/method.md §7.1: 13a tokens
-            pick_tokens, cands = _tokens_13a(text), [c._replace(tokens=_tokens_13a(r.src)) for c, r in zip(cands, rows)]
+        if method == "rbm25" and self.rbm25_variant != "moses":  # docs/method.md §7.1: the variant's tokens
+            tokenize = _tokens_13a if self.rbm25_variant == "agrawal" else ctq_tokens
+            pick_tokens, cands = tokenize(text), [c._replace(tokens=tokenize(r.src)) for c, r in zip(cands, rows)]
         picks = greedy_select(q, pick_tokens, cands, k=k, method=method, similarity=self.similarity,
                               word_overlap=self.word_overlap, seed=self.seed, term_table=table,
                               query_term_ids=q_ids, rbm25_variant=self.rbm25_variant, embeddings=embeddings)

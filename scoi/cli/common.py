@@ -231,8 +231,9 @@ def parse_key_values(items: list[str], option: str) -> dict[str, Any]:
 METHOD_HELP = method_help()
 EMBEDDER_HELP = ("Embedding model of --method fuzzy / fuzzy-ann (the --model given to `scoi embed`; default: "
                  "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2).")
-RBM25_HELP = ("R-BM25 variant (--method rbm25): ctq (CTQ Scorer's, behind the published numbers) | agrawal "
-              "(Agrawal et al.'s release).")
+RBM25_HELP = ("R-BM25 variant (--method rbm25): moses (default: CTQ Scorer's re-ranking over Moses tokens, "
+              "scoi's; better end to end) | ctq (CTQ Scorer's code exactly, its tokenizer too: the published "
+              "numbers) | agrawal (Agrawal et al.'s release).")
 ORDER_HELP = ("Example order in the prompt: reverse (default, as published: the first example selected comes "
               "last, right before the sentence) | selection (first selected first) | random (seeded by --seed).")
 BACKEND_OPT_HELP = ("Backend option KEY=VALUE (repeatable), stored with the job. Secrets (api_key, tokens, "

@@ -84,7 +84,7 @@ def submit(
     max_new_tokens: int = typer.Option(128, "--max-new-tokens", min=1, help="Generation limit per item."),
     backend_opt: list[str] = typer.Option([], "--backend-opt", help=BACKEND_OPT_HELP),
     embedder: str | None = typer.Option(None, "--embedder", help=EMBEDDER_HELP),
-    rbm25_variant: str = typer.Option("ctq", "--rbm25-variant", help=RBM25_HELP),
+    rbm25_variant: str = typer.Option("moses", "--rbm25-variant", help=RBM25_HELP),
     parser: list[str] = typer.Option([], "--parser", help=PARSER_HELP),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the job as JSON."),
 ) -> None:

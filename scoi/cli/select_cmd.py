@@ -16,7 +16,7 @@ VERBOSE_HELP = "Print where the command's time went (imports, server, migration 
 
 
 def _selector(src: str, tgt: str, k: int, method: str, pool: int, similarity: str, word_overlap: str,
-              fill: str, seed: int, corpus: list[str], steps: Steps, rbm25_variant: str = "ctq",
+              fill: str, seed: int, corpus: list[str], steps: Steps, rbm25_variant: str = "moses",
               embedder: str | None = None, ef_search: int = 40, parser: list[str] | None = None):
     """A Selector with its analyser loaded, each start-up step timed in ``steps``."""
     from scoi.analysis import ParserNotAvailable, import_spacy, load_trees, needs_torch
@@ -63,7 +63,7 @@ def select(
     tgt: str = typer.Option(..., "--tgt", help="Target language code."),
     k: int = typer.Option(4, "-k", "--k", min=0, help="Number of examples."),
     method: str = typer.Option("scoi", "--method", help=METHOD_HELP),
-    rbm25_variant: str = typer.Option("ctq", "--rbm25-variant", help=RBM25_HELP),
+    rbm25_variant: str = typer.Option("moses", "--rbm25-variant", help=RBM25_HELP),
     embedder: str | None = typer.Option(None, "--embedder", help=EMBEDDER_HELP),
     ef_search: int = typer.Option(40, "--ef-search", min=1, help=EF_HELP),
     parser: list[str] = typer.Option([], "--parser", help=PARSER_HELP + " The source's must be the one its "
@@ -142,7 +142,7 @@ def prompt(
     tgt: str = typer.Option(..., "--tgt", help="Target language code."),
     k: int = typer.Option(4, "-k", "--k", min=0, help="Number of examples."),
     method: str = typer.Option("scoi", "--method", help=METHOD_HELP),
-    rbm25_variant: str = typer.Option("ctq", "--rbm25-variant", help=RBM25_HELP),
+    rbm25_variant: str = typer.Option("moses", "--rbm25-variant", help=RBM25_HELP),
     embedder: str | None = typer.Option(None, "--embedder", help=EMBEDDER_HELP),
     template: str = typer.Option("xglm", "--template", help="xglm | alpaca | path to a Jinja2 template."),
     order: str = typer.Option("reverse", "--order", help=ORDER_HELP),

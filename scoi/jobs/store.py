@@ -54,7 +54,7 @@ class JobSpec:
     max_new_tokens: int = 128
     backend_options: dict[str, Any] = field(default_factory=dict)
     embedder: str | None = None  # fuzzy / fuzzy-ann: the embedding model (default: the paper's)
-    rbm25_variant: str = "ctq"   # rbm25: CTQ Scorer's variant (the paper's numbers) or Agrawal et al.'s
+    rbm25_variant: str = "moses"  # rbm25: moses (scoi's), ctq (as published) or agrawal (docs/method.md §7.1)
     parsers: dict[str, str] = field(default_factory=dict)  # --parser LANG=NAME: the parser the source must be on
 
     def __post_init__(self) -> None:

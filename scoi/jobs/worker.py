@@ -322,7 +322,7 @@ class Worker:
         treeless = job.method in TREELESS_METHODS
         parser = (p.get("parsers") or {}).get(job.src_lang)
         key = (job.src_lang, job.tgt_lang, p.get("pool", 100), p.get("fill", "none"), p.get("seed", 0),
-               tuple(p.get("corpora") or ()), p.get("embedder"), p.get("rbm25_variant", "ctq"), treeless, parser)
+               tuple(p.get("corpora") or ()), p.get("embedder"), p.get("rbm25_variant", "moses"), treeless, parser)
         sel = self._selectors.get(key)
         if sel is None:
             t0 = time.perf_counter()
@@ -331,7 +331,7 @@ class Worker:
             sel = Selector(job.src_lang, job.tgt_lang, url=self.url, corpora=p.get("corpora") or None,
                            method=job.method if treeless else "scoi", pool=p.get("pool", 100),
                            fill=p.get("fill", "none"), seed=p.get("seed", 0), parser=parser,
-                           embedder=p.get("embedder"), rbm25_variant=p.get("rbm25_variant", "ctq"))
+                           embedder=p.get("embedder"), rbm25_variant=p.get("rbm25_variant", "moses"))
             sel.analyzer  # load the parser now, not inside the first item's timing
             self._selectors[key] = sel
             self._setup_seconds += time.perf_counter() - t0
