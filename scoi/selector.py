@@ -43,6 +43,21 @@ def direction_exists(conn: psycopg.Connection, src: str, tgt: str) -> bool:
     return conn.execute(SQL["direction_exists"], {"lang": src.lower(), "tgt": tgt.lower()}).fetchone()[0] > 0
 
 
+def trees_missing(conn: psycopg.Connection, src: str, method: str) -> str | None:
+    """Why ``method`` cannot run with source ``src`` for lack of trees (some of its stored
+    sentences have none: no parser at ingest), or None: checked when a job is submitted."""
+    from scoi.analysis import install_hint
+    from scoi.core.methods import TREELESS_METHODS
+
+    if method in TREELESS_METHODS:
+        return None
+    if not any(r[3] == "none" for r in conn.execute(SQL["lang_schemes"], {"lang": src.lower()}).fetchall()):
+        return None
+    return (f"method {method} needs dependency trees of the {src} sentences, which were stored without (no {src} "
+            f"parser was installed); install one ({install_hint(src)}), then add the trees: "
+            f"scoi reanalyze --lang {src}")
+
+
 class SelectionError(RuntimeError):
     """A selection that cannot run (no corpus for the direction, bad option)."""
 
@@ -262,11 +277,8 @@ class Selector:
 
     def _no_trees(self, method: str) -> str:
         """Why ``method`` cannot run on a source stored without trees, and the fix."""
-        from scoi.analysis import install_hint
-
-        return (f"method {method} needs dependency trees of the {self.src} sentences, which were stored without "
-                f"(no {self.src} parser was installed); install one ({install_hint(self.src)}), then add the "
-                f"trees: scoi reanalyze --lang {self.src}")
+        return trees_missing(self.conn, self.src, method) or (
+            f"method {method} needs dependency trees of the {self.src} sentences: scoi reanalyze --lang {self.src}")
 
     @property
     def analyzer(self):

@@ -221,11 +221,13 @@ def validate(conn: psycopg.Connection, spec: JobSpec) -> None:
         raise JobError(f"job name {spec.name!r} must be non-empty and not a number (numbers are job ids)")
     check_backend_options(spec.backend_options)
     if spec.method != "zero" and spec.k > 0:
-        from scoi.selector import direction_exists
+        from scoi.selector import direction_exists, trees_missing
 
         if not direction_exists(conn, spec.src, spec.tgt):
             raise JobError(f"no corpus holds {spec.src}-{spec.tgt} pairs to pick examples from; load one first: "
                            f"scoi ingest FILE --src {spec.src} --tgt {spec.tgt} (or use --method zero)")
+        if problem := trees_missing(conn, spec.src, spec.method):
+            raise JobError(problem)
     if spec.method == "rbm25":
         from scoi.core.rbm25 import RBM25_VARIANTS
 

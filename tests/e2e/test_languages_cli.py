@@ -57,3 +57,34 @@ def test_parser_directory_on_ingest_select_and_job(tmp_path, db_url, german_pars
                     "--parser", f"de={german_parser}", "--json"], db_url)
     assert job.returncode == 0, job.stderr
     assert f"|parsers:de={german_parser}|" in job.stdout
+
+
+def test_jobs_on_a_source_without_trees(tmp_path, db_url):
+    """A job's method is checked against the source's trees when it is submitted; a
+    tree-free method's job gets its examples (the worker's selector runs without trees)."""
+    import json
+
+    import psycopg
+
+    from scoi.jobs.store import get_job
+    from scoi.jobs.worker import Worker
+
+    assert scoi_cli(["ingest", *_en_de(tmp_path), "--src", "en", "--tgt", "de", "--workers", "0"],
+                    db_url).returncode == 0
+    src = tmp_path / "in.de"
+    src.write_text("Ein Hund fängt einen Ball.\n", encoding="utf-8")
+    refused = scoi_cli(["job", "submit", "-i", str(src), "--src", "de", "--tgt", "en", "--model", "openai:none",
+                        "--method", "scoi"], db_url)
+    assert refused.returncode == 1
+    line, = refused.stderr.strip().splitlines()
+    assert "method scoi needs dependency trees of the de sentences" in line and "scoi reanalyze --lang de" in line
+    ok = scoi_cli(["job", "submit", "-i", str(src), "--src", "de", "--tgt", "en", "--model", "openai:none",
+                   "--method", "bm25", "--json"], db_url)
+    assert ok.returncode == 0, ok.stderr
+    job_id = json.loads(ok.stdout.strip().splitlines()[-1])["job_id"]
+    with psycopg.connect(db_url) as conn:
+        job = get_job(conn, job_id)
+    with Worker(db_url) as worker:  # the selector the worker builds for the job
+        sel, _ = worker.selector(job)
+        picked = sel.select("Ein Hund fängt einen Ball.", k=job.k, method=job.method).selected
+    assert picked[0].tgt == "A dog catches a ball in the water."
