@@ -5,8 +5,9 @@ Flow (data only moves forward):
      before anything is written, or with ``skip_bad`` are listed and skipped;
   2. batches of pairs (one transaction each; the last one written task by task), cut into
      parse tasks; sentences already in the database are not parsed again;
-  3. worker processes, forked from a fork server that loaded the spaCy pipelines once,
-     parse the tasks (Moses tokens; ``nlp.pipe`` over the stripped texts for the trees)
+  3. worker processes, forked from a fork server that loaded the parsers once, parse
+     the tasks (word tokens; the parser over the stripped texts for the trees, for each
+     language that has a parser: the others are stored without trees)
      while the main process writes the previous batch with COPY (ingest/workers.py runs
      them; ingest/writer.py writes, ingest/runs.py keeps the run's row).
 """
@@ -27,7 +28,7 @@ from ingest import runs
 from ingest.readers import InputError, Record, detect_format, read_once, read_records
 from ingest.workers import BatchRunner, Parsed, ParseTask
 from ingest.writer import BatchWriter, LabelRegistry, PairRow, ParsedSentence, lock_writes, sha, stored_sentences
-from scoi.analysis import Analysis, ParserChoice, choose_parser, parser_labels
+from scoi.analysis import Analysis, ParserChoice, choose_parser, parser_labels, word_tokenizer
 from scoi.db import connect
 
 if TYPE_CHECKING:
@@ -52,7 +53,8 @@ class IngestOptions:
     skip_bad: bool = False
     header: bool | None = None  # TSV first line: True = a header, False = a pair, None = by the README's rule
     batch_size: int = DEFAULT_BATCH  # pairs per transaction
-    parsers: dict[str, str] = field(default_factory=dict)  # lang -> pipeline override
+    parsers: dict[str, str] = field(default_factory=dict)  # lang -> parser override
+    require_parser: bool = False  # refuse a language without a parser (default: store it without trees)
     embed: str | None = None  # sentence-transformers model: embed the two languages' new sentences after the pairs
     tmx_keep_codes: bool = False  # TMX: keep inline codes (<bpt>, <ph>...) in the text instead of dropping them
 
@@ -139,7 +141,12 @@ def ingest_files(opts: IngestOptions, url: str, *, progress: Callable[[int], Non
     if src == tgt:
         raise IngestError(f"source and target language are both {src!r}")
     fmt = opts.fmt or detect_format(opts.files)
-    choices: dict[str, ParserChoice] = {lang: choose_parser(lang, opts.parsers.get(lang)) for lang in (src, tgt)}
+    # A side without a parser is stored without trees (a target never needs them; a
+    # source serves the methods that read none), unless --require-parser.
+    choices: dict[str, ParserChoice] = {lang: choose_parser(lang, opts.parsers.get(lang), required=opts.require_parser)
+                                        for lang in (src, tgt)}
+    for lang in (src, tgt):
+        word_tokenizer(lang)  # a language without spaces needs its tokenizer: fail before anything is written
     with read_once(opts.files) as files:
         return _ingest(replace(opts, files=files), url, src, tgt, fmt, choices, progress, on_start)
 

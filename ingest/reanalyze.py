@@ -1,5 +1,7 @@
 """``scoi reanalyze``: move stored sentences to the current analysis scheme.
 
+It also adds trees to sentences stored without (their language had no parser at
+ingest: scheme ``none``) once a parser is installed or named with ``--parser``.
 Sentences stored before migration 0007 have trees built over their Moses tokens
 (scheme 'moses'); SCOI's authors parse the stripped sentence with the pipeline's own
 tokenizer (scoi.analysis), and the selector refuses a language whose sentences are not
@@ -29,7 +31,7 @@ from ingest.pipeline import scheme_parser
 from ingest.workers import BatchRunner, Parsed, ParseTask
 from ingest.writer import (ParsedSentence, TermResolver, copy_sentence_terms, lock_writes, sentence_term_rows,
                            term_arrays)
-from scoi.analysis import TREE_TOKENS, Analysis, ParserChoice, ParserNotAvailable, Scheme, choose_parser
+from scoi.analysis import Analysis, ParserChoice, ParserNotAvailable, Scheme, choose_parser
 from scoi.db import connect
 from scoi.db.literals import int_array, text_array
 from scoi.db.queries import load
@@ -99,7 +101,7 @@ def plan(conn: psycopg.Connection, opts: ReanalyzeOptions) -> tuple[list[_Plan],
         try:
             choice = choose_parser(lang, opts.parsers.get(lang))
         except ParserNotAvailable as e:
-            if not opts.langs and all(s.tree_tokens == TREE_TOKENS for _, s in rows):
+            if not opts.langs and all(s.tree_tokens != "moses" for _, s in rows):
                 notes.append(f"{lang}: left on {', '.join(str(s) for _, s in rows)} ({e})")
                 continue
             raise

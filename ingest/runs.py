@@ -76,6 +76,12 @@ def list_corpora(conn: psycopg.Connection) -> list[dict[str, Any]]:
     return _rows(conn.execute(_SQL["list_corpora"]))
 
 
+def language_trees(conn: psycopg.Connection) -> list[dict[str, Any]]:
+    """Per language and analysis scheme, how many stored sentences it holds (with or
+    without trees): what ``scoi corpora`` shows under the corpora."""
+    return _rows(conn.execute(_SQL["language_trees"]))
+
+
 def _rows(cur: psycopg.Cursor) -> list[dict[str, Any]]:
     cols = [d.name for d in cur.description]
     return [dict(zip(cols, r)) for r in cur.fetchall()]

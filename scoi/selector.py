@@ -24,8 +24,9 @@ from scoi import __version__
 from scoi.analysis import Scheme
 from scoi.config import read_max_lag_from_env
 from scoi.core.greedy import EMBEDDING_METHODS, METHODS, Candidate, check_args, select as greedy_select
+from scoi.core.methods import TREELESS_METHODS
 from scoi.core.polynomial import LabelSpace, TermTable, expand
-from scoi.core.rbm25 import check_variant
+from scoi.core.rbm25 import DEFAULT_RBM25_VARIANT, check_variant, ctq_tokens
 from scoi.db.queries import load
 from scoi.db.reads import ReadRoute, ReadStatus
 
@@ -41,6 +42,21 @@ FILLS = ("none", "random")
 def direction_exists(conn: psycopg.Connection, src: str, tgt: str) -> bool:
     """Whether some corpus holds src-tgt pairs (in either direction: one ingest serves both)."""
     return conn.execute(SQL["direction_exists"], {"lang": src.lower(), "tgt": tgt.lower()}).fetchone()[0] > 0
+
+
+def trees_missing(conn: psycopg.Connection, src: str, method: str) -> str | None:
+    """Why ``method`` cannot run with source ``src`` for lack of trees (some of its stored
+    sentences have none: no parser at ingest), or None: checked when a job is submitted."""
+    from scoi.analysis import install_hint
+    from scoi.core.methods import TREELESS_METHODS
+
+    if method in TREELESS_METHODS:
+        return None
+    if not any(r[3] == "none" for r in conn.execute(SQL["lang_schemes"], {"lang": src.lower()}).fetchall()):
+        return None
+    return (f"method {method} needs dependency trees of the {src} sentences, which were stored without (no {src} "
+            f"parser was installed); install one ({install_hint(src)}), then add the trees: "
+            f"scoi reanalyze --lang {src}")
 
 
 class SelectionError(RuntimeError):
@@ -165,7 +181,7 @@ class Selector:
                  read_max_lag: float | None = None, corpora: list[str] | None = None,
                  k: int = 4, method: str = "scoi", pool: int = 100, similarity: str = "distance",
                  word_overlap: str = "set", fill: str = "none", seed: int = 0,
-                 bm25: Bm25Params | None = None, parser: str | None = None, rbm25_variant: str = "ctq",
+                 bm25: Bm25Params | None = None, parser: str | None = None, rbm25_variant: str = DEFAULT_RBM25_VARIANT,
                  embedder: str | None = None, ef_search: int = 40) -> None:
         check_args(method, similarity, word_overlap, k)
         check_variant(rbm25_variant)
@@ -202,7 +218,7 @@ class Selector:
         self.corpora = corpora
         # Terms are comparable only within one analysis scheme: queries are parsed with the
         # stored sentences' (checked here, before anything is parsed).
-        self.scheme, parser_id = self._stored_scheme(parser)
+        self.scheme, parser_id = self._stored_scheme(parser, method)
         labels = [r[0] for r in self.conn.execute(SQL["labels_for_lang"], {"parser_id": parser_id}).fetchall()]
         self.labels = LabelSpace(labels)
         self.terms = TermTable(self.labels)
@@ -221,18 +237,32 @@ class Selector:
             raise SelectionError(f"unknown corpus {', '.join(missing)}; see `scoi corpora`")
         return [rows[n] for n in names]
 
-    def _stored_scheme(self, override: str | None) -> tuple[Scheme, int | None]:
+    def _stored_scheme(self, override: str | None, method: str) -> tuple[Scheme, int | None]:
         """The analysis scheme of the source language's stored sentences and its parser row.
 
         Queries must be analysed exactly as those sentences were, or their terms are not
         comparable: mixed or old ('moses') schemes, another pipeline or another installed
-        version are refused with the command that fixes them.
+        version are refused with the command that fixes them. A method that reads no tree
+        (TREELESS_METHODS) runs whatever the trees are, without parsing the query when the
+        stored scheme cannot be used (``NO_TREES``).
         """
-        from scoi.analysis import TREE_TOKENS, Scheme, choose_parser, pipeline_meta
+        from scoi.analysis import NO_TREES, choose_parser
 
         rows = self.conn.execute(SQL["lang_schemes"], {"lang": self.src}).fetchall()
-        if not rows:  # nothing stored yet (empty corpora): the pipeline ingest would use
-            return choose_parser(self.src, override).scheme, None
+        treeless = method in TREELESS_METHODS
+        if not rows:  # nothing stored yet (empty corpora): the parser ingest would use
+            return choose_parser(self.src, override, required=not treeless).scheme, None
+        try:
+            return self._check_schemes(rows, override, method)
+        except SelectionError:
+            if treeless:
+                return NO_TREES, None
+            raise
+
+    def _check_schemes(self, rows: list[Any], override: str | None, method: str) -> tuple[Scheme, int | None]:
+        """:meth:`_stored_scheme`'s checks: exactly one usable scheme, or SelectionError."""
+        from scoi.analysis import parser_name, parser_version
+
         fix = f"scoi reanalyze --lang {self.src}"
         schemes = [Scheme(name, version, tree_tokens) for _, name, version, tree_tokens in rows]
         if len(schemes) > 1:
@@ -241,24 +271,32 @@ class Selector:
                 f"({', '.join(map(str, schemes))}), whose terms are not comparable; bring them all to the "
                 f"current scheme: {fix}")
         scheme = schemes[0]
-        if scheme.tree_tokens != TREE_TOKENS:
+        if not scheme.has_trees:
+            raise SelectionError(self._no_trees(method))
+        if scheme.tree_tokens == "moses":
             raise SelectionError(
                 f"the stored {self.src} sentences were analysed with the old scheme {scheme} (trees over the "
                 f"Moses tokens, before migration 0007), not as SCOI's authors parse; re-analyse them: "
                 f"scoi db upgrade, then {fix}")
-        if override and override != scheme.name:
+        wanted = parser_name(override) if override else None
+        if wanted and wanted != scheme.name:
             raise SelectionError(
                 f"parser {override!r} requested for {self.src!r}, but the stored {self.src} sentences were "
                 f"analysed with {scheme}; drop the override, or re-analyse them with it: "
                 f"{fix} --parser {self.src}={override}")
-        installed = (pipeline_meta(scheme.name) or {}).get("version")
+        installed = parser_version(scheme.name)
         if installed != scheme.version:
             have = f"{scheme.name}=={installed} is installed" if installed else f"{scheme.name} is not installed"
             raise SelectionError(
                 f"the stored {self.src} sentences were analysed with {scheme}, but {have}; queries must be "
-                f"parsed with the same pipeline: install {scheme.name} version {scheme.version}, or re-analyse "
-                f"the stored sentences with the installed pipeline: {fix}")
+                f"parsed with the same parser: install {scheme.name} version {scheme.version}, or re-analyse "
+                f"the stored sentences with the installed one: {fix}")
         return scheme, rows[0][0]
+
+    def _no_trees(self, method: str) -> str:
+        """Why ``method`` cannot run on a source stored without trees, and the fix."""
+        return trees_missing(self.conn, self.src, method) or (
+            f"method {method} needs dependency trees of the {self.src} sentences: scoi reanalyze --lang {self.src}")
 
     @property
     def analyzer(self):
@@ -400,6 +438,8 @@ class Selector:
         method = method or self.method
         check_args(method, self.similarity, self.word_overlap, k)
         self.conn, self.read_status = self.reads.choose()  # the replica, or the primary (scoi.db.reads)
+        if not self.scheme.has_trees and method not in TREELESS_METHODS:
+            raise SelectionError(self._no_trees(method))
         t0 = time.perf_counter()
         tokens = self.analyzer.tokenize(text) if analysis is None else analysis[0]
         by_embedding = method in EMBEDDING_METHODS
@@ -421,8 +461,9 @@ class Selector:
         t2 = time.perf_counter()
         q, q_ids, cands, table = self.coverage_inputs(terms, rows)
         pick_tokens = tokens
-        if method == "rbm25" and self.rbm25_variant == "agrawal":  # docs/method.md §7.1: 13a tokens
-            pick_tokens, cands = _tokens_13a(text), [c._replace(tokens=_tokens_13a(r.src)) for c, r in zip(cands, rows)]
+        if method == "rbm25" and self.rbm25_variant != "moses":  # docs/method.md §7.1: the variant's tokens
+            tokenize = _tokens_13a if self.rbm25_variant == "agrawal" else ctq_tokens
+            pick_tokens, cands = tokenize(text), [c._replace(tokens=tokenize(r.src)) for c, r in zip(cands, rows)]
         picks = greedy_select(q, pick_tokens, cands, k=k, method=method, similarity=self.similarity,
                               word_overlap=self.word_overlap, seed=self.seed, term_table=table,
                               query_term_ids=q_ids, rbm25_variant=self.rbm25_variant, embeddings=embeddings)

@@ -164,7 +164,7 @@ def select(distances, query_tokens, candidates, k: int, method: str, rbm25_varia
     the polynomial distances of the candidates, for DPP): the picks, then (except for
     Agrawal's R-BM25) the other candidates in pool order, labelled bm25."""
     if method == "rbm25":
-        impl = rbm25_ctq if rbm25_variant == "ctq" else rbm25_agrawal
+        impl = rbm25_agrawal if rbm25_variant == "agrawal" else rbm25_ctq  # moses and ctq differ in tokens only
         picks = [Pick(i, "rbm25", s) for i, s in impl(query_tokens, [list(c.tokens) for c in candidates], k)]
         if rbm25_variant == "agrawal":
             return picks

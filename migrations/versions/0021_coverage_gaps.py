@@ -1,7 +1,7 @@
 """Coverage gaps: what recorded selections could not cover (``scoi gaps``, the page's Gaps panel).
 
 Revision ID: 0021
-Revises: 0015
+Revises: 0018
 Create Date: 2026-11-24
 
 Every recorded selection knows its sentence's words and tree terms, its BM25 pool and its
@@ -14,7 +14,7 @@ nothing new is stored.
 from alembic import op
 
 revision = "0021"
-down_revision = "0017"
+down_revision = "0018"
 branch_labels = None
 depends_on = None
 

@@ -98,12 +98,32 @@ def run_batches(label: str, unit: str, show_bar: bool, errors: tuple[type[Except
         fail("interrupted; batches already committed are kept, rerun to continue", code=130)
 
 
+#: ``--parser`` help, shared by every command that takes it.
+PARSER_HELP = ("A language's parser, repeatable: a spaCy package (fr=fr_core_news_md), a pipeline directory "
+               "(de=/path/to/pipeline: spacy-stanza, spacy-udpipe or your own), ru=natasha, or L=none (no trees).")
+
+
 def parser_options(parser: list[str]) -> dict[str, str]:
     """``--parser fr=fr_core_news_md`` options over ``SCOI_PARSERS`` (see scoi.config)."""
     from scoi.config import parse_parser_overrides, parser_overrides_from_env
 
+    from scoi.analysis import parser_name
+
     try:
-        return {**parser_overrides_from_env(), **parse_parser_overrides(parser)}
+        return {lang: parser_name(name)
+                for lang, name in {**parser_overrides_from_env(), **parse_parser_overrides(parser)}.items()}
+    except ValueError as e:
+        fail(str(e))
+
+
+def given_parsers(parser: list[str]) -> dict[str, str]:
+    """The ``--parser`` options alone (not SCOI_PARSERS): what a job or schedule records in
+    its params and signature (the selection then refuses a source parsed otherwise)."""
+    from scoi.analysis import parser_name
+    from scoi.config import parse_parser_overrides
+
+    try:
+        return {lang: parser_name(name) for lang, name in parse_parser_overrides(parser).items()}
     except ValueError as e:
         fail(str(e))
 
@@ -211,8 +231,9 @@ def parse_key_values(items: list[str], option: str) -> dict[str, Any]:
 METHOD_HELP = method_help()
 EMBEDDER_HELP = ("Embedding model of --method fuzzy / fuzzy-ann (the --model given to `scoi embed`; default: "
                  "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2).")
-RBM25_HELP = ("R-BM25 variant (--method rbm25): ctq (CTQ Scorer's, behind the published numbers) | agrawal "
-              "(Agrawal et al.'s release).")
+RBM25_HELP = ("R-BM25 variant (--method rbm25): moses (default: CTQ Scorer's re-ranking over Moses tokens, "
+              "scoi's; better end to end) | ctq (CTQ Scorer's code exactly, its tokenizer too: the published "
+              "numbers) | agrawal (Agrawal et al.'s release).")
 ORDER_HELP = ("Example order in the prompt: reverse (default, as published: the first example selected comes "
               "last, right before the sentence) | selection (first selected first) | random (seeded by --seed).")
 BACKEND_OPT_HELP = ("Backend option KEY=VALUE (repeatable), stored with the job. Secrets (api_key, tokens, "

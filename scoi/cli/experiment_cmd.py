@@ -71,7 +71,8 @@ def run(
     tgt: str = typer.Option(..., "--tgt", help="Target language code, e.g. en."),
     model: str = typer.Option(..., "--model", "-m", help="Backend spec: hf:DIR, gguf:FILE, openai:MODEL, ..."),
     methods: str = typer.Option("zero,random,bm25,rbm25,poly-topk,dpp,scoi", "--methods",
-                                help="Comma-separated methods, one table row each (random: mean of --random-seeds)."),
+                                help="Comma-separated methods, one table row each (random: mean of --random-seeds; "
+                                     "rbm25:ctq / rbm25:agrawal: R-BM25 with that variant, rbm25 alone is moses)."),
     ks: str = typer.Option("4", "--k", help="Comma-separated numbers of examples, e.g. 1,4."),
     orders: str = typer.Option("reverse", "--orders", help="Comma-separated example orders (reverse, selection)."),
     templates: str = typer.Option("xglm", "--templates", help="Comma-separated prompt templates (xglm, alpaca, FILE)."),

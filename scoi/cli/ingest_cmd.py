@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from scoi.cli.common import console, database_url, emit_json, parser_options, print_rows, run_batches
+from scoi.cli.common import PARSER_HELP, console, database_url, emit_json, parser_options, print_rows, run_batches
 
 
 def ingest(
@@ -18,7 +18,10 @@ def ingest(
     corpus: str | None = typer.Option(None, "--corpus", help="Corpus name (default: from the file name)."),
     fmt: str | None = typer.Option(None, "--format", help="tsv | moses | tmx | jsonl (default: guessed)."),
     workers: int = typer.Option(1, "--workers", min=0, help="Parser processes (0 = parse in this process)."),
-    parser: list[str] = typer.Option([], "--parser", help="Override a language's spaCy pipeline: fr=fr_core_news_md."),
+    parser: list[str] = typer.Option([], "--parser", help=PARSER_HELP),
+    require_parser: bool = typer.Option(False, "--require-parser",
+                                        help="Refuse a language without a parser (default: store it without "
+                                             "trees; `scoi reanalyze --lang L` adds them later)."),
     skip_bad: bool = typer.Option(False, "--skip-bad", help="Skip and list bad rows instead of stopping."),
     batch_size: int | None = typer.Option(None, "--batch-size", min=1,
                                           help="Pairs per transaction, parsed as 4 tasks (default: 2048)."),
@@ -47,8 +50,8 @@ def ingest(
     files = [str(file)] + ([str(file2)] if file2 else [])
     overrides = parser_options(parser)
     opts = IngestOptions(files=files, src=src, tgt=tgt, corpus=corpus, fmt=fmt, workers=workers,
-                         skip_bad=skip_bad, header=header, parsers=overrides, embed=embed,
-                         tmx_keep_codes=tmx_keep_codes)
+                         skip_bad=skip_bad, header=header, parsers=overrides, require_parser=require_parser,
+                         embed=embed, tmx_keep_codes=tmx_keep_codes)
     if batch_size:
         opts.batch_size = batch_size
     url = database_url()
@@ -81,22 +84,44 @@ def _rate(per_second: float) -> str:
     return f"{per_second:.0f}" if per_second >= 10 or per_second == 0 else f"{per_second:.2g}"
 
 
-def corpora(json_out: bool = typer.Option(False, "--json", help="Print a JSON array.")) -> None:
-    """List corpora with their pair counts."""
-    from ingest.runs import list_corpora
+def corpora(json_out: bool = typer.Option(False, "--json", help="Print a JSON array (of corpora; with "
+                                                                    "--languages, of languages)."),
+            languages: bool = typer.Option(False, "--languages",
+                                           help="Only the languages: sentences with and without trees, by parser.")
+            ) -> None:
+    """List corpora with their pair counts, then per language how many sentences have
+    dependency trees and from which parser (methods such as scoi need the source's trees)."""
+    from ingest.runs import language_trees, list_corpora
     from scoi.db import connect
 
     with connect(database_url()) as conn:
-        rows = list_corpora(conn)
+        rows = [] if languages else list_corpora(conn)
+        langs = language_trees(conn)
     if json_out:
-        emit_json(rows)
+        emit_json(langs if languages else rows)
         return
-    if not rows:
-        console.print("no corpora yet: load one with `scoi ingest FILE --src fr --tgt en`")
-        return
-    print_rows(["corpus", "direction", "pairs", "eligible", "runs", "last ingest"],
-               [[r["name"], f"{r['src_lang']}-{r['tgt_lang']}", str(r["pairs"]), str(r["both_sides_eligible"]),
-                 str(r["runs"]), str(r["last_ingest"] or "")[:19]] for r in rows])
+    if not languages:
+        if not rows:
+            console.print("no corpora yet: load one with `scoi ingest FILE --src fr --tgt en`")
+            return
+        print_rows(["corpus", "direction", "pairs", "eligible", "runs", "last ingest"],
+                   [[r["name"], f"{r['src_lang']}-{r['tgt_lang']}", str(r["pairs"]), str(r["both_sides_eligible"]),
+                     str(r["runs"]), str(r["last_ingest"] or "")[:19]] for r in rows])
+        console.print()
+    print_rows(["language", "sentences", "with trees", "parser"], _language_rows(langs))
+
+
+def _language_rows(rows: list[dict]) -> list[list[str]]:
+    """One line per language and scheme: sentences, how many have trees, the parser."""
+    from scoi.analysis import Scheme
+
+    out = []
+    for r in rows:
+        scheme = Scheme(r["parser"], r["version"], r["tree_tokens"])
+        trees = r["sentences"] if scheme.has_trees else 0
+        parser = str(scheme) if scheme.has_trees else f"none (add trees: scoi reanalyze --lang {r['lang']})"
+        out.append([r["lang"], str(r["sentences"]), str(trees), parser])
+    return out
 
 
 def ingest_runs(corpus: str | None = typer.Option(None, "--corpus", help="Only the runs of this corpus."),

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import typer
 
-from scoi.cli.common import (BACKEND_OPT_HELP, DEST_COLUMN_HELP, DEST_KEY_HELP, DEST_TABLE_HELP, DEST_URL_HELP,
-                             EMBEDDER_HELP, METHOD_HELP, ORDER_HELP, RBM25_HELP, SOURCE_SQL_HELP, SOURCE_TIMEOUT_HELP,
-                             SOURCE_URL_HELP,
+from scoi.cli.common import (PARSER_HELP, given_parsers, BACKEND_OPT_HELP, DEST_COLUMN_HELP, DEST_KEY_HELP,
+                             DEST_TABLE_HELP, DEST_URL_HELP, EMBEDDER_HELP, METHOD_HELP, ORDER_HELP, RBM25_HELP,
+                             SOURCE_SQL_HELP, SOURCE_TIMEOUT_HELP, SOURCE_URL_HELP,
                              console, database_url, emit_json, err_console, fail, parse_key_values, print_rows)
 
 job_app = typer.Typer(help="Batch translation jobs stored in PostgreSQL.", no_args_is_help=True)
@@ -86,7 +86,8 @@ def submit(
     max_new_tokens: int = typer.Option(128, "--max-new-tokens", min=1, help="Generation limit per item."),
     backend_opt: list[str] = typer.Option([], "--backend-opt", help=BACKEND_OPT_HELP),
     embedder: str | None = typer.Option(None, "--embedder", help=EMBEDDER_HELP),
-    rbm25_variant: str = typer.Option("ctq", "--rbm25-variant", help=RBM25_HELP),
+    rbm25_variant: str = typer.Option("moses", "--rbm25-variant", help=RBM25_HELP),
+    parser: list[str] = typer.Option([], "--parser", help=PARSER_HELP),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the job as JSON."),
 ) -> None:
     """Create a job with one item per input line (or per row of --source-sql); `scoi worker`
@@ -104,7 +105,7 @@ def submit(
     spec = JobSpec(src=src, tgt=tgt, model=model, method=method, k=k, template=template, name=name,
                    max_attempts=max_attempts, pool=pool, fill=fill, corpora=corpus or None, order=order, seed=seed,
                    max_new_tokens=max_new_tokens, backend_options=parse_key_values(backend_opt, "--backend-opt"),
-                   embedder=embedder, rbm25_variant=rbm25_variant)
+                   embedder=embedder, rbm25_variant=rbm25_variant, parsers=given_parsers(parser))
     with _connect() as conn:
         try:
             if source_sql is not None:

@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from scoi.cli.common import console, database_url, emit_json, parser_options, run_batches
+from scoi.cli.common import PARSER_HELP, console, database_url, emit_json, parser_options, run_batches
 
 
 def reanalyze(
@@ -15,13 +15,14 @@ def reanalyze(
     workers: int = typer.Option(1, "--workers", min=0, help="Parser processes (0 = parse in this process)."),
     batch_size: int | None = typer.Option(None, "--batch-size", min=1,
                                           help="Sentences per transaction and parse task (default: 512)."),
-    parser: list[str] = typer.Option([], "--parser", help="A language's spaCy pipeline: fr=fr_core_news_md."),
+    parser: list[str] = typer.Option([], "--parser", help=PARSER_HELP),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: one JSON summary object."),
 ) -> None:
     """Re-parse the stored sentences whose trees were built with another analysis scheme.
 
     Run after `scoi db upgrade` on a database ingested before trees were built over the
-    parser's own tokens (or to move to another pipeline or version). Only the trees'
+    parser's own tokens, to add trees to a language stored without (no parser was installed
+    at ingest), or to move to another pipeline or version. Only the trees'
     terms change; tokens, the BM25 index and pairs are kept. Safe to interrupt and rerun,
     and to run beside an ingest.
     """

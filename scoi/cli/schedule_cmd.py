@@ -14,9 +14,9 @@ from typing import Any
 
 import typer
 
-from scoi.cli.common import (BACKEND_OPT_HELP, DEST_COLUMN_HELP, DEST_KEY_HELP, DEST_TABLE_HELP, DEST_URL_HELP,
-                             METHOD_HELP, ORDER_HELP, SOURCE_SQL_HELP, SOURCE_TIMEOUT_HELP,
-                             SOURCE_URL_HELP, database_url, emit_json, fail,
+from scoi.cli.common import (PARSER_HELP, given_parsers, BACKEND_OPT_HELP, DEST_COLUMN_HELP, DEST_KEY_HELP,
+                             DEST_TABLE_HELP, DEST_URL_HELP, METHOD_HELP, ORDER_HELP, SOURCE_SQL_HELP,
+                             SOURCE_TIMEOUT_HELP, SOURCE_URL_HELP, database_url, emit_json, fail,
                              parse_key_values, print_rows)
 
 schedule_app = typer.Typer(help="Recurring translation jobs, stored in PostgreSQL and run by `scoi worker`.",
@@ -58,6 +58,7 @@ def add(
     seed: int = typer.Option(0, "--seed", help="Seed for random selection / order."),
     max_new_tokens: int = typer.Option(128, "--max-new-tokens", min=1, help="Generation limit per item."),
     backend_opt: list[str] = typer.Option([], "--backend-opt", help=BACKEND_OPT_HELP),
+    parser: list[str] = typer.Option([], "--parser", help=PARSER_HELP),
     input_file: Path | None = typer.Option(None, "--input", "-i",
                                            help="Source: a text file; each run adds its new lines."),
     source_sql: str | None = typer.Option(None, "--source-sql", help=SOURCE_SQL_HELP),
@@ -99,7 +100,8 @@ def add(
         dest = Destination("file", path=str(dest_file.resolve()), format=dest_format)
     spec = JobSpec(src=src, tgt=tgt, model=model, method=method, k=k, template=template, name=name,
                    max_attempts=max_attempts, pool=pool, fill=fill, corpora=list(corpus) or None, order=order,
-                   seed=seed, max_new_tokens=max_new_tokens, backend_options=parse_key_values(backend_opt, "--backend-opt"))
+                   seed=seed, max_new_tokens=max_new_tokens, backend_options=parse_key_values(backend_opt, "--backend-opt"),
+                   parsers=given_parsers(parser))
     url = database_url()
     out = _run(add_schedule, name, cron, spec, source, dest, url, tz=tz)
     if json_out:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import typer
 
-from scoi.cli.common import (EMBEDDER_HELP, METHOD_HELP, ORDER_HELP, RBM25_HELP, Steps, console, database_url,
-                             emit_json, err_console, fail)
+from scoi.cli.common import (EMBEDDER_HELP, METHOD_HELP, ORDER_HELP, PARSER_HELP, RBM25_HELP, Steps, console,
+                             database_url, emit_json, err_console, fail, parser_options)
 
 EF_HELP = "fuzzy-ann: HNSW candidates searched per query (pgvector hnsw.ef_search; larger: better recall, slower)."
 
@@ -17,10 +17,10 @@ VERBOSE_HELP = ("Print where the command's time went (imports, server, migration
 
 
 def _selector(src: str, tgt: str, k: int, method: str, pool: int, similarity: str, word_overlap: str,
-              fill: str, seed: int, corpus: list[str], steps: Steps, rbm25_variant: str = "ctq",
-              embedder: str | None = None, ef_search: int = 40):
+              fill: str, seed: int, corpus: list[str], steps: Steps, rbm25_variant: str = "moses",
+              embedder: str | None = None, ef_search: int = 40, parser: list[str] | None = None):
     """A Selector with its analyser loaded, each start-up step timed in ``steps``."""
-    from scoi.analysis import ParserNotAvailable, import_spacy, load_pipeline, needs_torch
+    from scoi.analysis import ParserNotAvailable, import_spacy, load_trees, needs_torch
     from scoi.core.greedy import EMBEDDING_METHODS
     from scoi.embedder import EmbedderError
     from scoi.embeddings import EmbeddingError
@@ -34,13 +34,14 @@ def _selector(src: str, tgt: str, k: int, method: str, pool: int, similarity: st
         # Reads from SCOI_READ_DATABASE_URL's replica when set; --record writes to the primary.
         sel = Selector(src, tgt, url=url, read_url=resolve_read_url(), corpora=corpus or None, k=k, method=method, pool=pool,
                        similarity=similarity, word_overlap=word_overlap, fill=fill, seed=seed,
-                       rbm25_variant=rbm25_variant, embedder=embedder, ef_search=ef_search)
+                       rbm25_variant=rbm25_variant, embedder=embedder, ef_search=ef_search,
+                       parser=parser_options(parser or []).get(src.lower()))
         steps.step("selector set-up (SQL)")
         # What the first query would load anyway, loaded here step by step to time it.
         import_spacy(with_torch=needs_torch(sel.scheme.name))
         steps.step("spaCy import")
-        load_pipeline(sel.scheme.name)
-        steps.step(f"pipeline load ({sel.scheme.name})")
+        load_trees(sel.scheme.name)
+        steps.step(f"pipeline load ({sel.scheme})")
         sel.analyzer  # noqa: B018 - builds the Moses normaliser and tokeniser
         steps.step("Moses set-up")
         if method in EMBEDDING_METHODS:
@@ -66,9 +67,11 @@ def select(
     tgt: str = typer.Option(..., "--tgt", help="Target language code."),
     k: int = typer.Option(4, "-k", "--k", min=0, help="Number of examples."),
     method: str = typer.Option("scoi", "--method", help=METHOD_HELP),
-    rbm25_variant: str = typer.Option("ctq", "--rbm25-variant", help=RBM25_HELP),
+    rbm25_variant: str = typer.Option("moses", "--rbm25-variant", help=RBM25_HELP),
     embedder: str | None = typer.Option(None, "--embedder", help=EMBEDDER_HELP),
     ef_search: int = typer.Option(40, "--ef-search", min=1, help=EF_HELP),
+    parser: list[str] = typer.Option([], "--parser", help=PARSER_HELP + " The source's must be the one its "
+                                                                        "stored sentences were parsed with."),
     pool: int = typer.Option(100, "--pool", min=1, help="Candidates preselected by BM25."),
     similarity: str = typer.Option("distance", "--similarity", help="Term similarity: distance | cosine."),
     word_overlap: str = typer.Option("set", "--word-overlap", help="Word coverage: set | multiset."),
@@ -95,7 +98,7 @@ def select(
         except TextFileError as e:
             fail(str(e))
     sel = _selector(src, tgt, k, method, pool, similarity, word_overlap, fill, seed, corpus, steps, rbm25_variant,
-                    embedder, ef_search)
+                    embedder, ef_search, parser)
     if show_sql and method == "fuzzy-ann":
         from scoi.embeddings import ann_sql
 
@@ -155,7 +158,7 @@ def prompt(
     tgt: str = typer.Option(..., "--tgt", help="Target language code."),
     k: int = typer.Option(4, "-k", "--k", min=0, help="Number of examples."),
     method: str = typer.Option("scoi", "--method", help=METHOD_HELP),
-    rbm25_variant: str = typer.Option("ctq", "--rbm25-variant", help=RBM25_HELP),
+    rbm25_variant: str = typer.Option("moses", "--rbm25-variant", help=RBM25_HELP),
     embedder: str | None = typer.Option(None, "--embedder", help=EMBEDDER_HELP),
     template: str = typer.Option("xglm", "--template", help="xglm | alpaca | path to a Jinja2 template."),
     order: str = typer.Option("reverse", "--order", help=ORDER_HELP),

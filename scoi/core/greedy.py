@@ -31,7 +31,7 @@ from scoi.core.coverage import (
 from scoi.core.dpp import dpp
 from scoi.core.fuzzy import fuzzy_rank
 from scoi.core.methods import EMBEDDING_METHODS, METHODS
-from scoi.core.rbm25 import check_variant, rbm25
+from scoi.core.rbm25 import DEFAULT_RBM25_VARIANT, check_variant, rbm25
 
 SIMILARITIES = ("distance", "cosine")
 WORD_OVERLAPS = ("set", "multiset")
@@ -260,7 +260,7 @@ def select(
     seed: int = 0,
     term_table: np.ndarray | None = None,
     query_term_ids: np.ndarray | None = None,
-    rbm25_variant: str = "ctq",
+    rbm25_variant: str = DEFAULT_RBM25_VARIANT,
     embeddings: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> list[Pick]:
     """Select up to k candidates for one query with ``method`` (one of :data:`METHODS`).
@@ -268,7 +268,8 @@ def select(
     Pools smaller than k return every candidate (except ``rbm25`` with ``rbm25_variant``
     ``agrawal``, which stops at its threshold); ``zero`` and k = 0 return [].
     ``rbm25`` reads ``query_tokens`` and the candidates' tokens as given (the selector
-    passes Moses tokens for ``ctq`` and sacreBLEU 13a tokens for ``agrawal``).
+    passes Moses tokens for ``moses``, :func:`scoi.core.rbm25.ctq_tokens` for ``ctq`` and
+    sacreBLEU 13a tokens for ``agrawal``).
     ``term_table``: when every candidate carries ``term_ids`` (rows of this table, the
     same multiset as its ``terms``), distinct terms are found by id — same result, faster;
     likewise for the query with ``query_term_ids`` (the rows of ``query_terms``).

@@ -7,6 +7,9 @@ METHODS = ("scoi", "scoi-word-first", "syntax", "word", "poly-topk", "bm25", "rb
            "random", "zero")
 #: The methods that rank by sentence embeddings (they need ``scoi embed`` first).
 EMBEDDING_METHODS = ("fuzzy", "fuzzy-ann")
+#: The methods that never read a dependency tree: a source language stored without trees
+#: (no parser installed) serves them; the others need the source sentences' trees.
+TREELESS_METHODS = ("bm25", "rbm25", "random", "zero", *EMBEDDING_METHODS)
 
 
 def method_help() -> str:

@@ -677,7 +677,7 @@ CREATE TABLE public.parser (
     version text NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     tree_tokens text NOT NULL,
-    CONSTRAINT parser_tree_tokens_check CHECK ((tree_tokens = ANY (ARRAY['moses'::text, 'spacy'::text])))
+    CONSTRAINT parser_tree_tokens_check CHECK ((tree_tokens = ANY (ARRAY['moses'::text, 'spacy'::text, 'razdel'::text, 'none'::text])))
 );
 
 -- VIEW label_inventory

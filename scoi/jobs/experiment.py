@@ -99,10 +99,14 @@ class ExperimentSpec:
         return "bm25" if "bm25" in self.methods else self.methods[0]
 
     def job_spec(self, cell: Cell) -> JobSpec:
-        return JobSpec(src=self.src, tgt=self.tgt, model=self.model, method=cell.method, k=cell.k,
+        """The cell's job. A method ``rbm25:VARIANT`` (e.g. ``rbm25:ctq`` beside
+        ``rbm25``, whose variant is the default ``moses``) compares R-BM25 variants."""
+        method, _, variant = cell.method.partition(":")
+        return JobSpec(src=self.src, tgt=self.tgt, model=self.model, method=method, k=cell.k,
                        template=cell.template, name=cell.job_name(self.name), max_attempts=self.max_attempts,
                        pool=self.pool, order=cell.order, seed=cell.seed, max_new_tokens=self.max_new_tokens,
-                       backend_options=self.backend_options, embedder=self.embedder)
+                       backend_options=self.backend_options, embedder=self.embedder,
+                       **({"rbm25_variant": variant} if variant else {}))
 
     def grid_json(self) -> dict[str, Any]:
         d = asdict(self)

@@ -56,7 +56,8 @@ class JobSpec:
     max_new_tokens: int = 128
     backend_options: dict[str, Any] = field(default_factory=dict)
     embedder: str | None = None  # fuzzy / fuzzy-ann: the embedding model (default: the paper's)
-    rbm25_variant: str = "ctq"   # rbm25: CTQ Scorer's variant (the paper's numbers) or Agrawal et al.'s
+    rbm25_variant: str = "moses"  # rbm25: moses (scoi's), ctq (as published) or agrawal (docs/method.md §7.1)
+    parsers: dict[str, str] = field(default_factory=dict)  # --parser LANG=NAME: the parser the source must be on
 
     def __post_init__(self) -> None:
         # One spelling in params and signatures (an unknown order is rejected by validate()).
@@ -67,7 +68,8 @@ class JobSpec:
         so a later change of the default never changes what a stored job means)."""
         return {"pool": self.pool, "fill": self.fill, "corpora": self.corpora, "order": self.order,
                 "seed": self.seed, "max_new_tokens": self.max_new_tokens,
-                "backend_options": self.backend_options, **self._method_params()}
+                "backend_options": self.backend_options, **self._method_params(),
+                **({"parsers": self.parsers} if self.parsers else {})}
 
     def _method_params(self) -> dict[str, str]:
         """The settings only one method reads: ``embedder`` (stored name) for the embedding
@@ -87,6 +89,7 @@ class JobSpec:
         return "|".join([
             f"{self.src}-{self.tgt}", f"method:{self.method}",
             *(f"{n.removesuffix('_variant')}:{v}" for n, v in self._method_params().items()),
+            *([f"parsers:{','.join(f'{k}={v}' for k, v in sorted(self.parsers.items()))}"] if self.parsers else []),
             f"k:{self.k}", f"pool:{self.pool}",
             f"fill:{self.fill}", f"seed:{self.seed}", f"corpora:{','.join(self.corpora) if self.corpora else 'all'}",
             f"model:{self.model}", f"template:{self.template}", f"order:{self.order}",
@@ -217,11 +220,13 @@ def validate(conn: psycopg.Connection, spec: JobSpec) -> None:
         raise JobError(f"job name {spec.name!r} must be non-empty and not a number (numbers are job ids)")
     check_backend_options(spec.backend_options)
     if spec.method != "zero" and spec.k > 0:
-        from scoi.selector import direction_exists
+        from scoi.selector import direction_exists, trees_missing
 
         if not direction_exists(conn, spec.src, spec.tgt):
             raise JobError(f"no corpus holds {spec.src}-{spec.tgt} pairs to pick examples from; load one first: "
                            f"scoi ingest FILE --src {spec.src} --tgt {spec.tgt} (or use --method zero)")
+        if problem := trees_missing(conn, spec.src, spec.method):
+            raise JobError(problem)
     if spec.method == "rbm25":
         from scoi.core.rbm25 import RBM25_VARIANTS
 

@@ -322,8 +322,13 @@ class Worker:
 
     def selector(self, job: Job):
         p = job.params
+        from scoi.core.methods import TREELESS_METHODS
+
+        # A method that reads no tree runs on a source stored without trees: its own selector.
+        treeless = job.method in TREELESS_METHODS
+        parser = (p.get("parsers") or {}).get(job.src_lang)
         key = (job.src_lang, job.tgt_lang, p.get("pool", 100), p.get("fill", "none"), p.get("seed", 0),
-               tuple(p.get("corpora") or ()), p.get("embedder"), p.get("rbm25_variant", "ctq"))
+               tuple(p.get("corpora") or ()), p.get("embedder"), p.get("rbm25_variant", "moses"), treeless, parser)
         sel = self._selectors.get(key)
         if sel is None:
             t0 = time.perf_counter()
@@ -331,8 +336,9 @@ class Worker:
 
             sel = Selector(job.src_lang, job.tgt_lang, url=self.url, read_url=self.read_url,
                            corpora=p.get("corpora") or None,
-                           pool=p.get("pool", 100), fill=p.get("fill", "none"), seed=p.get("seed", 0),
-                           embedder=p.get("embedder"), rbm25_variant=p.get("rbm25_variant", "ctq"))
+                           method=job.method if treeless else "scoi", pool=p.get("pool", 100),
+                           fill=p.get("fill", "none"), seed=p.get("seed", 0), parser=parser,
+                           embedder=p.get("embedder"), rbm25_variant=p.get("rbm25_variant", "moses"))
             sel.analyzer  # load the parser now, not inside the first item's timing
             self._selectors[key] = sel
             self._setup_seconds += time.perf_counter() - t0

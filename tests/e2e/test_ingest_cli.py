@@ -83,12 +83,12 @@ def _bad_inputs(tmp_path, pairs):
     cases["NUL character"] = ([str(path)], ["nul.jsonl:31", "NUL character"])  # fails at COPY otherwise
 
     path = write_tsv(tmp_path / "ok.tsv", good)
-    cases["unsupported language"] = ([str(path), "--src", "xx"], ["'xx'", "no dependency parser"])
+    cases["no parser, --require-parser"] = ([str(path), "--src", "xx", "--require-parser"], ["'xx'", "no dependency parser"])
     return cases
 
 
 BAD = ["moses line counts", "tsv without tab", "empty side", "invalid utf-8", "malformed tmx", "NUL character",
-       "unsupported language"]
+       "no parser, --require-parser"]
 
 
 def _check_refused(db_url, code, stdout, stderr, expected):

@@ -104,3 +104,36 @@ def test_connect_registers_pgvector_types_where_the_extension_is(db_url, server_
     with connect(same_server(server_url, "postgres"), autocommit=True) as conn:  # no extension there
         assert conn.execute("SELECT count(*) FROM pg_extension WHERE extname = 'vector'").fetchone()[0] == 0
         assert conn.execute("SELECT 1").fetchone()[0] == 1
+
+
+def test_rbm25_ctq_of_stored_rows_becomes_moses(db_url):
+    """0018: ``ctq`` now names the published tokenization; jobs, schedules and recorded
+    selections stored as ``ctq`` (Moses tokens) are renamed ``moses``, so none changes
+    meaning; downgrade renames them back."""
+    engine = get_engine(db_url)
+    downgrade(engine, "0015")
+    sig = "fr-en|method:rbm25|rbm25:ctq|k:4|pool:100"
+    with psycopg.connect(db_url) as conn:
+        for name, method, params in [("a", "rbm25", '{"rbm25_variant": "ctq"}'), ("b", "rbm25", "{}"),
+                                     ("c", "rbm25", '{"rbm25_variant": "agrawal"}'), ("d", "scoi", "{}")]:
+            conn.execute("INSERT INTO job (name, src_lang, tgt_lang, method, k, model, template, params, signature) "
+                         "VALUES (%s, 'fr', 'en', %s, 4, 'm', 'xglm', %s, %s)",
+                         [name, method, params, sig.replace("rbm25:ctq", "rbm25:agrawal") if name == "c" else sig])
+        conn.execute("INSERT INTO selection (query, src_lang, tgt_lang, method, k, params, signature, query_tokens) "
+                     "VALUES ('q', 'fr', 'en', 'rbm25', 4, '{\"rbm25_variant\": \"ctq\"}', %s, '{q}')", [sig])
+        conn.execute("INSERT INTO schedule (name, cron, spec) VALUES ('s', '* * * * *', "
+                     "'{\"method\": \"rbm25\", \"rbm25_variant\": \"ctq\"}')")
+    upgrade(engine)
+    with psycopg.connect(db_url) as conn:
+        jobs = dict((n, (p.get("rbm25_variant"), s)) for n, p, s in conn.execute(
+            "SELECT name, params, signature FROM job"))
+        assert jobs == {"a": ("moses", sig.replace("ctq", "moses")), "b": ("moses", sig.replace("ctq", "moses")),
+                        "c": ("agrawal", sig.replace("ctq", "agrawal")), "d": (None, sig)}
+        assert conn.execute("SELECT params->>'rbm25_variant', signature FROM selection").fetchone() == \
+            ("moses", sig.replace("ctq", "moses"))
+        assert conn.execute("SELECT spec->>'rbm25_variant' FROM schedule").fetchone()[0] == "moses"
+    downgrade(engine, "0015")
+    with psycopg.connect(db_url) as conn:
+        assert conn.execute("SELECT params->>'rbm25_variant', signature FROM job WHERE name = 'a'").fetchone() == \
+            ("ctq", sig)
+    upgrade(engine)

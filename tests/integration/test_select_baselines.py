@@ -23,6 +23,12 @@ def literal_picks(sel: Selector, result, variant: str) -> list[tuple[int, str]]:
         tok = Tokenizer13a()
         tokens = tok(result.query.rstrip()).split()
         cands = [c._replace(tokens=tok(row.src.rstrip()).split()) for c, row in zip(cands, result.candidates)]
+    if variant == "ctq":  # CTQ Scorer's code: Indic NLP's tokenizer itself, without . , ?
+        from indicnlp.tokenize.indic_tokenize import trivial_tokenize
+
+        ctq = lambda text: [t for t in trivial_tokenize(text, "fr") if t not in (".", ",", "?")]  # noqa: E731
+        tokens = ctq(result.query)
+        cands = [c._replace(tokens=ctq(row.src)) for c, row in zip(cands, result.candidates)]
     picks = ref.select(query_terms, tokens, cands, result.k, result.method, rbm25_variant=variant)
     return [(result.candidates[p.index].pair_id, p.criterion) for p in picks]
 
@@ -31,7 +37,7 @@ def test_rbm25_and_dpp_on_the_demo_corpus(server_url, template_url) -> None:
     queries = [fr for fr, _ in demo_pairs(DEMO_TEST)][:6]
     with scratch_database(server_url) as url:
         ingest_inprocess(url, [DEMO])
-        runs = [("rbm25", "ctq"), ("rbm25", "agrawal"), ("dpp", "ctq")]
+        runs = [("rbm25", "moses"), ("rbm25", "ctq"), ("rbm25", "agrawal"), ("dpp", "moses")]
         for method, variant in runs:
             with Selector("fr", "en", url=url, pool=30, method=method, rbm25_variant=variant) as sel:
                 for q in queries:

@@ -73,3 +73,14 @@ def test_p_at_alpha_is_not_significant():
     out = table(cells, rows, ["bleu"], baseline=0)
     assert not out["rows"][1]["significance"]["bleu"]["significant"]
     assert format_cell(out["rows"][1], "bleu") == "2.00"
+
+
+def test_rbm25_variants_are_rows_of_their_own():
+    """``rbm25`` (scoi's Moses-token variant) beside ``rbm25:ctq`` (as published)."""
+    spec = ExperimentSpec("e", "fr", "en", "m", methods=["rbm25", "rbm25:ctq", "rbm25:agrawal"])
+    jobs = [spec.job_spec(c) for c in spec.cells()]
+    assert [(j.method, j.rbm25_variant) for j in jobs] == [("rbm25", "moses"), ("rbm25", "ctq"),
+                                                           ("rbm25", "agrawal")]
+    assert [j.name for j in jobs] == ["e/rbm25-k4-reverse-xglm-s0", "e/rbm25:ctq-k4-reverse-xglm-s0",
+                                      "e/rbm25:agrawal-k4-reverse-xglm-s0"]
+    assert "|rbm25:ctq|" in jobs[1].signature() and "|rbm25:moses|" in jobs[0].signature()

@@ -30,6 +30,6 @@ def test_rbm25_variant_is_a_job_setting_of_rbm25_jobs_only():
     agrawal = JobSpec("fr", "en", "openai:m", method="rbm25", rbm25_variant="agrawal")
     assert agrawal.params()["rbm25_variant"] == "agrawal"
     assert "|method:rbm25|rbm25:agrawal|k:4|" in agrawal.signature()
-    assert "|rbm25:ctq|" in JobSpec("fr", "en", "openai:m", method="rbm25").signature()
+    assert "|rbm25:moses|" in JobSpec("fr", "en", "openai:m", method="rbm25").signature()  # the default
     plain = JobSpec("fr", "en", "openai:m", method="scoi", rbm25_variant="agrawal")
     assert "rbm25_variant" not in plain.params() and "rbm25" not in plain.signature()

@@ -39,9 +39,11 @@ WHERE (SELECT array_agg(t.key || '=' || st.mult ORDER BY t.key) FROM sentence_te
       (SELECT array_agg(u.k || '=' || u.m ORDER BY u.k) FROM unnest(s.term_keys, s.term_mults) AS u(k, m));
 
 -- name: sentence_root_term
--- sentences without the virtual root term once
-SELECT count(*) FROM sentence s
-WHERE NOT EXISTS (SELECT 1 FROM unnest(s.term_keys, s.term_mults) AS u(k, m) WHERE u.k = 'ROOT' AND u.m = 1);
+-- sentences without the virtual root term once (or, stored without trees, with terms)
+SELECT count(*) FROM sentence s JOIN parser p ON p.id = s.parser_id
+WHERE CASE WHEN p.tree_tokens = 'none' THEN cardinality(s.term_keys) > 0
+      ELSE NOT EXISTS (SELECT 1 FROM unnest(s.term_keys, s.term_mults) AS u(k, m) WHERE u.k = 'ROOT' AND u.m = 1)
+      END;
 
 -- name: sentence_n_tokens
 -- n_tokens <> cardinality(tokens)
