@@ -125,6 +125,12 @@ def installed_pipelines() -> dict[str, tuple[str, str]]:
 
 def choose_parser(lang: str, override: str | None = None) -> ParserChoice:
     """Pick the spaCy pipeline for ``lang``: the override, the paper's default, or any installed one."""
+    from scoi.core.names import BadName, check_language_code
+
+    try:  # the install hint below pastes ``lang`` into a command to copy
+        check_language_code(lang)
+    except BadName as e:
+        raise ParserNotAvailable(str(e)) from None
     pipelines = installed_pipelines()
     wanted = override or DEFAULT_PIPELINES.get(lang)
     if wanted and wanted in pipelines:

@@ -151,17 +151,22 @@ class OpenAIBackend:
         seconds = time.perf_counter() - started
         try:
             choice = data["choices"][0]
-            text = (choice["message"]["content"] if self.chat else choice["text"]) or ""
+            text = choice["message"]["content"] if self.chat else choice["text"]
         except (KeyError, IndexError, TypeError):
             raise BackendError(
                 f"unexpected response from {self.base_url}{path}: {str(data)[:BODY_EXCERPT]}"
             ) from None
-        usage = data.get("usage") or {}
+        if text is None:  # a chat message without content (e.g. a refusal): an empty answer
+            text = ""
+        if not isinstance(text, str):  # a number or a list: not a translation, and not ours to guess
+            raise BackendError(f"{self.base_url}{path}: the server returned a non-string text: "
+                               f"{type(text).__name__}")
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         return Generation(
             text=cut_at_stop(text, stop)[0],
             seconds=seconds,
-            prompt_tokens=usage.get("prompt_tokens"),
-            completion_tokens=usage.get("completion_tokens"),
+            prompt_tokens=_count(usage.get("prompt_tokens")),
+            completion_tokens=_count(usage.get("completion_tokens")),
         )
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -206,6 +211,11 @@ class OpenAIBackend:
     def _count_retry(self, state: RetryCallState) -> None:
         with self._lock:
             self.retries += 1
+
+
+def _count(value: Any) -> int | None:
+    """A token count from the server's ``usage``, or None when it sent something else."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def _retry_after(value: str | None) -> float | None:
