@@ -27,7 +27,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 __all__ = ["SecretError", "check_database_url", "check_options", "check_value", "database_hint",
-           "describe_database_url", "is_secret_name", "options_hint"]
+           "describe_database_url", "is_secret_name", "options_hint", "redact_url"]
 
 
 class SecretError(ValueError):
@@ -130,6 +130,21 @@ def _find(value: Any, path: str) -> str | None:
         if match:
             return f"a {match.group(1).lower()}= setting{at}"
     return None
+
+
+def redact_url(url: str) -> str:
+    """An HTTP URL for messages: scheme, host, port and path only (user info, query and
+    fragment dropped: a URL from the environment may carry a key there)."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "(an unreadable URL)"
+    if not parts.scheme or not parts.netloc:
+        return url.split("?", 1)[0].split("#", 1)[0].rsplit("@", 1)[-1]
+    host = f"[{host}]" if ":" in host else host
+    return f"{parts.scheme}://{host}{port}{parts.path}"
 
 
 def options_hint() -> str:

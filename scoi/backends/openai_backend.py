@@ -24,6 +24,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_aft
 
 from scoi.config import openai_api_key, openai_base_url
 from scoi.core.prompt import DEFAULT_STOP_MARKERS
+from scoi.secrets import redact_url
 
 from .base import BackendError, Generation, cut_at_stop
 
@@ -80,6 +81,9 @@ class OpenAIBackend:
         self.chat = chat
         self.name = name or f"{'openai-chat' if chat else 'openai'}:{model}"
         self.base_url = (base_url or openai_base_url() or DEFAULT_BASE_URL).rstrip("/")
+        # What messages (stored as items' errors) show: no user info or query, where a URL
+        # from the environment may carry a key.
+        self.shown_url = redact_url(self.base_url)
         key = api_key if api_key is not None else openai_api_key()
         self.timeout = timeout
         self.max_retries = max_retries
@@ -126,7 +130,7 @@ class OpenAIBackend:
         self.close()
 
     def __repr__(self) -> str:
-        return f"OpenAIBackend({self.name!r}, base_url={self.base_url!r})"
+        return f"OpenAIBackend({self.name!r}, base_url={self.shown_url!r})"
 
     # -- one request -----------------------------------------------------------------------
 
@@ -154,12 +158,12 @@ class OpenAIBackend:
             text = choice["message"]["content"] if self.chat else choice["text"]
         except (KeyError, IndexError, TypeError):
             raise BackendError(
-                f"unexpected response from {self.base_url}{path}: {str(data)[:BODY_EXCERPT]}"
+                f"unexpected response from {self.shown_url}{path}: {str(data)[:BODY_EXCERPT]}"
             ) from None
         if text is None:  # a chat message without content (e.g. a refusal): an empty answer
             text = ""
         if not isinstance(text, str):  # a number or a list: not a translation, and not ours to guess
-            raise BackendError(f"{self.base_url}{path}: the server returned a non-string text: "
+            raise BackendError(f"{self.shown_url}{path}: the server returned a non-string text: "
                                f"{type(text).__name__}")
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         return Generation(
@@ -176,13 +180,13 @@ class OpenAIBackend:
         try:
             return retrying(self._post_once, path, body)
         except _Transient as exc:
-            raise BackendError(f"{self.base_url}{path} still failing after {self.max_retries} retries; "
+            raise BackendError(f"{self.shown_url}{path} still failing after {self.max_retries} retries; "
                                f"last: {exc.problem}") from None
 
     def _post_once(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         import httpx
 
-        url = f"{self.base_url}{path}"
+        url = f"{self.shown_url}{path}"
         try:
             response = self._client.post(path, json=body)
         except httpx.TransportError as exc:  # connection refused, timeouts, resets
