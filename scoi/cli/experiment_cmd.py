@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from scoi.cli.common import console, database_url, emit_json, fail, parse_key_values, print_rows, say
+from scoi.cli.common import BACKEND_OPT_HELP, console, database_url, emit_json, fail, parse_key_values, print_rows, say
 from scoi.core.limits import LIMITS
 
 experiment_app = typer.Typer(help="Compare selection methods on a test file with references (the paper's table).",
@@ -82,7 +82,7 @@ def run(
     pool: int = typer.Option(100, "--pool", min=1, max=LIMITS["pool"][1], help="Preselected candidates per sentence."),
     max_new_tokens: int = typer.Option(128, "--max-new-tokens", min=1, max=LIMITS["max_new_tokens"][1],
                                        help="Generation limit per item."),
-    backend_opt: list[str] = typer.Option([], "--backend-opt", help="Backend option KEY=VALUE (repeatable)."),
+    backend_opt: list[str] = typer.Option([], "--backend-opt", help=BACKEND_OPT_HELP),
     embedder: str | None = typer.Option(None, "--embedder", help="Embedding model of fuzzy / fuzzy-ann (name or "
                                                                  "directory, as given to `scoi embed`)."),
     workers: int = typer.Option(1, "--workers", min=0, max=LIMITS["workers"][1],
