@@ -60,6 +60,7 @@ class Option:
     high: float | None = None
     choices: tuple[str, ...] | None = None
     nullable: bool = False
+    secret: bool = False  # taken from Python code, never from stored settings (not listed)
 
     def describe(self) -> str:
         if self.choices:
@@ -84,7 +85,7 @@ OPTIONS: dict[str, dict[str, Option]] = {
     },
     "openai": {
         "base_url": Option(str),
-        "api_key": Option(str),  # accepted from Python code; never stored (scoi.secrets)
+        "api_key": Option(str, secret=True),  # never stored (scoi.secrets): the environment's
         "timeout": Option(_NUMBER, 0.001, 86400),
         "max_retries": Option(int, 0, 100),
         "base_delay": Option(_NUMBER, 0, 3600),
@@ -159,7 +160,7 @@ def check_options(spec: BackendSpec, options: Mapping[str, Any]) -> None:
             close = difflib.get_close_matches(str(name), list(accepted), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise BackendSpecError(f"unknown backend option {str(name)[:60]!r} for {spec.kind}{hint}; accepted: "
-                                   f"{', '.join(sorted(accepted))}")
+                                   f"{', '.join(sorted(n for n, o in accepted.items() if not o.secret))}")
         _check_value(name, rule, value, spec.family)
 
 

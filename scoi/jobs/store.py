@@ -165,7 +165,7 @@ def check_backend_options(options: dict[str, Any], where: str = "backend option"
 
 def validate(conn: psycopg.Connection, spec: JobSpec) -> None:
     """Reject a job that could never run, or that would store a secret, before any item is stored."""
-    from scoi.backends.spec import BackendSpecError, check_backend
+    from scoi.backends.spec import BackendSpecError, check_options, parse_spec
     from scoi.core.limits import check_range
     from scoi.core.methods import METHODS
     from scoi.core.names import check_name
@@ -194,9 +194,13 @@ def validate(conn: psycopg.Connection, spec: JobSpec) -> None:
         raise JobError(f"job name {spec.name!r} must not be a number (numbers are job ids)")
     check_backend_options(spec.backend_options)  # a secret first: its message says where keys go
     try:
-        check_backend(spec.model, spec.backend_options)
+        parsed = parse_spec(spec.model)
     except BackendSpecError as e:
-        raise JobError(f"--model/--backend-opt: {e}") from None
+        raise JobError(f"--model: {e}") from None
+    try:
+        check_options(parsed, spec.backend_options)
+    except BackendSpecError as e:
+        raise JobError(f"--backend-opt: {e}") from None
     if spec.method != "zero" and spec.k > 0:
         from scoi.selector import direction_exists
 

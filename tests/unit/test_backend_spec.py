@@ -47,7 +47,7 @@ def test_case_36_bad_specs_are_one_line(spec, message):
 
 
 @pytest.mark.parametrize("spec,options,message", [
-    ("openai:m", {"pwd": "x"}, "unknown backend option 'pwd' for openai; accepted: api_key, base_delay"),
+    ("openai:m", {"pwd": "x"}, "unknown backend option 'pwd' for openai; accepted: base_delay, base_url"),
     ("openai:m", {"concurency": 2}, "unknown backend option 'concurency' for openai (did you mean 'concurrency'?)"),
     ("hf:x", {"concurrency": 2}, "unknown backend option 'concurrency' for hf"),
     ("gguf:x.gguf", {"base_url": "http://h/v1"}, "unknown backend option 'base_url' for gguf"),
