@@ -66,7 +66,7 @@ def add_schedule(conn: psycopg.Connection, name: str, cron: str, spec: JobSpec, 
     except BadName as e:
         raise JobError(str(e)) from None
     if name.strip().isdigit():
-        raise JobError(f"schedule name {name!r} must not be a number")
+        raise JobError(f"schedule name {name!r} must be non-empty and not a number")
     try:
         reading = check_cron(cron, tz)
     except CronError as e:

@@ -191,7 +191,7 @@ def validate(conn: psycopg.Connection, spec: JobSpec) -> None:
     if spec.template not in TEMPLATE_NAMES and not Path(spec.template).expanduser().is_file():
         raise JobError(f"template {spec.template!r} is neither {' nor '.join(TEMPLATE_NAMES)} nor an existing file")
     if spec.name is not None and spec.name.isdigit():
-        raise JobError(f"job name {spec.name!r} must not be a number (numbers are job ids)")
+        raise JobError(f"job name {spec.name!r} must be non-empty and not a number (numbers are job ids)")
     check_backend_options(spec.backend_options)  # a secret first: its message says where keys go
     try:
         parsed = parse_spec(spec.model)
