@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from scoi.cli.common import (EMBEDDER_HELP, METHOD_HELP, ORDER_HELP, RBM25_HELP, Steps, console, database_url,
-                             emit_json, fail)
+                             emit_json, fail, table_cells)
 from scoi.core.limits import LIMITS
 
 EF_HELP = "fuzzy-ann: HNSW candidates searched per query (pgvector hnsw.ef_search; larger: better recall, slower)."
@@ -127,7 +127,7 @@ def _print_result(result) -> None:
         table.add_column(col, overflow="fold")
     for i, p in enumerate(result.selected, 1):
         cov = "" if p.coverage is None else f"{p.coverage:.3f}"
-        table.add_row(str(i), p.criterion, cov, str(p.pair_id), p.src, p.tgt)
+        table.add_row(*table_cells([str(i), p.criterion, cov, str(p.pair_id), p.src, p.tgt]))
     console.print(table)
     t = result.timings_ms
     console.print(f"preselection + fetch {t['pool']:.1f} ms, coverage {t['coverage']:.1f} ms"
