@@ -102,20 +102,27 @@ def _url_problem(text: str) -> str | None:
     return None
 
 
-def _find(value: Any, path: str) -> str | None:
+#: Nesting deeper than this is refused rather than searched (no option needs it).
+MAX_DEPTH = 32
+_TOO_DEEP = "too deep"
+
+
+def _find(value: Any, path: str, depth: int = 0) -> str | None:
     """Where in ``value`` (nested dicts and lists) a secret is, described without it; None if nowhere."""
+    if depth > MAX_DEPTH and isinstance(value, (Mapping, list, tuple)):
+        return _TOO_DEEP
     if isinstance(value, Mapping):
         for key, item in value.items():
             where = f"{path}.{key}" if path else str(key)
             if is_secret_name(str(key)) or _looks_like_token(str(key)):
                 return f"key {_show(key)}" + (f" at {path}" if path else "")
-            found = _find(item, where)
+            found = _find(item, where, depth + 1)
             if found:
                 return found
         return None
     if isinstance(value, (list, tuple)):
         for i, item in enumerate(value):
-            found = _find(item, f"{path}[{i}]")
+            found = _find(item, f"{path}[{i}]", depth + 1)
             if found:
                 return found
         return None
@@ -158,6 +165,9 @@ def options_hint() -> str:
 def check_value(value: Any, where: str) -> None:
     """Refuse ``value`` (a string, or nested JSON) if it holds a secret anywhere."""
     found = _find(value, "")
+    if found == _TOO_DEEP:
+        raise SecretError(f"{where} is nested deeper than {MAX_DEPTH} levels; every level is checked for secrets, "
+                          "so deeper values are refused")
     if found:
         raise SecretError(f"{where} holds a secret ({found}), and secrets are never stored with a job (its settings "
                           f"are plain text any database user can read): {options_hint()}")

@@ -221,6 +221,8 @@ def parse_key_values(items: list[str], option: str) -> dict[str, Any]:
             out[key.strip()] = json.loads(value)
         except json.JSONDecodeError:
             out[key.strip()] = value
+        except RecursionError:
+            fail(f"{option} {printable(key.strip())!r}: the JSON value is nested too deeply")
     return out
 
 

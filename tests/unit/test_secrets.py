@@ -101,3 +101,14 @@ def test_case_22_database_urls_without_a_secret_pass_and_are_described_without_o
         "host=db port=5433 dbname=app user=u"
     assert "SEKRIT" not in describe_database_url("host=/x dbname=d sslpassword=SEKRIT")
     assert "SEKRIT" not in describe_database_url("host=x sslpassword SEKRIT")
+
+
+def test_values_nested_too_deeply_to_search_are_refused():
+    deep: list = []
+    inner = deep
+    for _ in range(40):
+        inner.append([])
+        inner = inner[0]
+    with pytest.raises(SecretError, match=r"backend option 'extra_body' is nested deeper than 32 levels"):
+        check_options({"extra_body": {"a": deep}})
+    check_options({"extra_body": {"a": [[[{"top_k": 1}]]]}})
