@@ -137,6 +137,14 @@ def ingest_files(opts: IngestOptions, url: str, *, progress: Callable[[int], Non
     """Ingest ``opts.files`` into the database at ``url`` (libpq URI, already migrated).
     The files are read twice (validation, then writing): a pipe or FIFO is copied once to
     a temporary file first (ingest.readers.read_once)."""
+    from scoi.core.names import BadName, check_language_code, check_name
+
+    try:  # names and codes are printed by every listing: refused before anything is read or written
+        check_language_code(opts.src, "--src")
+        check_language_code(opts.tgt, "--tgt")
+        check_name("corpus", opts.corpus or _default_corpus_name(opts.files))
+    except BadName as e:
+        raise IngestError(str(e)) from None
     src, tgt = opts.src.lower(), opts.tgt.lower()
     if src == tgt:
         raise IngestError(f"source and target language are both {src!r}")

@@ -222,6 +222,12 @@ def choose_parser(lang: str, override: str | None = None, *, required: bool = Tr
     ``natasha`` or ``none``), the paper's default, any installed spaCy pipeline of the
     language, natasha for Russian. With nothing installed: :data:`NO_PARSER` (sentences
     stored without trees) unless ``required``, which raises instead."""
+    from scoi.core.names import BadName, check_language_code
+
+    try:  # the install hint below pastes ``lang`` into a command to copy
+        check_language_code(lang)
+    except BadName as e:
+        raise ParserNotAvailable(str(e)) from None
     if override:
         if override == NO_PARSER:
             if required:

@@ -35,7 +35,9 @@ def scoi_home() -> Path:
     """Directory for the embedded database and other local state."""
     value = os.environ.get(ENV_HOME)
     if value:
-        return Path(value).expanduser()
+        # Absolute at once: the server's socket path goes into a URL, where a relative
+        # "relhome/pgdata" reads as a host name (the server started, then nobody reached it).
+        return Path(value).expanduser().absolute()
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         return ROOT_HOME
     import platformdirs

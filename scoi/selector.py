@@ -24,7 +24,9 @@ from scoi import __version__
 from scoi.analysis import Scheme
 from scoi.config import read_max_lag_from_env
 from scoi.core.greedy import EMBEDDING_METHODS, METHODS, Candidate, check_args, select as greedy_select
+from scoi.core.limits import LIMITS
 from scoi.core.methods import TREELESS_METHODS
+from scoi.core.names import is_language_code, printable
 from scoi.core.polynomial import LabelSpace, TermTable, expand
 from scoi.core.rbm25 import DEFAULT_RBM25_VARIANT, check_variant, ctq_tokens
 from scoi.db.queries import load
@@ -185,10 +187,14 @@ class Selector:
                  embedder: str | None = None, ef_search: int = 40) -> None:
         check_args(method, similarity, word_overlap, k)
         check_variant(rbm25_variant)
+        for code, option in ((src, "--src"), (tgt, "--tgt")):
+            if not is_language_code(code):  # the hints below paste it into a command to copy
+                raise SelectionError(f"{option} '{printable(code[:40])}' is not a language code; expected an ISO "
+                                     "639 code such as fr, en or pt-BR")
+        if not 1 <= pool <= LIMITS["pool"][1]:
+            raise SelectionError(f"pool size must be from 1 to {LIMITS['pool'][1]}, not {pool}")
         if fill not in FILLS:
             raise SelectionError(f"unknown fill {fill!r}; expected one of {FILLS}")
-        if pool < 1:
-            raise SelectionError("pool size must be at least 1")
         if ef_search < 1:
             raise SelectionError("ef_search must be at least 1")
         self.src, self.tgt = src.lower(), tgt.lower()

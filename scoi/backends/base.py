@@ -4,13 +4,8 @@ A backend turns prompts into raw continuations. It stops decoding at the answer 
 but does not extract the answer: callers apply :func:`scoi.core.prompt.extract_answer`, so
 the stored raw text can always be re-extracted later.
 
-Backend spec strings (``load_backend``)::
-
-    hf:<hub id or local directory>      transformers, local weights
-    gguf:<path to a .gguf file>         transformers, weights dequantised from GGUF
-    openai:<model>                      OpenAI-compatible /completions endpoint
-    openai-chat:<model>                 OpenAI-compatible /chat/completions endpoint
-    <existing .gguf file> | <existing directory>   shorthand for gguf: / hf:
+Backend spec strings (``load_backend``) are read by scoi.backends.spec (hf:, gguf:,
+openai:, openai-chat:, or a bare .gguf file or model directory).
 """
 
 from __future__ import annotations
@@ -21,6 +16,8 @@ from typing import Any, Protocol, Sequence, runtime_checkable
 
 from scoi.core.prompt import DEFAULT_STOP_MARKERS
 
+from .spec import ACCEPTED_FORMS, BackendSpecError, check_backend
+
 __all__ = [
     "ACCEPTED_FORMS",
     "Backend",
@@ -29,12 +26,6 @@ __all__ = [
     "cut_at_stop",
     "load_backend",
 ]
-
-ACCEPTED_FORMS = (
-    "hf:<hub id or local model directory>, gguf:<path to .gguf file>, "
-    "openai:<model> (OpenAI-compatible /completions), openai-chat:<model> "
-    "(/chat/completions), or a bare path to an existing .gguf file or model directory"
-)
 
 
 @dataclass
@@ -95,35 +86,25 @@ def cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
 
 
 def load_backend(spec: str, **options: Any) -> Backend:
-    """Build the backend named by ``spec`` (forms in the module docstring).
+    """Build the backend named by ``spec`` (forms in scoi.backends.spec).
 
     ``options`` go to the backend's constructor (e.g. ``batch_size``/``dtype`` for local
-    models; ``timeout``, ``max_retries``, ``base_delay``, ``concurrency`` for OpenAI).
+    models; ``timeout``, ``max_retries``, ``base_delay``, ``concurrency`` for OpenAI); the
+    spec and the options are read by scoi.backends.spec, as ``job submit`` reads them.
     """
-    spec = spec.strip()
-    kind, sep, rest = spec.partition(":")
-    if sep and kind in {"hf", "gguf", "openai", "openai-chat"}:
-        rest = rest.strip()
-        if not rest:
-            raise BackendError(f"backend spec {spec!r} names no model; accepted forms: {ACCEPTED_FORMS}")
-        if kind == "hf":
-            from .transformers_backend import TransformersBackend
-
-            return TransformersBackend(rest, **options)
-        if kind == "gguf":
-            return _load_gguf(rest, **options)
-        from .openai_backend import OpenAIBackend
-
-        return OpenAIBackend(rest, chat=(kind == "openai-chat"), **options)
-
-    path = Path(spec).expanduser()
-    if spec and path.is_file() and path.suffix.lower() == ".gguf":
-        return _load_gguf(spec, **options)
-    if spec and path.is_dir():
+    try:
+        parsed = check_backend(spec, options)
+    except BackendSpecError as e:
+        raise BackendError(str(e)) from None
+    if parsed.kind == "gguf":
+        return _load_gguf(parsed.target, **options)
+    if parsed.kind == "hf":
         from .transformers_backend import TransformersBackend
 
-        return TransformersBackend(spec, **options)
-    raise BackendError(f"cannot make a backend from {spec!r}; accepted forms: {ACCEPTED_FORMS}")
+        return TransformersBackend(parsed.target, **options)
+    from .openai_backend import OpenAIBackend
+
+    return OpenAIBackend(parsed.target, chat=(parsed.kind == "openai-chat"), **options)
 
 
 def _load_gguf(path_text: str, **options: Any) -> Backend:

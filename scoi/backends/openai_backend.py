@@ -24,6 +24,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_aft
 
 from scoi.config import openai_api_key, openai_base_url
 from scoi.core.prompt import DEFAULT_STOP_MARKERS
+from scoi.secrets import redact_url
 
 from .base import BackendError, Generation, cut_at_stop
 
@@ -80,6 +81,9 @@ class OpenAIBackend:
         self.chat = chat
         self.name = name or f"{'openai-chat' if chat else 'openai'}:{model}"
         self.base_url = (base_url or openai_base_url() or DEFAULT_BASE_URL).rstrip("/")
+        # What messages (stored as items' errors) show: no user info or query, where a URL
+        # from the environment may carry a key.
+        self.shown_url = redact_url(self.base_url)
         key = api_key if api_key is not None else openai_api_key()
         self.timeout = timeout
         self.max_retries = max_retries
@@ -126,7 +130,7 @@ class OpenAIBackend:
         self.close()
 
     def __repr__(self) -> str:
-        return f"OpenAIBackend({self.name!r}, base_url={self.base_url!r})"
+        return f"OpenAIBackend({self.name!r}, base_url={self.shown_url!r})"
 
     # -- one request -----------------------------------------------------------------------
 
@@ -151,17 +155,22 @@ class OpenAIBackend:
         seconds = time.perf_counter() - started
         try:
             choice = data["choices"][0]
-            text = (choice["message"]["content"] if self.chat else choice["text"]) or ""
+            text = choice["message"]["content"] if self.chat else choice["text"]
         except (KeyError, IndexError, TypeError):
             raise BackendError(
-                f"unexpected response from {self.base_url}{path}: {str(data)[:BODY_EXCERPT]}"
+                f"unexpected response from {self.shown_url}{path}: {str(data)[:BODY_EXCERPT]}"
             ) from None
-        usage = data.get("usage") or {}
+        if text is None:  # a chat message without content (e.g. a refusal): an empty answer
+            text = ""
+        if not isinstance(text, str):  # a number or a list: not a translation, and not ours to guess
+            raise BackendError(f"{self.shown_url}{path}: the server returned a non-string text: "
+                               f"{type(text).__name__}")
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         return Generation(
             text=cut_at_stop(text, stop)[0],
             seconds=seconds,
-            prompt_tokens=usage.get("prompt_tokens"),
-            completion_tokens=usage.get("completion_tokens"),
+            prompt_tokens=_count(usage.get("prompt_tokens")),
+            completion_tokens=_count(usage.get("completion_tokens")),
         )
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -171,13 +180,13 @@ class OpenAIBackend:
         try:
             return retrying(self._post_once, path, body)
         except _Transient as exc:
-            raise BackendError(f"{self.base_url}{path} still failing after {self.max_retries} retries; "
+            raise BackendError(f"{self.shown_url}{path} still failing after {self.max_retries} retries; "
                                f"last: {exc.problem}") from None
 
     def _post_once(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         import httpx
 
-        url = f"{self.base_url}{path}"
+        url = f"{self.shown_url}{path}"
         try:
             response = self._client.post(path, json=body)
         except httpx.TransportError as exc:  # connection refused, timeouts, resets
@@ -206,6 +215,11 @@ class OpenAIBackend:
     def _count_retry(self, state: RetryCallState) -> None:
         with self._lock:
             self.retries += 1
+
+
+def _count(value: Any) -> int | None:
+    """A token count from the server's ``usage``, or None when it sent something else."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def _retry_after(value: str | None) -> float | None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import typer
 
 from scoi.core.methods import method_help
+from scoi.core.names import printable
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -47,8 +48,16 @@ def fail(message: str, code: int = 1) -> NoReturn:
     """Print an actionable error and exit non-zero."""
     from rich.text import Text
 
-    err_console.print(Text.assemble(("error: ", "bold red"), message), highlight=False, soft_wrap=True)
+    err_console.print(Text.assemble(("error: ", "bold red"), printable(message)), highlight=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+def say(text: str, *, err: bool = False) -> None:
+    """Print a line of user or database text as it is, control characters escaped
+    (scoi.core.names.printable): no rich markup (``[failed, 2 attempts]``, ``[bold]`` stay),
+    no wrapping at 80 columns when stdout is not a terminal, no ESC sequence reaching the
+    terminal from a name or an error stored in the database."""
+    (err_console if err else console).print(printable(text), markup=False, highlight=False, soft_wrap=True)
 
 
 def emit_json(obj: Any) -> None:
@@ -194,9 +203,11 @@ class Steps:
 
 
 def print_rows(headers: list[str], rows: list[list[str]]) -> None:
-    """A table: on a terminal a rich table whose long cells fold (never cut, never read as
-    markup); otherwise TSV, header first (csv quoting, as `job export`), since a pipe or a
-    file has no width to fit and rich would cut names and models to a few characters."""
+    """A table, control characters of every cell escaped: on a terminal a rich table whose
+    long cells fold (never cut, never read as markup); otherwise TSV, header first (csv
+    quoting, as `job export`), since a pipe or a file has no width to fit and rich would
+    cut names and models to a few characters."""
+    rows = [[printable(cell) for cell in row] for row in rows]
     if not console.is_terminal:
         writer = csv.writer(sys.stdout, delimiter="\t", lineterminator="\n")
         writer.writerow(headers)
@@ -204,12 +215,18 @@ def print_rows(headers: list[str], rows: list[list[str]]) -> None:
         sys.stdout.flush()
         return
     from rich.table import Table
-    from rich.text import Text
 
     table = Table(*headers)
     for row in rows:
-        table.add_row(*(Text(cell, overflow="fold") for cell in row))
+        table.add_row(*table_cells(row))
     console.print(table)
+
+
+def table_cells(cells: list[str]) -> list[Any]:
+    """Cells for a rich table: control characters escaped, long text folded, never read as markup."""
+    from rich.text import Text
+
+    return [Text(printable(cell), overflow="fold") for cell in cells]
 
 
 def parse_key_values(items: list[str], option: str) -> dict[str, Any]:
@@ -224,6 +241,8 @@ def parse_key_values(items: list[str], option: str) -> dict[str, Any]:
             out[key.strip()] = json.loads(value)
         except json.JSONDecodeError:
             out[key.strip()] = value
+        except RecursionError:
+            fail(f"{option} {printable(key.strip())!r}: the JSON value is nested too deeply")
     return out
 
 

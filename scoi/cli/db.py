@@ -40,8 +40,12 @@ def status(json_out: bool = typer.Option(False, "--json", help="Print one JSON o
 def upgrade(revision: str = typer.Argument("head", help="Target revision.")) -> None:
     """Apply schema migrations (also done automatically on first use)."""
     from scoi.db.engine import get_engine
-    from scoi.db.migrate import current_revision, upgrade as do_upgrade
+    from scoi.db.migrate import RevisionError, check_revision, current_revision, upgrade as do_upgrade
 
+    try:
+        check_revision(revision, allowed=("head", "heads"), step="+")  # before the server is started
+    except RevisionError as e:
+        fail(str(e))
     engine = get_engine(migrate=False)
     do_upgrade(engine, revision)
     console.print(f"schema at {current_revision(engine)}")
@@ -51,8 +55,12 @@ def upgrade(revision: str = typer.Argument("head", help="Target revision.")) -> 
 def downgrade(revision: str = typer.Argument(..., help="Target revision, e.g. 'base' or '0001'.")) -> None:
     """Revert schema migrations down to REVISION (drops the tables of later revisions)."""
     from scoi.db.engine import get_engine
-    from scoi.db.migrate import current_revision, downgrade as do_downgrade
+    from scoi.db.migrate import RevisionError, check_revision, current_revision, downgrade as do_downgrade
 
+    try:
+        check_revision(revision, allowed=("base",), step="-")  # before the server is started
+    except RevisionError as e:
+        fail(str(e))
     engine = get_engine(migrate=False)
     do_downgrade(engine, revision)
     console.print(f"schema at {current_revision(engine) or 'base'}")

@@ -7,6 +7,7 @@ import sys
 import typer
 
 from scoi.cli.common import console, database_url, emit_json, run_batches
+from scoi.core.limits import LIMITS
 
 MODEL_HELP = ("sentence-transformers model: a local directory (SentenceTransformer.save) or a Hugging Face "
               "name (needs the hub or its cache; with HF_HUB_OFFLINE=1 only a cached model or a directory works).")
@@ -16,7 +17,8 @@ def embed(
     model: str = typer.Option("sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2", "--model",
                               help=MODEL_HELP),
     lang: list[str] = typer.Option([], "--lang", help="Only sentences of this language (repeatable; default: all)."),
-    batch_size: int = typer.Option(256, "--batch-size", min=1, help="Sentences per encode call and transaction."),
+    batch_size: int = typer.Option(256, "--batch-size", min=1, max=LIMITS["batch_size"][1],
+                                   help="Sentences per encode call and transaction."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: one JSON summary object."),
 ) -> None:
     """Embed the stored sentences that have no embedding by MODEL yet (for --method fuzzy / fuzzy-ann).

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import typer
 
-from scoi.cli.common import console, database_url, emit_json, err_console, fail, parse_key_values, print_rows
+from scoi.cli.common import BACKEND_OPT_HELP, console, database_url, emit_json, fail, parse_key_values, print_rows, say
+from scoi.core.limits import LIMITS
 
 experiment_app = typer.Typer(help="Compare selection methods on a test file with references (the paper's table).",
                              no_args_is_help=True)
@@ -39,10 +40,9 @@ def _print_table(result: dict) -> None:
         rows.append([label, *(str(r[c]) for c in varying), *(format_cell(r, m) for m in columns)])
     print_rows(headers, rows)
     n = max((r.get("n_items", 0) for r in result["rows"]), default=0)
-    console.print(f"{result['experiment']}: {result['direction']}, {result['model']}, {n} sentences; * = differs "
-                  f"from {result['baseline']} (paired bootstrap, {result['n_samples']} samples, p < "
-                  f"{result['alpha']}); random rows are the mean of their seeds, tested on the first",
-                  highlight=False, soft_wrap=True, markup=False)
+    say(f"{result['experiment']}: {result['direction']}, {result['model']}, {n} sentences; * = differs "
+        f"from {result['baseline']} (paired bootstrap, {result['n_samples']} samples, p < "
+        f"{result['alpha']}); random rows are the mean of their seeds, tested on the first")
 
 
 def _report(url: str, name: str, *, comet: str | None, samples: int, partial: bool, json_out: bool) -> None:
@@ -78,17 +78,20 @@ def run(
     templates: str = typer.Option("xglm", "--templates", help="Comma-separated prompt templates (xglm, alpaca, FILE)."),
     baseline: str | None = typer.Option(None, "--baseline", help="Method the others are tested against "
                                                                  "(default: bm25 if compared, else the first)."),
-    random_seeds: int = typer.Option(3, "--random-seeds", min=1, help="Seeds of the random method (paper: 3)."),
-    pool: int = typer.Option(100, "--pool", min=1, help="Preselected candidates per sentence."),
-    max_new_tokens: int = typer.Option(128, "--max-new-tokens", min=1, help="Generation limit per item."),
-    backend_opt: list[str] = typer.Option([], "--backend-opt", help="Backend option KEY=VALUE (repeatable)."),
+    random_seeds: int = typer.Option(3, "--random-seeds", min=1, max=LIMITS["random_seeds"][1],
+                                     help="Seeds of the random method (paper: 3)."),
+    pool: int = typer.Option(100, "--pool", min=1, max=LIMITS["pool"][1], help="Preselected candidates per sentence."),
+    max_new_tokens: int = typer.Option(128, "--max-new-tokens", min=1, max=LIMITS["max_new_tokens"][1],
+                                       help="Generation limit per item."),
+    backend_opt: list[str] = typer.Option([], "--backend-opt", help=BACKEND_OPT_HELP),
     embedder: str | None = typer.Option(None, "--embedder", help="Embedding model of fuzzy / fuzzy-ann (name or "
                                                                  "directory, as given to `scoi embed`)."),
-    workers: int = typer.Option(1, "--workers", min=0,
+    workers: int = typer.Option(1, "--workers", min=0, max=LIMITS["workers"][1],
                                 help="Translate with this many worker processes per job (1: in this process, the "
                                      "model loads once); 0: only queue the jobs, for `scoi worker`s elsewhere."),
     comet: str | None = typer.Option(None, "--comet", help="COMET checkpoint (file or local model directory)."),
-    samples: int = typer.Option(1000, "--samples", min=10, help="Bootstrap resamples for significance."),
+    samples: int = typer.Option(1000, "--samples", min=10, max=LIMITS["samples"][1],
+                                help="Bootstrap resamples for significance."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the table as JSON."),
 ) -> None:
     """Queue one job per grid cell (or resume them), translate them, print the table.
@@ -111,21 +114,21 @@ def run(
                           baseline=baseline, random_seeds=random_seeds, pool=pool, max_new_tokens=max_new_tokens,
                           backend_options=parse_key_values(backend_opt, "--backend-opt"), embedder=embedder)
     url = database_url()
-    say = (lambda msg: None) if json_out else (lambda msg: err_console.print(msg, highlight=False, markup=False))
+    log = (lambda msg: None) if json_out else (lambda msg: say(msg, err=True))
     with connect(url) as conn:
         try:
             experiment, created = create_or_resume(conn, spec, sources, refs, input_path=str(input_file.resolve()),
                                                    references_path=str(references.resolve()))
         except JobError as e:
             fail(str(e))
-    say(f"experiment {name}: {len(experiment.cells)} jobs ({created} new) of {len(sources)} sentences")
+    log(f"experiment {name}: {len(experiment.cells)} jobs ({created} new) of {len(sources)} sentences")
     if workers == 0:
-        say("jobs queued; run `scoi worker --burst`, then `scoi experiment show " + name + "`")
+        log("jobs queued; run `scoi worker --burst`, then `scoi experiment show " + name + "`")
         if json_out:
             emit_json({"experiment": name, "jobs": [job.id for _, job in experiment.cells], "created": created})
         return
     try:
-        run_jobs(url, experiment, workers=workers, log=say, read_url=resolve_read_url())
+        run_jobs(url, experiment, workers=workers, log=log, read_url=resolve_read_url())
     except KeyboardInterrupt:
         fail("interrupted; rerun the same command to resume", code=130)
     _report(url, name, comet=comet, samples=samples, partial=False, json_out=json_out)
@@ -135,7 +138,8 @@ def run(
 def show(
     name: str = typer.Argument(..., help="Experiment name."),
     comet: str | None = typer.Option(None, "--comet", help="COMET checkpoint, to add or refresh COMET scores."),
-    samples: int = typer.Option(1000, "--samples", min=10, help="Bootstrap resamples for significance."),
+    samples: int = typer.Option(1000, "--samples", min=10, max=LIMITS["samples"][1],
+                                help="Bootstrap resamples for significance."),
     partial: bool = typer.Option(False, "--partial", help="Score the items done so far of unfinished jobs."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the table as JSON."),
 ) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from scoi.cli.common import PARSER_HELP, console, database_url, emit_json, parser_options, print_rows, run_batches
+from scoi.core.limits import LIMITS
 
 
 def ingest(
@@ -17,13 +18,14 @@ def ingest(
     tgt: str = typer.Option(..., "--tgt", help="Target language code, e.g. en."),
     corpus: str | None = typer.Option(None, "--corpus", help="Corpus name (default: from the file name)."),
     fmt: str | None = typer.Option(None, "--format", help="tsv | moses | tmx | jsonl (default: guessed)."),
-    workers: int = typer.Option(1, "--workers", min=0, help="Parser processes (0 = parse in this process)."),
+    workers: int = typer.Option(1, "--workers", min=0, max=LIMITS["workers"][1],
+                                help="Parser processes (0 = parse in this process)."),
     parser: list[str] = typer.Option([], "--parser", help=PARSER_HELP),
     require_parser: bool = typer.Option(False, "--require-parser",
                                         help="Refuse a language without a parser (default: store it without "
                                              "trees; `scoi reanalyze --lang L` adds them later)."),
     skip_bad: bool = typer.Option(False, "--skip-bad", help="Skip and list bad rows instead of stopping."),
-    batch_size: int | None = typer.Option(None, "--batch-size", min=1,
+    batch_size: int | None = typer.Option(None, "--batch-size", min=1, max=LIMITS["batch_size"][1],
                                           help="Pairs per transaction, parsed as 4 tasks (default: 2048)."),
     header: bool | None = typer.Option(None, "--header/--no-header",
                                        help="TSV: the first line is a header / is a pair (default: detected, see README)."),
@@ -125,7 +127,8 @@ def _language_rows(rows: list[dict]) -> list[list[str]]:
 
 
 def ingest_runs(corpus: str | None = typer.Option(None, "--corpus", help="Only the runs of this corpus."),
-                limit: int = typer.Option(20, "--limit", min=1, help="How many runs, newest first."),
+                limit: int = typer.Option(20, "--limit", min=1, max=LIMITS["limit"][1],
+                                          help="How many runs, newest first."),
                 json_out: bool = typer.Option(False, "--json", help="Print a JSON array.")) -> None:
     """List recent ingest runs: running, done, failed, or dead (its process is gone, e.g. killed)."""
     from ingest.runs import list_runs

@@ -14,22 +14,24 @@ import typer
 from scoi.cli.common import (PARSER_HELP, given_parsers, BACKEND_OPT_HELP, DEST_COLUMN_HELP, DEST_KEY_HELP,
                              DEST_TABLE_HELP, DEST_URL_HELP, EMBEDDER_HELP, METHOD_HELP, ORDER_HELP, RBM25_HELP,
                              SOURCE_SQL_HELP, SOURCE_TIMEOUT_HELP, SOURCE_URL_HELP,
-                             console, database_url, emit_json, err_console, fail, parse_key_values, print_rows)
+                             console, database_url, emit_json, err_console, fail, parse_key_values, print_rows, say,
+                             table_cells)
+from scoi.core.limits import LIMITS
+from scoi.core.names import printable
 
 job_app = typer.Typer(help="Batch translation jobs stored in PostgreSQL.", no_args_is_help=True)
 
 
 
 def _say(text: str) -> None:
-    """Print a line as it is: job names, models, errors and signatures are user or model
-    text, in which rich would take ``[failed, 2 attempts]`` or ``[bold]`` for markup (and
-    drop it), and wrap long lines at 80 columns when stdout is not a terminal."""
-    console.print(text, markup=False, highlight=False, soft_wrap=True)
+    """Print a line as it is, control characters escaped (job names, models, errors and
+    signatures are user or model text: see scoi.cli.common.say)."""
+    say(text)
 
 
 def _log(text: str) -> None:
     """A worker's log line, on stderr (stdout stays clean for --json), printed as it is."""
-    err_console.print(text, markup=False, highlight=False, soft_wrap=True)
+    say(text, err=True)
 
 
 def _connect():
@@ -73,17 +75,20 @@ def submit(
     dest_column: str | None = typer.Option(None, "--dest-column", help=DEST_COLUMN_HELP),
     dest_url: str | None = typer.Option(None, "--dest-url", help=DEST_URL_HELP),
     method: str = typer.Option("scoi", "--method", help=METHOD_HELP),
-    k: int = typer.Option(4, "-k", "--k", min=0, help="Examples per prompt."),
+    k: int = typer.Option(4, "-k", "--k", min=0, max=LIMITS["k"][1], help="Examples per prompt."),
     references: Path | None = typer.Option(None, "--references", "-r", help="Reference translations, line-aligned."),
     name: str | None = typer.Option(None, "--name", help="Unique job name (usable instead of the id)."),
     template: str = typer.Option("xglm", "--template", help="xglm | alpaca | path of a Jinja2 template."),
-    max_attempts: int = typer.Option(3, "--max-attempts", min=1, help="Attempts per item before it fails."),
-    pool: int = typer.Option(100, "--pool", min=1, help="Preselected candidates per sentence."),
+    max_attempts: int = typer.Option(3, "--max-attempts", min=1, max=LIMITS["max_attempts"][1],
+                                     help="Attempts per item before it fails."),
+    pool: int = typer.Option(100, "--pool", min=1, max=LIMITS["pool"][1], help="Preselected candidates per sentence."),
     corpus: list[str] = typer.Option([], "--corpus", help="Pick examples from this corpus only (repeatable)."),
     fill: str = typer.Option("none", "--fill", help="none | random: fill up to k with random examples."),
     order: str = typer.Option("reverse", "--order", help=ORDER_HELP),
-    seed: int = typer.Option(0, "--seed", help="Seed for random selection / order."),
-    max_new_tokens: int = typer.Option(128, "--max-new-tokens", min=1, help="Generation limit per item."),
+    seed: int = typer.Option(0, "--seed", min=LIMITS["seed"][0], max=LIMITS["seed"][1],
+                             help="Seed for random selection / order."),
+    max_new_tokens: int = typer.Option(128, "--max-new-tokens", min=1, max=LIMITS["max_new_tokens"][1],
+                                       help="Generation limit per item."),
     backend_opt: list[str] = typer.Option([], "--backend-opt", help=BACKEND_OPT_HELP),
     embedder: str | None = typer.Option(None, "--embedder", help=EMBEDDER_HELP),
     rbm25_variant: str = typer.Option("moses", "--rbm25-variant", help=RBM25_HELP),
@@ -140,10 +145,11 @@ def sync(
     tgt: str | None = typer.Option(None, "--tgt", help="Target language code (needed on the first run)."),
     model: str | None = typer.Option(None, "--model", "-m", help="Backend spec (needed on the first run)."),
     method: str | None = typer.Option(None, "--method", help=METHOD_HELP + " Default scoi."),
-    k: int | None = typer.Option(None, "-k", "--k", min=0, help="Examples per prompt (default 4)."),
+    k: int | None = typer.Option(None, "-k", "--k", min=0, max=LIMITS["k"][1], help="Examples per prompt (default 4)."),
     references: Path | None = typer.Option(None, "--references", "-r", help="Reference translations, line-aligned."),
     template: str | None = typer.Option(None, "--template", help="xglm | alpaca | PATH (default xglm)."),
-    max_attempts: int = typer.Option(3, "--max-attempts", min=1, help="Attempts per item (first run)."),
+    max_attempts: int = typer.Option(3, "--max-attempts", min=1, max=LIMITS["max_attempts"][1],
+                                     help="Attempts per item (first run)."),
     backend_opt: list[str] = typer.Option([], "--backend-opt", help=BACKEND_OPT_HELP + " First run only."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: what was added, as JSON."),
 ) -> None:
@@ -315,14 +321,17 @@ def cancel_cmd(job: str = typer.Argument(..., help="Job id or name."),
 # --------------------------------------------------------------------------- worker
 def worker(
     burst: bool = typer.Option(False, "--burst", help="Exit once no item is claimable (cron, CI)."),
-    batch_size: int = typer.Option(8, "--batch-size", min=1, help="Items claimed and generated together."),
-    concurrency: int = typer.Option(1, "--concurrency", min=1, help="Worker processes to run (each loads the model)."),
+    batch_size: int = typer.Option(8, "--batch-size", min=1, max=LIMITS["batch_size"][1],
+                                   help="Items claimed and generated together."),
+    concurrency: int = typer.Option(1, "--concurrency", min=1, max=LIMITS["workers"][1],
+                                    help="Worker processes to run (each loads the model)."),
     stall_timeout: float = typer.Option(300.0, "--stall-timeout", min=0.1,
                                         help="Seconds without heartbeat before a live but stuck worker's item is "
                                              "re-claimed (a dead worker's go at once); use one value "
                                              "for all workers (each beats every min(timeout/3, 10) s)."),
     job: str | None = typer.Option(None, "--job", help="Only this job's items (id or name)."),
-    max_items: int | None = typer.Option(None, "--max-items", min=1, help="Stop after claiming this many items."),
+    max_items: int | None = typer.Option(None, "--max-items", min=1, max=LIMITS["limit"][1],
+                                         help="Stop after claiming this many items."),
     poll: float = typer.Option(2.0, "--poll", min=0.05, help="Idle wait between claims, seconds."),
     prefetch: bool = typer.Option(True, "--prefetch/--no-prefetch",
                                   help="Select the next batch's examples while this batch generates (same "
@@ -397,7 +406,8 @@ def eval_jobs(
     baseline: str | None = typer.Option(None, "--baseline",
                                         help="With --compare: the job the others are tested against "
                                              "(default: the first)."),
-    samples: int = typer.Option(1000, "--samples", min=100, help="With --compare: bootstrap resamples."),
+    samples: int = typer.Option(1000, "--samples", min=100, max=LIMITS["samples"][1],
+                                help="With --compare: bootstrap resamples."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the scores as JSON."),
 ) -> None:
     """BLEU and chrF (sacrebleu) of a job against its references, COMET with --comet; stored.
@@ -432,11 +442,12 @@ def eval_jobs(
 
         table = Table("job", "method", "k", "model", "template", *columns, "items")
         for r in rows:
-            table.add_row(r["name"] or str(r["job_id"]), r["method"], str(r["k"]), r["model"], r["template"],
-                          *(_score_cell(r, c) for c in columns), str(r["n_items"]))
+            table.add_row(*table_cells([r["name"] or str(r["job_id"]), r["method"], str(r["k"]), r["model"],
+                                        r["template"], *(_score_cell(r, c) for c in columns), str(r["n_items"])]))
         if len(rows) > 1:
             n = max((v["n_items"] for r in rows for v in r.get("significance", {}).values()), default=0)
-            table.caption = (f"paired bootstrap ({samples} resamples) against {rows[base]['name'] or rows[base]['job_id']}"
+            table.caption = (f"paired bootstrap ({samples} resamples) against "
+                             f"{printable(rows[base]['name'] or str(rows[base]['job_id']))}"
                              f" over {n} items all jobs translated: mean ± 95% interval; * p < 0.05")
         console.print(table)
         return

@@ -7,13 +7,15 @@ import sys
 import typer
 
 from scoi.cli.common import PARSER_HELP, console, database_url, emit_json, parser_options, run_batches
+from scoi.core.limits import LIMITS
 
 
 def reanalyze(
     lang: list[str] = typer.Option([], "--lang", help="Language to re-analyse (repeatable; default: every "
                                                       "language with sentences on another scheme)."),
-    workers: int = typer.Option(1, "--workers", min=0, help="Parser processes (0 = parse in this process)."),
-    batch_size: int | None = typer.Option(None, "--batch-size", min=1,
+    workers: int = typer.Option(1, "--workers", min=0, max=LIMITS["workers"][1],
+                                help="Parser processes (0 = parse in this process)."),
+    batch_size: int | None = typer.Option(None, "--batch-size", min=1, max=LIMITS["batch_size"][1],
                                           help="Sentences per transaction and parse task (default: 512)."),
     parser: list[str] = typer.Option([], "--parser", help=PARSER_HELP),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: one JSON summary object."),

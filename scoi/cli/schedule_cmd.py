@@ -17,7 +17,8 @@ import typer
 from scoi.cli.common import (PARSER_HELP, given_parsers, BACKEND_OPT_HELP, DEST_COLUMN_HELP, DEST_KEY_HELP,
                              DEST_TABLE_HELP, DEST_URL_HELP, METHOD_HELP, ORDER_HELP, SOURCE_SQL_HELP,
                              SOURCE_TIMEOUT_HELP, SOURCE_URL_HELP, database_url, emit_json, fail,
-                             parse_key_values, print_rows)
+                             parse_key_values, print_rows, say)
+from scoi.core.limits import LIMITS
 
 schedule_app = typer.Typer(help="Recurring translation jobs, stored in PostgreSQL and run by `scoi worker`.",
                            no_args_is_help=True)
@@ -48,15 +49,18 @@ def add(
     tgt: str = typer.Option(..., "--tgt", help="Target language code, e.g. en."),
     model: str = typer.Option(..., "--model", "-m", help="Backend spec: hf:DIR, gguf:FILE, openai:MODEL, ..."),
     method: str = typer.Option("scoi", "--method", help=METHOD_HELP),
-    k: int = typer.Option(4, "-k", "--k", min=0, help="Examples per prompt."),
+    k: int = typer.Option(4, "-k", "--k", min=0, max=LIMITS["k"][1], help="Examples per prompt."),
     template: str = typer.Option("xglm", "--template", help="xglm | alpaca | path of a Jinja2 template."),
-    max_attempts: int = typer.Option(3, "--max-attempts", min=1, help="Attempts per item before it fails."),
-    pool: int = typer.Option(100, "--pool", min=1, help="Preselected candidates per sentence."),
+    max_attempts: int = typer.Option(3, "--max-attempts", min=1, max=LIMITS["max_attempts"][1],
+                                     help="Attempts per item before it fails."),
+    pool: int = typer.Option(100, "--pool", min=1, max=LIMITS["pool"][1], help="Preselected candidates per sentence."),
     corpus: list[str] = typer.Option([], "--corpus", help="Pick examples from this corpus only (repeatable)."),
     fill: str = typer.Option("none", "--fill", help="none | random: fill up to k with random examples."),
     order: str = typer.Option("reverse", "--order", help=ORDER_HELP),
-    seed: int = typer.Option(0, "--seed", help="Seed for random selection / order."),
-    max_new_tokens: int = typer.Option(128, "--max-new-tokens", min=1, help="Generation limit per item."),
+    seed: int = typer.Option(0, "--seed", min=LIMITS["seed"][0], max=LIMITS["seed"][1],
+                             help="Seed for random selection / order."),
+    max_new_tokens: int = typer.Option(128, "--max-new-tokens", min=1, max=LIMITS["max_new_tokens"][1],
+                                       help="Generation limit per item."),
     backend_opt: list[str] = typer.Option([], "--backend-opt", help=BACKEND_OPT_HELP),
     parser: list[str] = typer.Option([], "--parser", help=PARSER_HELP),
     input_file: Path | None = typer.Option(None, "--input", "-i",
@@ -107,7 +111,7 @@ def add(
     if json_out:
         emit_json(out)
         return
-    typer.echo(f"schedule {name}: {out['reads']} ({tz}); job {out['job_id']}; the source has "
+    say(f"schedule {name}: {out['reads']} ({tz}); job {out['job_id']}; the source has "
                f"{out['source_rows']} rows now; next tick {_when(out['next_tick'])}. `scoi worker` runs it "
                f"(`scoi schedule run {name}` runs it now).")
 
@@ -122,7 +126,7 @@ def list_cmd(json_out: bool = typer.Option(False, "--json", help="Print a JSON a
         emit_json(rows)
         return
     if not rows:
-        typer.echo("no schedules yet: add one with `scoi schedule add NAME --cron \"15 2 * * *\" ...`")
+        say("no schedules yet: add one with `scoi schedule add NAME --cron \"15 2 * * *\" ...`")
         return
     print_rows(["name", "cron", "timezone", "state", "job", "last tick", "last run", "next tick"],
                [[r["name"], r["cron"], r["timezone"], "paused" if r["paused"] else "active", str(r["job_id"] or "-"),
@@ -134,7 +138,7 @@ def list_cmd(json_out: bool = typer.Option(False, "--json", help="Print a JSON a
 
 @schedule_app.command("show")
 def show(name: str = typer.Argument(..., help="Schedule name."),
-         runs: int = typer.Option(10, "--runs", min=1, help="Recent runs to show."),
+         runs: int = typer.Option(10, "--runs", min=1, max=LIMITS["limit"][1], help="Recent runs to show."),
          json_out: bool = typer.Option(False, "--json", help="Print a JSON object.")) -> None:
     """A schedule: template, source, destination (and its delivery state), job progress, recent runs."""
     from scoi.jobs.schedules import show_schedule
@@ -144,28 +148,28 @@ def show(name: str = typer.Argument(..., help="Schedule name."),
         emit_json(s)
         return
     spec = s["spec"]
-    typer.echo(f"schedule {s['name']}: {s['cron']} ({s['timezone']}), {'paused' if s['paused'] else 'active'}, "
+    say(f"schedule {s['name']}: {s['cron']} ({s['timezone']}), {'paused' if s['paused'] else 'active'}, "
                f"next tick {_when(s['next_tick'])}")
-    typer.echo(f"  job {s['job_id']}: {spec['src']}-{spec['tgt']} method={spec['method']} k={spec['k']} "
+    say(f"  job {s['job_id']}: {spec['src']}-{spec['tgt']} method={spec['method']} k={spec['k']} "
                f"model={spec['model']} template={spec['template']}")
     src = s.get("source")
     if src:
-        typer.echo(f"  source: {src['path']}" if src["kind"] == "file" else
+        say(f"  source: {src['path']}" if src["kind"] == "file" else
                    f"  source: {src['query']} (on {src['url'] or 'the scoi database'})")
     dest = s.get("destination")
     if dest:
         where = (f"{dest['path']} ({dest['format']})" if dest["kind"] == "file" else
                  f"{dest['table']}.{dest['column']} by {dest['key']} (on {dest['url'] or 'the scoi database'})")
         error = f"; error: {dest['last_error']}" if dest["last_error"] else ""
-        typer.echo(f"  destination: {where}; {dest['pending']} outputs waiting, last delivery "
+        say(f"  destination: {where}; {dest['pending']} outputs waiting, last delivery "
                    f"{_when(dest['last_delivered_at'])}{error}")
     job = s.get("job")
     if job:
-        typer.echo(f"  items: {job['done']}/{job['total']} done, {job['queued']} queued, {job['running']} running, "
+        say(f"  items: {job['done']}/{job['total']} done, {job['queued']} queued, {job['running']} running, "
                    f"{job['failed']} failed")
     for r in s["runs"]:
         what = f"error: {r['error']}" if r["error"] else f"{r['added']} added, {r['skipped']} skipped"
-        typer.echo(f"  run {_when(r['tick'])}{' (manual)' if r['manual'] else ''} by {r['worker']}: {what}")
+        say(f"  run {_when(r['tick'])}{' (manual)' if r['manual'] else ''} by {r['worker']}: {what}")
 
 
 @schedule_app.command("pause")
@@ -175,7 +179,7 @@ def pause(name: str = typer.Argument(..., help="Schedule name."),
     from scoi.jobs.schedules import set_paused
 
     _run(set_paused, name, True)
-    emit_json({"name": name, "paused": True}) if json_out else typer.echo(f"schedule {name}: paused")
+    emit_json({"name": name, "paused": True}) if json_out else say(f"schedule {name}: paused")
 
 
 @schedule_app.command("resume")
@@ -185,7 +189,7 @@ def resume(name: str = typer.Argument(..., help="Schedule name."),
     from scoi.jobs.schedules import set_paused
 
     _run(set_paused, name, False)
-    emit_json({"name": name, "paused": False}) if json_out else typer.echo(f"schedule {name}: active")
+    emit_json({"name": name, "paused": False}) if json_out else say(f"schedule {name}: active")
 
 
 @schedule_app.command("rm")
@@ -198,7 +202,7 @@ def rm(name: str = typer.Argument(..., help="Schedule name."),
     if json_out:
         emit_json({"name": name, "removed": True, "job_id": job_id})
     else:
-        typer.echo(f"schedule {name}: removed (job {job_id} and its outputs are kept)")
+        say(f"schedule {name}: removed (job {job_id} and its outputs are kept)")
 
 
 @schedule_app.command("run")
@@ -215,6 +219,6 @@ def run(name: str = typer.Argument(..., help="Schedule name."),
     elif result.error:
         fail(f"schedule {name}: the run failed: {result.error}")
     else:
-        typer.echo(f"schedule {name}: {result.added} new items in job {result.job_id}, {result.skipped} skipped")
+        say(f"schedule {name}: {result.added} new items in job {result.job_id}, {result.skipped} skipped")
     if result.error:
         raise typer.Exit(1)

@@ -7,7 +7,8 @@ from pathlib import Path
 import typer
 
 from scoi.cli.common import (EMBEDDER_HELP, METHOD_HELP, ORDER_HELP, PARSER_HELP, RBM25_HELP, Steps, console,
-                             database_url, emit_json, err_console, fail, parser_options)
+                             database_url, emit_json, err_console, fail, parser_options, table_cells)
+from scoi.core.limits import LIMITS
 
 EF_HELP = "fuzzy-ann: HNSW candidates searched per query (pgvector hnsw.ef_search; larger: better recall, slower)."
 
@@ -65,18 +66,19 @@ def select(
     text: str | None = typer.Argument(None, help="Sentence to translate (source language)."),
     src: str = typer.Option(..., "--src", help="Source language code."),
     tgt: str = typer.Option(..., "--tgt", help="Target language code."),
-    k: int = typer.Option(4, "-k", "--k", min=0, help="Number of examples."),
+    k: int = typer.Option(4, "-k", "--k", min=0, max=LIMITS["k"][1], help="Number of examples."),
     method: str = typer.Option("scoi", "--method", help=METHOD_HELP),
     rbm25_variant: str = typer.Option("moses", "--rbm25-variant", help=RBM25_HELP),
     embedder: str | None = typer.Option(None, "--embedder", help=EMBEDDER_HELP),
-    ef_search: int = typer.Option(40, "--ef-search", min=1, help=EF_HELP),
+    ef_search: int = typer.Option(40, "--ef-search", min=1, max=LIMITS["ef_search"][1], help=EF_HELP),
     parser: list[str] = typer.Option([], "--parser", help=PARSER_HELP + " The source's must be the one its "
                                                                         "stored sentences were parsed with."),
-    pool: int = typer.Option(100, "--pool", min=1, help="Candidates preselected by BM25."),
+    pool: int = typer.Option(100, "--pool", min=1, max=LIMITS["pool"][1], help="Candidates preselected by BM25."),
     similarity: str = typer.Option("distance", "--similarity", help="Term similarity: distance | cosine."),
     word_overlap: str = typer.Option("set", "--word-overlap", help="Word coverage: set | multiset."),
     fill: str = typer.Option("none", "--fill", help="With fewer than k candidates: none | random."),
-    seed: int = typer.Option(0, "--seed", help="Seed for random selection and fills."),
+    seed: int = typer.Option(0, "--seed", min=LIMITS["seed"][0], max=LIMITS["seed"][1],
+                             help="Seed for random selection and fills."),
     corpus: list[str] = typer.Option([], "--corpus", help="Only use these corpora (repeatable)."),
     file: Path | None = typer.Option(None, "--file", help="One query per line; one JSON object per query."),
     record: bool = typer.Option(False, "--record", help="Store the selection for inspection in SQL."),
@@ -144,7 +146,7 @@ def _print_result(result) -> None:
         table.add_column(col, overflow="fold")
     for i, p in enumerate(result.selected, 1):
         cov = "" if p.coverage is None else f"{p.coverage:.3f}"
-        table.add_row(str(i), p.criterion, cov, str(p.pair_id), p.src, p.tgt)
+        table.add_row(*table_cells([str(i), p.criterion, cov, str(p.pair_id), p.src, p.tgt]))
     console.print(table)
     t = result.timings_ms
     console.print(f"preselection + fetch {t['pool']:.1f} ms, coverage {t['coverage']:.1f} ms"
@@ -156,14 +158,15 @@ def prompt(
     text: str = typer.Argument(..., help="Sentence to translate (source language)."),
     src: str = typer.Option(..., "--src", help="Source language code."),
     tgt: str = typer.Option(..., "--tgt", help="Target language code."),
-    k: int = typer.Option(4, "-k", "--k", min=0, help="Number of examples."),
+    k: int = typer.Option(4, "-k", "--k", min=0, max=LIMITS["k"][1], help="Number of examples."),
     method: str = typer.Option("scoi", "--method", help=METHOD_HELP),
     rbm25_variant: str = typer.Option("moses", "--rbm25-variant", help=RBM25_HELP),
     embedder: str | None = typer.Option(None, "--embedder", help=EMBEDDER_HELP),
     template: str = typer.Option("xglm", "--template", help="xglm | alpaca | path to a Jinja2 template."),
     order: str = typer.Option("reverse", "--order", help=ORDER_HELP),
-    pool: int = typer.Option(100, "--pool", min=1, help="Candidates preselected by BM25."),
-    seed: int = typer.Option(0, "--seed", help="Seed for random selection and order."),
+    pool: int = typer.Option(100, "--pool", min=1, max=LIMITS["pool"][1], help="Candidates preselected by BM25."),
+    seed: int = typer.Option(0, "--seed", min=LIMITS["seed"][0], max=LIMITS["seed"][1],
+                             help="Seed for random selection and order."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP),
 ) -> None:
     """Print the prompt that would be sent to the LLM for TEXT."""

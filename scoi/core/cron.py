@@ -29,8 +29,15 @@ def zone(name: str) -> ZoneInfo:
 
 
 def check_cron(expr: str, tz: str = "UTC") -> str:
-    """``expr`` if cronsim accepts it (five fields, e.g. ``15 2 * * *``), else a CronError;
-    returns cronsim's English reading of it ("At 02:15 every day")."""
+    """``expr`` if it has exactly five fields and cronsim accepts it (e.g. ``15 2 * * *``),
+    else a CronError; returns cronsim's English reading of it ("At 02:15 every day").
+    cronsim also reads a sixth, seconds field, which a schedule run by workers between
+    batches cannot keep: refused, never taken as "every second"."""
+    fields = expr.split()
+    if len(fields) != 5:
+        raise CronError(f"bad cron expression {expr!r}: it has {len(fields)} field{'s' if len(fields) != 1 else ''}; "
+                        "expected five fields (minute hour day-of-month month day-of-week, no seconds), "
+                        "e.g. '15 2 * * *'")
     try:
         sim = CronSim(expr, datetime.now(zone(tz)))
     except CronSimError as e:

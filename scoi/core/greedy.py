@@ -30,6 +30,7 @@ from scoi.core.coverage import (
 )
 from scoi.core.dpp import dpp
 from scoi.core.fuzzy import fuzzy_rank
+from scoi.core.limits import check_range
 from scoi.core.methods import EMBEDDING_METHODS, METHODS
 from scoi.core.rbm25 import DEFAULT_RBM25_VARIANT, check_variant, rbm25
 
@@ -82,8 +83,7 @@ def check_args(method: str, similarity: str, word_overlap: str, k: int) -> None:
         raise ValueError(f"unknown similarity {similarity!r}")
     if word_overlap not in WORD_OVERLAPS:
         raise ValueError(f"unknown word overlap {word_overlap!r}")
-    if k < 0:
-        raise ValueError("k must be >= 0")
+    check_range("k", k, "k")  # 0..256: also what a selection row's integer column holds
 
 
 def _unique_candidate_terms(

@@ -243,7 +243,12 @@ def _load_user_template(path: str, mtime_ns: int):  # mtime_ns: re-read an edite
         raise ValueError(f"cannot read prompt template {path}: {exc}") from None
     # Default Jinja2 settings: a single trailing newline at the end of the file (which
     # editors add) is dropped, so a template can end its prompt with "Sentence: " or ":".
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
+    # Sandboxed and immutable: a template file (a worker renders the path stored with a
+    # job) may read its variables, never reach Python internals (``cycler.__init__.
+    # __globals__.os``) nor change what it is given; a try is a SecurityError, one line.
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    env = ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False)
     try:
         return env.from_string(source)
     except jinja2.TemplateSyntaxError as exc:

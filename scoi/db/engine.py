@@ -103,6 +103,18 @@ def embedded_data_dir() -> Path:
     return scoi_home() / "pgdata"
 
 
+def check_home(home: Path) -> None:
+    """SCOI_HOME is a folder, or can become one (its nearest existing ancestor is a folder):
+    checked before anything is created or started in it."""
+    for folder in (home, *home.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                where = "" if folder == home else f" ({folder} is a file)"
+                raise EmbeddedServerError(f"SCOI_HOME {home} is not a directory{where}: set SCOI_HOME to a folder "
+                                          "(created if missing), or SCOI_DATABASE_URL to a PostgreSQL server you run")
+            return
+
+
 def _embedded_url(data_dir: Path, database: str = EMBEDDED_DB_NAME) -> str:
     return f"postgresql://postgres@/{quote(database)}?host={quote(str(data_dir), safe='/')}"
 
@@ -146,6 +158,7 @@ def _running_embedded_url(data_dir: Path) -> str | None:
 def start_embedded() -> str:
     """Start (or attach to) the embedded server; return a libpq URI for the scoi database."""
     data_dir = embedded_data_dir()
+    check_home(data_dir.parent)
     url = _running_embedded_url(data_dir)
     if url is not None:
         return url

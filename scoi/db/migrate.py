@@ -103,6 +103,7 @@ def upgrade(engine: sa.Engine, revision: str = "head") -> None:
     """Upgrade to ``revision``; cheap no-op when already there."""
     from alembic import command
 
+    check_revision(revision, allowed=("head", "heads"), step="+")
     if revision == "head" and current_revision(engine) == head_revision():
         return
     with engine.begin() as conn:
@@ -120,9 +121,36 @@ def _vacuum(engine: sa.Engine) -> None:
         conn.exec_driver_sql(_sql()["vacuum_analyze"])
 
 
+class RevisionError(ValueError):
+    """A target revision that no migration file names."""
+
+
+def known_revisions() -> list[str]:
+    """The revision ids of the migration files, in file order (read as text, no Alembic)."""
+    out = []
+    for path in sorted(_versions_dir().glob("*.py")):
+        if not path.name.startswith("__"):
+            found = dict(_REVISION_LINE.findall(path.read_text(encoding="utf-8")))
+            rev = _QUOTED.fullmatch(found.get("revision", "").strip())
+            if rev:
+                out.append(rev.group(1))
+    return out
+
+
+def check_revision(revision: str, *, allowed: tuple[str, ...] = ("base", "head", "heads"), step: str = "-+") -> str:
+    """``revision`` if a migration can go there: a known id, one of ``allowed``, or a
+    relative step (``-1`` down, ``+2`` up: signs in ``step``); else RevisionError naming the known ones, before Alembic
+    (whose error is a traceback) is imported."""
+    known = known_revisions()
+    if revision in known or revision in allowed or re.fullmatch(rf"[{re.escape(step)}][1-9][0-9]{{0,3}}", revision):
+        return revision
+    raise RevisionError(f"unknown revision {revision!r} (known: {', '.join([*allowed, *known])})")
+
+
 def downgrade(engine: sa.Engine, revision: str) -> None:
     from alembic import command
 
+    check_revision(revision, allowed=("base",), step="-")
     with engine.begin() as conn:
         conn.exec_driver_sql(_sql()["migration_lock"], {"lock_id": _MIGRATION_LOCK_ID})
         command.downgrade(_config(conn), revision)

@@ -22,7 +22,7 @@ from psycopg.rows import dict_row
 from scoi.db.queries import load
 from scoi.jobs.eval import METRICS, compare
 from scoi.jobs.significance import DEFAULT_SAMPLES
-from scoi.jobs.store import Job, JobError, JobSpec, find_job_by_name, get_job, submit
+from scoi.jobs.store import Job, JobError, JobSpec, check_backend_options, find_job_by_name, get_job, submit
 
 SQL = load("experiment")
 
@@ -136,6 +136,24 @@ class Experiment:
     result: dict[str, Any] | None = None
 
 
+def check_spec(spec: ExperimentSpec) -> None:
+    """Refuse, before anything is stored, what no cell's job would take: a name with
+    control characters, numbers out of range, a secret in the backend options (the grid,
+    stored with the experiment, holds them). Each job is checked again when submitted."""
+    from scoi.core.limits import check_range
+    from scoi.core.names import check_name
+
+    try:
+        check_name("experiment", spec.name)
+        for k in spec.ks:
+            check_range("k", k, "--k")
+        for limit in ("random_seeds", "pool", "max_new_tokens", "max_attempts"):
+            check_range(limit, getattr(spec, limit))
+    except ValueError as e:
+        raise JobError(str(e)) from None
+    check_backend_options(spec.backend_options)
+
+
 # --------------------------------------------------------------------------- database
 def create_or_resume(conn: psycopg.Connection, spec: ExperimentSpec, sources: Sequence[str],
                      references: Sequence[str], *, input_path: str | None = None,
@@ -143,6 +161,7 @@ def create_or_resume(conn: psycopg.Connection, spec: ExperimentSpec, sources: Se
     """The experiment ``spec.name`` with a job per cell: created (all in one transaction),
     or found as a previous run left it, which must have the same grid and input.
     Returns (experiment, jobs created now)."""
+    check_spec(spec)
     if not references or len(references) != len(sources):
         raise JobError("an experiment needs --references aligned line by line with --input "
                        f"({len(sources)} source lines, {len(references or [])} reference lines)")
@@ -283,5 +302,5 @@ def format_cell(row: dict[str, Any], metric: str) -> str:
     return f"{value:.2f}{mark}"
 
 
-__all__ = ["ALPHA", "Cell", "Experiment", "ExperimentSpec", "METRICS", "RANDOM_SEEDS", "create_or_resume",
+__all__ = ["ALPHA", "Cell", "Experiment", "ExperimentSpec", "METRICS", "RANDOM_SEEDS", "check_spec", "create_or_resume",
            "format_cell", "get_experiment", "grid", "input_hash", "list_experiments", "results", "run_jobs", "table"]

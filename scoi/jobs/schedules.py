@@ -59,7 +59,13 @@ def add_schedule(conn: psycopg.Connection, name: str, cron: str, spec: JobSpec, 
                  destination: Destination | None, default_url: str, *, tz: str = "UTC") -> dict[str, Any]:
     """Check everything a run will need (cron line, job settings, source query, destination
     table), then store the schedule and its job in one transaction."""
-    if not name.strip() or name.strip().isdigit():
+    from scoi.core.names import BadName, check_name
+
+    try:
+        check_name("schedule", name)
+    except BadName as e:
+        raise JobError(str(e)) from None
+    if name.strip().isdigit():
         raise JobError(f"schedule name {name!r} must be non-empty and not a number")
     try:
         reading = check_cron(cron, tz)

@@ -40,7 +40,6 @@ from typing import Any, Callable
 
 import psycopg
 from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict
 
 from scoi.db.queries import load
 from scoi.jobs.store import (EXPORT_FORMATS, JobError, JobSpec, add_items, export_to_file, insert_job,
@@ -103,17 +102,16 @@ def _cancel_when_stopped(conn: psycopg.Connection) -> Iterator[None]:
 
 # --------------------------------------------------------------------------- database URLs
 def check_url(url: str | None, option: str) -> None:
-    """Refuse a URL or conninfo that holds a password (it would be stored in plain text)."""
+    """Refuse a URL or conninfo that holds a password, sslpassword or passfile (it would be
+    stored in plain text): scoi.secrets, the one secret check, says which without echoing it."""
+    from scoi.secrets import SecretError, check_database_url
+
     if url is None or url.startswith(ENV_PREFIX):
         return
     try:
-        params = conninfo_to_dict(url)
-    except psycopg.ProgrammingError as e:
-        raise SourceError(f"{option} {url!r} is not a PostgreSQL URL or conninfo: {e}") from None
-    if params.get("password"):
-        raise SourceError(f"{option} holds a password, and secrets are never stored with a job: drop it and set "
-                          f"PGPASSWORD or ~/.pgpass for the workers, use a libpq service (service=NAME), or "
-                          f"give {option} {ENV_PREFIX}VAR with the URL in the environment variable VAR")
+        check_database_url(url, option)
+    except SecretError as e:
+        raise SourceError(str(e)) from None
 
 
 def resolve_url(url: str | None, default_url: str) -> str:
@@ -137,7 +135,7 @@ def reader_url(default_url: str) -> str:
     else scoi's URL with the user ``scoi_reader`` (and no password: the embedded server lets
     scoi's OS user in as scoi_reader by its pg_ident map; a server of your own needs a rule,
     a ~/.pgpass line or SCOI_SOURCE_DATABASE_URL)."""
-    from psycopg.conninfo import make_conninfo
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
     from scoi.config import source_database_url_from_env
     from scoi.db.engine import READER_ROLE
@@ -160,8 +158,11 @@ def _connect(url: str) -> psycopg.Connection:
 
 
 def _safe(url: str) -> str:
-    """A URL for messages (it holds no password: check_url refused those)."""
-    return url.split("?", 1)[0]
+    """A database for messages: host, port, dbname and user only (an ``env:`` URL, or
+    scoi's own, may hold a password that must not be echoed)."""
+    from scoi.secrets import describe_database_url
+
+    return describe_database_url(url)
 
 
 def _first_line(e: BaseException) -> str:

@@ -15,7 +15,6 @@ import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Sequence
-from urllib.parse import urlsplit
 
 import psycopg
 from psycopg.rows import dict_row
@@ -154,71 +153,56 @@ def read_lines(path: str | Path) -> list[str]:
         raise JobError(str(e)) from None
 
 
-#: Words of a backend option name that mark a credential (``api_key``, ``hf_token``,
-#: ``password``...): such options are refused, because job.params is plain text that every
-#: database user, dump and backup can read.
-SECRET_WORDS = frozenset({"key", "apikey", "token", "secret", "password", "passwd", "auth", "authorization",
-                          "credential", "credentials", "bearer", "cookie"})
-
-
-def _secret_hint() -> str:
-    from scoi.config import ENV_OPENAI_API_KEY
-
-    return (f"set {ENV_OPENAI_API_KEY[0]} (or {ENV_OPENAI_API_KEY[1]}) in the environment of the workers for an "
-            "OpenAI-compatible server (HF_TOKEN for the Hugging Face hub)")
-
-
 def check_backend_options(options: dict[str, Any], where: str = "backend option") -> None:
-    """Refuse options that would store a secret with the job: a credential-like name (at
-    any depth, e.g. inside ``extra_body``) or a URL with a password. Backends read keys
-    from the environment instead (scoi.config.openai_api_key)."""
-    for name, value in options.items():
-        if set(re.split(r"[^a-z0-9]+", str(name).lower())) & SECRET_WORDS:
-            raise JobError(f"{where} {name!r} looks like a secret, and secrets are never stored with a job "
-                           f"(job.params is plain text): {_secret_hint()}")
-        if isinstance(value, dict):
-            check_backend_options(value, f"{where} {name!r}: key")
-        elif isinstance(value, str) and _has_password(value):
-            raise JobError(f"{where} {name!r} is a URL with a password, and secrets are never stored with a job: "
-                           f"drop the user:password part and {_secret_hint()}")
+    """Refuse options that would store a secret with the job (scoi.secrets: credential-like
+    names at any depth, URLs with user info or a key in their query, token-like values).
+    Backends read keys from the environment instead (scoi.config.openai_api_key)."""
+    from scoi.secrets import SecretError, check_options
 
-
-def _has_password(text: str) -> bool:
     try:
-        return "://" in text and urlsplit(text).password is not None
-    except ValueError:  # not a URL after all
-        return False
+        check_options(options, where)
+    except SecretError as e:
+        raise JobError(str(e)) from None
 
 
 def validate(conn: psycopg.Connection, spec: JobSpec) -> None:
     """Reject a job that could never run, or that would store a secret, before any item is stored."""
-    from scoi.backends.base import ACCEPTED_FORMS
+    from scoi.backends.spec import BackendSpecError, check_options, parse_spec
+    from scoi.core.limits import check_range
     from scoi.core.methods import METHODS
+    from scoi.core.names import check_name
     from scoi.core.prompt import ORDERS, TEMPLATE_NAMES, language_name
     from scoi.selector import FILLS
 
     try:
         language_name(spec.src)
         language_name(spec.tgt)
+        for limit, option in (("k", "-k"), ("max_attempts", None), ("pool", None), ("max_new_tokens", None),
+                              ("seed", None)):
+            check_range(limit, getattr(spec, limit), option)
+        if spec.name is not None:
+            check_name("job", spec.name)
     except ValueError as e:
         raise JobError(str(e)) from None
     if spec.method not in METHODS:
         raise JobError(f"unknown method {spec.method!r}; expected one of {', '.join(METHODS)}")
-    if spec.k < 0:
-        raise JobError("k must be 0 or more")
-    if spec.max_attempts < 1:
-        raise JobError("--max-attempts must be at least 1")
     if spec.order not in ORDERS:
         raise JobError(f"unknown example order {spec.order!r}; expected one of {', '.join(ORDERS)}")
     if spec.fill not in FILLS:
         raise JobError(f"unknown fill {spec.fill!r}; expected one of {', '.join(FILLS)}")
     if spec.template not in TEMPLATE_NAMES and not Path(spec.template).expanduser().is_file():
         raise JobError(f"template {spec.template!r} is neither {' nor '.join(TEMPLATE_NAMES)} nor an existing file")
-    if not spec.model.strip():
-        raise JobError(f"--model is empty; accepted forms: {ACCEPTED_FORMS}")
-    if spec.name is not None and (not spec.name.strip() or spec.name.isdigit()):
+    if spec.name is not None and spec.name.isdigit():
         raise JobError(f"job name {spec.name!r} must be non-empty and not a number (numbers are job ids)")
-    check_backend_options(spec.backend_options)
+    check_backend_options(spec.backend_options)  # a secret first: its message says where keys go
+    try:
+        parsed = parse_spec(spec.model)
+    except BackendSpecError as e:
+        raise JobError(f"--model: {e}") from None
+    try:
+        check_options(parsed, spec.backend_options)
+    except BackendSpecError as e:
+        raise JobError(f"--backend-opt: {e}") from None
     if spec.method != "zero" and spec.k > 0:
         from scoi.selector import direction_exists, trees_missing
 

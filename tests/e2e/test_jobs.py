@@ -134,16 +134,16 @@ def test_submit_rejects_bad_input(job_db, tmp_path):
     proc = scoi_cli(["job", "status", "nope"], job_db)
     assert proc.returncode == 1 and "no job 'nope'" in proc.stderr
     with psycopg.connect(job_db, autocommit=True) as conn:
-        for spec, message in [(JobSpec("fr", "de", model="m"), "no corpus holds fr-de pairs"),
-                              (JobSpec("fr", "en", model="m", method="nope"), "unknown method"),
-                              (JobSpec("fr", "xx", model="m"), "unknown language code"),
-                              (JobSpec("fr", "en", model="m", template="missing.j2"), "neither xglm nor alpaca"),
-                              (JobSpec("fr", "en", model="m", name="42"), "not a number")]:
+        for spec, message in [(JobSpec("fr", "de", model="openai:m"), "no corpus holds fr-de pairs"),
+                              (JobSpec("fr", "en", model="openai:m", method="nope"), "unknown method"),
+                              (JobSpec("fr", "xx", model="openai:m"), "unknown language code"),
+                              (JobSpec("fr", "en", model="openai:m", template="missing.j2"), "neither xglm nor alpaca"),
+                              (JobSpec("fr", "en", model="openai:m", name="42"), "not a number")]:
             with pytest.raises(JobError, match=message):
                 submit(conn, spec, ["Bonjour."])
-        submit(conn, JobSpec("fr", "en", model="m", name="once"), ["Bonjour."])
+        submit(conn, JobSpec("fr", "en", model="openai:m", name="once"), ["Bonjour."])
         with pytest.raises(JobError, match="exists already"):
-            submit(conn, JobSpec("fr", "en", model="m", name="once"), ["Bonjour."])
+            submit(conn, JobSpec("fr", "en", model="openai:m", name="once"), ["Bonjour."])
         assert get_job(conn, "once").k == 4
         assert conn.execute("SELECT count(*) FROM job").fetchone()[0] == 1  # nothing half-made
 

@@ -120,3 +120,28 @@ def test_openai_connection_errors_and_timeouts(openai_env):
         backend = load_backend("openai:m", base_url=server.url, base_delay=0.01, max_retries=1, timeout=0.1)
         with pytest.raises(BackendError, match="ReadTimeout"):
             backend.generate(["x"])
+
+
+@pytest.mark.parametrize("text,kind", [(12345, "int"), (["a", "b"], "list"), ({"t": 1}, "dict"), (1.5, "float")])
+def test_case_37_non_string_model_output_is_one_clear_error(openai_env, text, kind):
+    """Reliability case 37: a server answering ``{"choices": [{"text": 12345}]}`` (or a
+    list) fails the request with one line, not a TypeError from deep inside."""
+    with FakeOpenAI(answer=lambda prompt: text) as server:
+        backend = load_backend("openai:m", base_url=server.url, max_retries=0)
+        with pytest.raises(BackendError, match=rf"the server returned a non-string text: {kind}$"):
+            backend.generate(["x"])
+
+
+def test_a_null_text_is_an_empty_answer(openai_env):
+    with FakeOpenAI(answer=lambda prompt: None) as server:
+        assert load_backend("openai:m", base_url=server.url).generate(["x"])[0].text == ""
+
+
+def test_errors_never_show_a_key_in_the_server_url(openai_env):
+    """Errors are stored as items' errors: a base URL from the environment that carries a
+    key (user info, query) is shown without it."""
+    openai_env.setenv("SCOI_OPENAI_BASE_URL", f"http://KEY123@127.0.0.1:{closed_port()}/v1?api_key=KEY456")
+    backend = load_backend("openai:m", base_delay=0.01, max_retries=0)
+    with pytest.raises(BackendError) as info:
+        backend.generate(["x"])
+    assert "127.0.0.1" in str(info.value) and "KEY" not in str(info.value) and "KEY" not in repr(backend)

@@ -69,6 +69,15 @@ def test_bad_cron_expressions_are_clear_errors(expr):
         check_cron(expr)
 
 
+@pytest.mark.parametrize("expr", ["* * * * * *", "0 15 2 * * *", "15 2 * * * 2026"])
+def test_case_41_six_or_seven_fields_are_refused(expr):
+    """Reliability case 41: cronsim reads a sixth field as seconds ("every second"); a
+    schedule has exactly five fields."""
+    n = len(expr.split())
+    with pytest.raises(CronError, match=rf"it has {n} fields; expected five fields .*no seconds"):
+        check_cron(expr)
+
+
 def test_bad_time_zone_and_naive_clock():
     with pytest.raises(CronError, match="unknown time zone 'Mars/Olympus'"):
         check_cron(NIGHTLY, "Mars/Olympus")

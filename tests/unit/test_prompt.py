@@ -218,3 +218,20 @@ def test_template_names_and_stop_markers():
 )
 def test_extract_answer(raw, answer):
     assert extract_answer(raw) == answer
+
+
+def test_case_40_user_templates_are_sandboxed(tmp_path):
+    """Reliability case 40: a template reaching Python internals (``cycler.__init__.
+    __globals__.os``) is a one-line error, and nothing runs; the same for changing its inputs."""
+    marker = tmp_path / "ran"
+    attack = tmp_path / "ssti.j2"
+    attack.write_text(f"{{{{ cycler.__init__.__globals__.os.popen('id > {marker}').read() }}}}{{{{ query }}}}\n",
+                      encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"prompt template {attack}, line 1: access to attribute '__init__' .* "
+                                         "is unsafe") as info:
+        render_prompt("Le chat dort.", EXAMPLES, "fr", "en", template=str(attack))
+    assert "\n" not in str(info.value) and not marker.exists()
+    mutate = tmp_path / "mutate.j2"
+    mutate.write_text("{{ examples.append(1) }}{{ query }}", encoding="utf-8")
+    with pytest.raises(ValueError, match="unsafe"):
+        render_prompt("q", EXAMPLES, "fr", "en", template=str(mutate))
