@@ -192,6 +192,7 @@ def validate(conn: psycopg.Connection, spec: JobSpec) -> None:
         raise JobError(f"unknown fill {spec.fill!r}; expected one of {', '.join(FILLS)}")
     if spec.template not in TEMPLATE_NAMES and not Path(spec.template).expanduser().is_file():
         raise JobError(f"template {spec.template!r} is neither {' nor '.join(TEMPLATE_NAMES)} nor an existing file")
+    check_template(spec.template, spec.src, spec.tgt)
     if spec.name is not None and spec.name.isdigit():
         raise JobError(f"job name {spec.name!r} must be non-empty and not a number (numbers are job ids)")
     check_backend_options(spec.backend_options)  # a secret first: its message says where keys go
@@ -291,6 +292,21 @@ def submit(conn: psycopg.Connection, spec: JobSpec, sources: Sequence[str],
 
 def _job(row: dict[str, Any] | None) -> Job | None:
     return Job(**row) if row else None
+
+
+def check_template(template: str, src_lang: str, tgt_lang: str) -> None:
+    """Render a template file once on a sample example, so a template the sandbox refuses
+    (or that does not render) is refused at submit, not by every item in the worker."""
+    from scoi.core.prompt import TEMPLATE_NAMES, Example, render_prompt
+
+    if template in TEMPLATE_NAMES:
+        return
+
+    try:
+        render_prompt("Sample sentence.", [Example("Example source.", "Example target.")], src_lang, tgt_lang,
+                      template=template)
+    except ValueError as e:
+        raise JobError(str(e)) from None
 
 
 def get_job(conn: psycopg.Connection, ref: str | int) -> Job:

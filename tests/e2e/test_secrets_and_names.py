@@ -285,6 +285,20 @@ def test_case_40_a_template_cannot_run_commands(job_db, tmp_path):
     assert not marker.exists() and "uid=" not in proc.stdout
 
 
+def test_case_40_a_template_the_sandbox_refuses_is_refused_at_submit(job_db, inputs, tmp_path):
+    """40: `job submit --template` renders the file once on a sample, so a refused template
+    stores no job (instead of failing every item in the worker)."""
+    marker = tmp_path / "ran"
+    attack = tmp_path / "ssti.j2"
+    attack.write_text(f"{{{{ cycler.__init__.__globals__.os.popen('id > {marker}').read() }}}}{{{{ query }}}}\n",
+                      encoding="utf-8")
+    before = counts(job_db)
+    proc = scoi_cli(["job", "submit", "--input", inputs["input"], "--src", "fr", "--tgt", "en", "--model",
+                     "openai:fake", "--method", "zero", "-k", "0", "--template", str(attack)], job_db)
+    assert "is unsafe" in one_line_error(proc)
+    assert not marker.exists() and counts(job_db) == before
+
+
 def test_case_41_a_six_field_cron_is_refused(job_db, inputs):
     before = counts(job_db)
     proc = scoi_cli(["schedule", "add", "bad2", "--cron", "* * * * * *", "--input", inputs["input"], "--src", "fr",
