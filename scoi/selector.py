@@ -11,7 +11,9 @@ coverage in numpy (scoi.core.greedy), optional recording for inspection in SQL.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from concurrent import futures
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from itertools import chain
@@ -72,10 +74,15 @@ class Bm25Params:
     certify: int = 5000        # postings the certification may read at most
     certify_frac: float = 0.0  # ... or this share of N, whichever is larger
     exact: bool = False        # always certify, whatever it reads: exact BM25's top n
+    #: "blocks": exact BM25 top n from the posting blocks, scored in numpy (scoi/preselect.py,
+    #: always exact and certified; the fields above are the "sql" statement's settings)
+    engine: str = "blocks"
+    rare: int = 20000          # blocks: postings of the rarest tokens read before theta is known
+    probe: int = 0             # blocks: sentences scored exactly to find theta (0: max(2 pool, 50))
 
     def signature(self) -> str:
-        """The settings that change a pool: all of them, or k1 and b for the exact mode."""
-        if self.exact:
+        """The settings that change a pool: all of them, or k1 and b for the exact pools."""
+        if self.exact or self.engine == "blocks":
             return f"k1={self.k1},b={self.b},exact"
         return (f"k1={self.k1},b={self.b},budget={self.budget},frac={self.budget_frac},"
                 f"repeats={self.repeats},rfrac={self.repeats_frac},depth={self.depth},dfrac={self.depth_frac},"
@@ -266,29 +273,48 @@ class Selector:
         return self.analyzer.terms(text)
 
     def preselect_params(self, tokens: list[str]) -> dict[str, Any]:
+        if self.bm25.engine == "blocks":
+            return {"lang": self.src, "tgt": self.tgt, "tokens": [t.lower() for t in tokens], "n": self.pool,
+                    "corpora": self.corpus_ids, "budget": self.bm25.rare}
         return {"lang": self.src, "tgt": self.tgt, "tokens": [t.lower() for t in tokens], "n": self.pool,
                 "corpora": self.corpus_ids, **self.bm25.sql_params(self.pool)}
 
     def preselect_sql(self) -> str:
-        """The statement :meth:`select` runs (preselection and candidate fetch), as text."""
+        """The SQL :meth:`select` runs to preselect and fetch the candidates, as text: the
+        block reads (numpy scores between them, scoi/preselect.py) or the one statement."""
+        if self.bm25.engine == "blocks":
+            return "\n\n".join(f"-- {name}\n{SQL[name]}" for name in
+                                ("blocks_terms", "blocks_read", "blocks_exact", "fetch_candidates"))
         return PRESELECT_FETCH.as_string(self.conn)
 
-    def preselect(self, tokens: list[str]) -> list[tuple[int, float]]:
+    def preselect(self, tokens: list[str], stats: Any = None) -> list[tuple[int, float]]:
         """(pair_id, score) of the top ``pool`` candidates, best first. Sets
-        :attr:`certified` (whether the pool is proven to be exact BM25's top ``pool``)."""
+        :attr:`certified` (whether the pool is proven to be exact BM25's top ``pool``).
+        ``stats``: a scoi.preselect.Stats to fill (blocks engine)."""
         if not tokens:
             self.certified = True
             return []
+        if self.bm25.engine == "blocks":
+            from scoi.preselect import preselect_blocks
+
+            with _snapshot(self.conn):
+                found = preselect_blocks(self.conn, lang=self.src, tgt=self.tgt, tokens=tokens, n=self.pool,
+                                         corpora=self.corpus_ids, k1=self.bm25.k1, b=self.bm25.b,
+                                         budget=self.bm25.rare, probe=self.bm25.probe, stats=stats)
+            self.certified = True if found else None
+            return found
         rows = self.conn.execute(SQL["preselect"], self.preselect_params(tokens)).fetchall()
         self.certified = _certified(rows, 2)
         return [(r[0], r[1]) for r in rows]
 
     def pool_candidates(self, tokens: list[str]) -> list[CandidateRow]:
-        """:meth:`preselect` then :meth:`fetch`, in one statement and one round trip (sets
-        :attr:`certified` too)."""
+        """:meth:`preselect` then :meth:`fetch` (the "sql" engine: in one statement and one
+        round trip); sets :attr:`certified` too."""
         if not tokens:
             self.certified = True
             return []
+        if self.bm25.engine == "blocks":
+            return self.fetch(self.preselect(tokens))
         rows = self.conn.cursor(binary=True).execute(PRESELECT_FETCH, self.preselect_params(tokens)).fetchall()
         self.certified = _certified(rows, 2)
         return [CandidateRow(r[0], r[1], r[3], r[4], list(r[5]), list(r[6]), list(r[7])) for r in rows]
@@ -483,6 +509,23 @@ class Selector:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@contextmanager
+def _snapshot(conn: psycopg.Connection) -> Iterator[None]:
+    """One REPEATABLE READ, read-only transaction around the block preselection's round
+    trips: counters, directories, blocks and forward rows from one snapshot. Inside a
+    transaction the caller opened, that one's snapshot serves."""
+    from psycopg.pq import TransactionStatus
+
+    if conn.info.transaction_status != TransactionStatus.IDLE:
+        yield
+        return
+    conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+    try:
+        yield
+    finally:
+        conn.execute("ROLLBACK" if conn.info.transaction_status == TransactionStatus.INERROR else "COMMIT")
 
 
 def _certified(rows: list[Any], col: int) -> bool | None:

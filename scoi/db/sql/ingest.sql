@@ -89,3 +89,24 @@ SELECT idx, name FROM label WHERE parser_id = %(parser_id)s ORDER BY idx;
 -- name: insert_label
 INSERT INTO label (parser_id, idx, name) VALUES (%(parser_id)s, %(idx)s, %(name)s)
 ON CONFLICT DO NOTHING;
+
+-- name: block_tails
+-- The posting blocks of the tokens a batch adds postings to (migration 0016): each
+-- token's directory and, when its last block is not full, that block, which the batch
+-- rewrites with its new postings (sentence ids only grow: they are drawn under the lock).
+SELECT d.token_id, d.n_blocks, d.tail_n, d.meta, b.ids, b.tfdl
+FROM bm25_dir d
+LEFT JOIN bm25_block b ON d.tail_n < 128 AND b.token_id = d.token_id AND b.block_no = d.n_blocks - 1
+WHERE d.token_id = ANY(%(ids)s::int[]);
+
+-- name: delete_blocks
+DELETE FROM bm25_block b USING unnest(%(ids)s::int[], %(block_nos)s::int[]) AS u(token_id, block_no)
+WHERE b.token_id = u.token_id AND b.block_no = u.block_no;
+
+-- name: copy_blocks
+COPY bm25_block (token_id, block_no, ids, tfdl) FROM STDIN;
+
+-- name: upsert_dirs
+INSERT INTO bm25_dir AS d (token_id, n_blocks, tail_n, meta)
+SELECT * FROM unnest(%(ids)s::int[], %(n_blocks)s::int[], %(tail_n)s::smallint[], %(metas)s::bytea[])
+ON CONFLICT (token_id) DO UPDATE SET n_blocks = excluded.n_blocks, tail_n = excluded.tail_n, meta = excluded.meta;

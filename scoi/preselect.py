@@ -1,0 +1,228 @@
+"""Exact BM25 top n from the posting blocks (migration 0016), scored in numpy.
+
+PostgreSQL stores the index and is asked for a few packed values per query token; the
+arithmetic happens here. The result is proven to be exact BM25's top ``n`` pairs (score,
+then pair id) by MaxScore with per-block bounds (docs/preselection.md, "Block
+preselection"):
+
+1. one round trip: each query token's directory (block ranges and (tf, dl) extremes) and
+   the whole posting lists of the rarest tokens (up to ``budget`` postings);
+2. the sentences met, ranked by what they can score at most (exact contributions read +
+   each other token's bound for the block whose id range holds the sentence), give their
+   best ``probe`` an exact score (forward index): theta, the n-th best pair's score among
+   them, is a lower bound of exact BM25's n-th;
+3. tokens by bound ascending: the longest prefix whose bounds add up to less than theta
+   is non-essential (a sentence holding none of the others scores below theta); the
+   essential tokens' posting lists are read in full;
+4. every sentence met gets its upper bound (exact contributions of the tokens read + per
+   unread token the bound of its block at that sentence); those reaching theta get their
+   exact score, and the top n pairs among all sentences scored is exact BM25's top n.
+
+All round trips run in one REPEATABLE READ transaction: one snapshot of counters,
+directories, blocks and forward rows, whatever ingest commits meanwhile.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from scoi.core.bm25blocks import block_bounds, bound_at, contributions, decode_dir, decode_postings
+from scoi.db.queries import load
+
+if TYPE_CHECKING:
+    import psycopg
+
+SQL = load("select")
+EPS = 1e-7  # relative slack on theta comparisons: bounds and scores are summed in other orders
+
+
+@dataclass
+class Stats:
+    """What one preselection read and did (for benchmarks and ``--verbose``)."""
+
+    tokens: int = 0
+    postings: int = 0      # postings decoded
+    blocks: int = 0        # of blocks
+    blocks_total: int = 0  # blocks of the query's tokens
+    bytes: int = 0         # bytes of blocks and directories received
+    probed: int = 0        # sentences scored exactly to find theta
+    rescored: int = 0      # sentences scored exactly because their bound reached theta
+    round_trips: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class _Token:
+    __slots__ = ("id", "w", "dir", "bounds", "ub", "sids", "contrib")
+
+    def __init__(self, tid: int, w: float, directory: np.ndarray, bounds: np.ndarray) -> None:
+        self.id, self.w, self.dir, self.bounds = tid, w, directory, bounds
+        self.ub = float(bounds.max()) if len(bounds) else 0.0
+        self.sids: np.ndarray | None = None
+        self.contrib: np.ndarray | None = None
+
+
+def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: list[str], n: int,
+                     corpora: list[int] | None, k1: float = 1.5, b: float = 0.75, budget: int = 20000,
+                     probe: int = 0, stats: Stats | None = None) -> list[tuple[int, float]]:
+    """Exact BM25 top ``n`` (pair id, score) of the lowercased ``tokens`` over the eligible
+    ``lang`` sentences, counting only pairs ``lang``-``tgt`` (of ``corpora``), best first,
+    ties by pair id. ``budget``: postings of the rarest tokens read before theta is known;
+    ``probe``: sentences scored exactly to find theta (default max(2n, 50))."""
+    st = stats if stats is not None else Stats()
+    probe = probe or max(2 * n, 50)
+    cur = conn.cursor(binary=True)
+    rows = cur.execute(SQL["blocks_terms"], {"lang": lang, "tokens": [t.lower() for t in tokens],
+                                             "budget": budget}).fetchall()
+    st.round_trips += 1
+    if not rows:
+        return []
+    n_docs, total_len = rows[0][4], rows[0][5]
+    ka = k1 * (1 - b)
+    kc = k1 * b * max(n_docs, 1) / max(total_len, 1)
+    terms: list[_Token] = []
+    for tid, df, cnt, meta, _, _, ids, tfdl in rows:
+        directory = decode_dir(meta)
+        w = float(np.log(1 + (n_docs - df + 0.5) / (df + 0.5)) * cnt)
+        tok = _Token(tid, w, directory, w * block_bounds(directory, ka, kc))
+        st.bytes += len(meta)
+        st.blocks_total += len(directory)
+        if ids is not None:
+            _read(tok, ids, tfdl, ka, kc, st)
+        terms.append(tok)
+    st.tokens = len(terms)
+    qids = [t.id for t in terms]
+    qws = [t.w for t in terms]
+    exact: dict[int, float] = {}  # sentence id -> exact score
+    pairs: dict[int, list[int]] = {}  # sentence id -> its pairs of the direction (and corpora)
+
+    def score(ids: list[int], pair_ids: list[int]) -> None:
+        """Exact scores of ``ids`` and pairs of ``ids`` + ``pair_ids``: one round trip."""
+        want = list(dict.fromkeys(ids + pair_ids))
+        if not want:
+            return
+        for sid, s, ps in cur.execute(SQL["blocks_exact"], {
+                "ids": want, "score_ids": ids, "qids": qids, "ws": qws, "ka": ka, "kc": kc,
+                "lang": lang, "tgt": tgt, "corpora": corpora}):
+            if s is not None:
+                exact[sid] = s
+            pairs[sid] = ps or []
+        st.round_trips += 1
+
+    # 2. theta from the sentences met so far, the most promising first
+    cand, part = _accumulate(terms)
+    if len(cand):
+        ub = part + sum((bound_at(t.dir, t.bounds, cand) for t in terms if t.sids is None), np.zeros(len(cand)))
+        best = np.lexsort((cand, -ub))[:probe]
+        score(cand[best].tolist(), [])
+        st.probed = len(best)
+    theta = _nth_pair_score(exact, pairs, n)
+
+    # 3. MaxScore: read the essential tokens' lists
+    order = sorted(terms, key=lambda t: (t.ub, t.id))
+    prefix = np.cumsum([t.ub for t in order])
+    slack = EPS * max(1.0, theta)
+    essential = [t for t, upto in zip(order, prefix) if upto >= theta - slack]
+    todo = [t for t in essential if t.sids is None]
+    if todo:
+        by_id = {t.id: t for t in todo}
+        for tid, ids, tfdl in cur.execute(SQL["blocks_read"], {"ids": list(by_id)}):
+            _read(by_id[tid], ids, tfdl, ka, kc, st)
+        st.round_trips += 1
+
+    # 4. bound every sentence met; resolve the unread tokens, heaviest first, by reading
+    #    only their blocks that hold a sentence whose bound still reaches theta
+    cand, part = _accumulate(terms)
+    unread = sorted((t for t in terms if t.sids is None), key=lambda t: (-t.ub, t.id))
+    at = [bound_at(t.dir, t.bounds, cand) for t in unread]
+    ub = part + sum(at, np.zeros(len(cand)))
+    alive = ub >= theta - slack
+    cand, part, ub, at = cand[alive], part[alive], ub[alive], [a[alive] for a in at]
+    i, group = 0, 1
+    while i < len(unread) and len(cand):
+        todo = [(k, t) for k, t in enumerate(unread[i:i + group], start=i) if (at[k] > 0).any()]
+        i, group = i + group, group * 2
+        if not todo:
+            continue
+        want = {t.id: np.unique(np.searchsorted(t.dir["last"], cand[at[k] > 0])) for k, t in todo}
+        got: dict[int, list[tuple[int, bytes, bytes]]] = {}
+        for tid, block_no, ids, tfdl in cur.execute(SQL["blocks_fetch"], {
+                "ids": [tid for tid, nos in want.items() for _ in nos],
+                "block_nos": [int(b) for nos in want.values() for b in nos]}):
+            got.setdefault(tid, []).append((block_no, ids, tfdl))
+        st.round_trips += 1
+        for k, t in todo:
+            blocks = got.get(t.id, [])
+            nos = np.array([b for b, _, _ in blocks], dtype=np.int64)
+            sids, tf, dl = decode_postings(t.dir[nos], b"".join(x for _, x, _ in blocks),
+                                           b"".join(y for _, _, y in blocks))
+            st.postings += len(sids)
+            st.blocks += len(blocks)
+            st.bytes += sum(len(x) + len(y) for _, x, y in blocks)
+            contrib = contributions(t.w, tf, dl, ka, kc)
+            pos = np.minimum(np.searchsorted(sids, cand), max(len(sids) - 1, 0))
+            exact_t = np.where((len(sids) > 0) & (sids[pos] == cand) if len(sids) else np.zeros(len(cand), bool),
+                               contrib[pos] if len(sids) else 0.0, 0.0)
+            part = part + exact_t
+            ub = ub - at[k] + exact_t
+            at[k] = np.zeros(len(cand))
+        alive = ub >= theta - slack
+        cand, part, ub, at = cand[alive], part[alive], ub[alive], [a[alive] for a in at]
+    exact.update(zip(cand.tolist(), np.round(part, 9).tolist()))
+    need_pairs = [s for s, v in exact.items() if v >= theta - slack and s not in pairs]
+    score([], need_pairs)
+    return _top_pairs(exact, pairs, n, theta - slack, lambda ids: score([], ids))
+
+
+def _read(tok: _Token, ids: bytes, tfdl: bytes, ka: float, kc: float, st: Stats) -> None:
+    sids, tf, dl = decode_postings(tok.dir, ids, tfdl)
+    tok.sids, tok.contrib = sids, contributions(tok.w, tf, dl, ka, kc)
+    st.postings += len(sids)
+    st.blocks += len(tok.dir)
+    st.bytes += len(ids) + len(tfdl)
+
+
+def _accumulate(terms: list[_Token]) -> tuple[np.ndarray, np.ndarray]:
+    """Sentence ids met in the lists read, and the sum of their contributions there."""
+    read = [t for t in terms if t.sids is not None]
+    if not read:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    sids = np.concatenate([t.sids for t in read])
+    cand, inv = np.unique(sids, return_inverse=True)
+    return cand, np.bincount(inv, weights=np.concatenate([t.contrib for t in read]), minlength=len(cand))
+
+
+def _nth_pair_score(exact: dict[int, float], pairs: dict[int, list[int]], n: int) -> float:
+    """The n-th best pair's score among the sentences scored (0 with fewer than n pairs)."""
+    counted = 0
+    for sid, s in sorted(exact.items(), key=lambda x: -x[1]):
+        counted += len(pairs.get(sid, ()))
+        if counted >= n:
+            return s
+    return 0.0
+
+
+def _top_pairs(exact: dict[int, float], pairs: dict[int, list[int]], n: int, floor: float, fetch) -> list[tuple[int, float]]:
+    """Top n (pair id, score) among the sentences scored at ``floor`` or more, fetching
+    pairs not known yet (needed only when theta was 0: fewer than n pairs were probed)."""
+    ranked = sorted(((s, sid) for sid, s in exact.items() if s >= floor and s > 0), key=lambda x: -x[0])
+    out: list[tuple[int, float]] = []
+    i = 0
+    while i < len(ranked):
+        chunk = ranked[i:i + max(4 * n, 64)]
+        missing = [sid for _, sid in chunk if sid not in pairs]
+        if missing:
+            fetch(missing)
+        for s, sid in chunk:
+            out.extend((p, s) for p in pairs.get(sid, ()))
+        i += len(chunk)
+        if len(out) >= n:
+            nth = sorted(out, key=lambda x: (-x[1], x[0]))[n - 1][1]
+            if i >= len(ranked) or ranked[i][0] < nth:
+                break
+    return sorted(out, key=lambda x: (-x[1], x[0]))[:n]
+
+
+__all__ = ["preselect_blocks", "Stats"]
