@@ -5,8 +5,8 @@ recombined like the database's sentences: first half of one, second half of the 
 The 1M-pair database is built by RECOMBINING real sentences of ../shared/data: each
 synthetic French sentence is the first half of one real eligible sentence's Moses tokens
 followed by the second half of another's, paired with the first one's English side.
-Only what preselection reads is synthesised (sentence, pair, bm25_doc, posting,
-vocab.df and the token bounds of migration 0008, bm25_stats) — the synthetic rows reuse
+Only what preselection reads is synthesised (sentence, pair, bm25_doc, posting, the
+posting blocks, vocab.df and the token bounds of migration 0008, bm25_stats) — the synthetic rows reuse
 the first sentence's polynomial terms, so this database is for preselection only. It is
 built server-side in SQL from a copy of the 42k database that ``bench_select.py --build``
 makes (``--source``, default ``scoi_bench_select``: it leaves the long queries out).
@@ -103,6 +103,7 @@ def main() -> None:
     import psycopg
 
     from scoi.db.engine import create_database, get_engine, resolve_database, server_url
+    from scoi.db.queries import load
     from scoi.selector import Bm25Params, Selector
 
     base = resolve_database().url
@@ -119,6 +120,7 @@ def main() -> None:
             for stmt in BUILD_SQL.split(";\n"):
                 if stmt.strip():
                     conn.execute(stmt, {"n": max(0, args.pairs - have)} if "%(n)s" in stmt else None)
+            conn.execute(load("bm25")["rebuild_blocks"])  # the posting blocks, from the postings written above
             conn.commit()
             conn.autocommit = True
             conn.execute("VACUUM ANALYZE")

@@ -24,6 +24,7 @@ directories, blocks and forward rows, whatever ingest commits meanwhile.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -65,7 +66,7 @@ class _Token:
 
 
 def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: list[str], n: int,
-                     corpora: list[int] | None, k1: float = 1.5, b: float = 0.75, budget: int = 20000,
+                     corpora: list[int] | None, k1: float = 1.5, b: float = 0.75, budget: int = 200_000,
                      probe: int = 0, stats: Stats | None = None) -> list[tuple[int, float]]:
     """Exact BM25 top ``n`` (pair id, score) of the lowercased ``tokens`` over the eligible
     ``lang`` sentences, counting only pairs ``lang``-``tgt`` (of ``corpora``), best first,
@@ -111,8 +112,11 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
             pairs[sid] = ps or []
         st.round_trips += 1
 
-    # 2. theta from the sentences met so far, the most promising first
     cand, part = _accumulate(terms)
+    if all(t.sids is not None for t in terms):  # every list read: every score is known
+        return _top_pairs(cand, np.round(part, 9), pairs, n, lambda ids: score([], ids))
+
+    # 2. theta from the sentences met so far, the most promising first
     if len(cand):
         ub = part + sum((bound_at(t.dir, t.bounds, cand) for t in terms if t.sids is None), np.zeros(len(cand)))
         best = np.lexsort((cand, -ub))[:probe]
@@ -171,9 +175,10 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
         alive = ub >= theta - slack
         cand, part, ub, at = cand[alive], part[alive], ub[alive], [a[alive] for a in at]
     exact.update(zip(cand.tolist(), np.round(part, 9).tolist()))
-    need_pairs = [s for s, v in exact.items() if v >= theta - slack and s not in pairs]
-    score([], need_pairs)
-    return _top_pairs(exact, pairs, n, theta - slack, lambda ids: score([], ids))
+    kept = [(sid, v) for sid, v in exact.items() if v >= theta - slack]
+    score([], [sid for sid, _ in kept if sid not in pairs])
+    return _top_pairs(np.array([sid for sid, _ in kept], dtype=np.int64), np.array([v for _, v in kept]), pairs, n,
+                      lambda ids: score([], ids))
 
 
 def _read(tok: _Token, ids: bytes, tfdl: bytes, ka: float, kc: float, st: Stats) -> None:
@@ -185,13 +190,21 @@ def _read(tok: _Token, ids: bytes, tfdl: bytes, ka: float, kc: float, st: Stats)
 
 
 def _accumulate(terms: list[_Token]) -> tuple[np.ndarray, np.ndarray]:
-    """Sentence ids met in the lists read, and the sum of their contributions there."""
+    """Sentence ids met in the lists read (ascending), and the sum of their contributions
+    there: a bincount over the id range when it is dense enough, else a sort."""
     read = [t for t in terms if t.sids is not None]
     if not read:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
     sids = np.concatenate([t.sids for t in read])
+    contrib = np.concatenate([t.contrib for t in read])
+    lo, hi = int(sids.min()), int(sids.max())
+    if hi - lo < 8 * len(sids):
+        counts = np.bincount(sids - lo, minlength=hi - lo + 1)
+        sums = np.bincount(sids - lo, weights=contrib, minlength=hi - lo + 1)
+        met = np.flatnonzero(counts)
+        return met + lo, sums[met]
     cand, inv = np.unique(sids, return_inverse=True)
-    return cand, np.bincount(inv, weights=np.concatenate([t.contrib for t in read]), minlength=len(cand))
+    return cand, np.bincount(inv, weights=contrib, minlength=len(cand))
 
 
 def _nth_pair_score(exact: dict[int, float], pairs: dict[int, list[int]], n: int) -> float:
@@ -204,25 +217,42 @@ def _nth_pair_score(exact: dict[int, float], pairs: dict[int, list[int]], n: int
     return 0.0
 
 
-def _top_pairs(exact: dict[int, float], pairs: dict[int, list[int]], n: int, floor: float, fetch) -> list[tuple[int, float]]:
-    """Top n (pair id, score) among the sentences scored at ``floor`` or more, fetching
-    pairs not known yet (needed only when theta was 0: fewer than n pairs were probed)."""
-    ranked = sorted(((s, sid) for sid, s in exact.items() if s >= floor and s > 0), key=lambda x: -x[0])
+def _top_pairs(sids: np.ndarray, scores: np.ndarray, pairs: dict[int, list[int]], n: int,
+               fetch: Callable[[list[int]], None]) -> list[tuple[int, float]]:
+    """Top n (pair id, score) of the sentences ``sids`` with exact ``scores``: sentences
+    in score order, their pairs fetched (``fetch``) a growing chunk at a time until n pairs
+    are in and the next sentence scores below the n-th (ties are all taken). Only the best
+    8n sentences are sorted first; the rest only if they hold fewer than n pairs."""
+    k = 8 * n
+    if len(sids) > k:
+        cut = np.partition(scores, len(scores) - k)[len(scores) - k]
+        head = scores >= cut
+        out = _walk(sids[head], scores[head], pairs, n, fetch)
+        if len(out) >= n and out[n - 1][1] >= cut:  # every sentence scoring >= the n-th is in head
+            return out[:n]
+    return _walk(sids, scores, pairs, n, fetch)[:n]
+
+
+def _walk(sids: np.ndarray, scores: np.ndarray, pairs: dict[int, list[int]], n: int,
+          fetch: Callable[[list[int]], None]) -> list[tuple[int, float]]:
+    order = np.lexsort((sids, -scores))
+    sids, scores = sids[order], scores[order]
     out: list[tuple[int, float]] = []
-    i = 0
-    while i < len(ranked):
-        chunk = ranked[i:i + max(4 * n, 64)]
-        missing = [sid for _, sid in chunk if sid not in pairs]
+    i, step = 0, max(2 * n, 64)
+    while i < len(sids):
+        chunk = list(zip(sids[i:i + step].tolist(), scores[i:i + step].tolist()))
+        missing = [sid for sid, _ in chunk if sid not in pairs]
         if missing:
             fetch(missing)
-        for s, sid in chunk:
-            out.extend((p, s) for p in pairs.get(sid, ()))
-        i += len(chunk)
+        for sid, v in chunk:
+            out.extend((p, v) for p in pairs.get(sid, ()))
+        i, step = i + step, step * 4
         if len(out) >= n:
-            nth = sorted(out, key=lambda x: (-x[1], x[0]))[n - 1][1]
-            if i >= len(ranked) or ranked[i][0] < nth:
+            out.sort(key=lambda x: (-x[1], x[0]))
+            if i >= len(sids) or scores[i] < out[n - 1][1]:
                 break
-    return sorted(out, key=lambda x: (-x[1], x[0]))[:n]
+    out.sort(key=lambda x: (-x[1], x[0]))
+    return out
 
 
 __all__ = ["preselect_blocks", "Stats"]

@@ -77,7 +77,7 @@ class Bm25Params:
     #: "blocks": exact BM25 top n from the posting blocks, scored in numpy (scoi/preselect.py,
     #: always exact and certified; the fields above are the "sql" statement's settings)
     engine: str = "blocks"
-    rare: int = 20000          # blocks: postings of the rarest tokens read before theta is known
+    rare: int = 200_000        # blocks: postings of the rarest tokens read before theta is known
     probe: int = 0             # blocks: sentences scored exactly to find theta (0: max(2 pool, 50))
 
     def signature(self) -> str:

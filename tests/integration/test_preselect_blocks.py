@@ -65,3 +65,67 @@ def test_blocks_span_many_blocks_and_skip_common_ones(server_url, template_url):
         assert stats.blocks_total > 10 and stats.postings < 100, stats
         q = ["de", "la", "w3", "de"]
         assert same(blocks(c.conn, q, 50), reference(docs, pairs_of, q, 50))
+
+
+# A process that commits one batch, then stops inside the next batch's transaction right
+# after it deleted the tokens' last blocks and before it writes their replacements.
+CHILD = """
+import json, sys, time
+import psycopg
+from tests.helpers.bm25 import Corpus
+url, batches = sys.argv[1], json.loads(sys.argv[2])
+c = Corpus(url, psycopg.connect(url, autocommit=True))
+c.add(batches[0])
+real = psycopg.Cursor.copy
+def copy(self, statement, *args, **kwargs):
+    if "bm25_block" in str(statement):
+        print("mid-maintenance", flush=True)
+        time.sleep(600)
+    return real(self, statement, *args, **kwargs)
+psycopg.Cursor.copy = copy
+c.add(batches[1])
+"""
+
+
+def test_kill_9_mid_maintenance_leaves_the_index_whole(server_url, template_url):
+    """Readers are not blocked by a batch rewriting blocks (they read the committed
+    versions), and ``kill -9`` in the middle leaves the blocks equal to the postings and
+    the preselection equal to plain-Python BM25; later batches append as usual."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    first = [["de", "la", f"w{i % 9}", f"u{i}"] + ["de"] * (i % 3) for i in range(300)]
+    second = [["de", "w1", f"v{i}", "la", "la"] for i in range(200)]
+    q = ["w1", "de", "la", "la", "u7"]
+    with corpus(server_url) as c:
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        proc = subprocess.Popen([sys.executable, "-c", CHILD, c.url, json.dumps([first, second])], cwd=root,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, "PYTHONPATH": root})
+        try:
+            line = proc.stdout.readline()
+            assert line.strip() == "mid-maintenance", (line, proc.stderr.read() if proc.poll() is not None else "")
+            with psycopg.connect(c.url, autocommit=True) as reader:
+                reader.execute("SET statement_timeout = '20s'")  # a blocked read fails instead of hanging
+                docs, pairs_of = c.truth()
+                assert len(docs) == 300  # the open batch is invisible
+                assert same(blocks(reader, q, 20), reference(docs, pairs_of, q, 20))
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=30)
+        assert proc.returncode == -signal.SIGKILL
+        blocks_equal_postings(c.conn)
+        docs, pairs_of = c.truth()
+        assert len(docs) == 300
+        assert same(blocks(c.conn, q, 20), reference(docs, pairs_of, q, 20))
+        c.add(second)  # the same batch again, by another writer: appends where the first left off
+        blocks_equal_postings(c.conn)
+        docs, pairs_of = c.truth()
+        assert len(docs) == 500
+        assert same(blocks(c.conn, q, 20), reference(docs, pairs_of, q, 20))
