@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
 import time
 from pathlib import Path
@@ -26,7 +27,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from bench_select import describe, exact_bm25_top, exact_mode, pct  # noqa: E402
+from bench_select import describe, exact_bm25_top, exact_mode, index_size, load, pct  # noqa: E402
 from shared_data import held_out_queries, long_queries, warm_up  # noqa: E402
 
 BUILD_SQL = """
@@ -96,7 +97,9 @@ def main() -> None:
     ap.add_argument("--rebuild", action="store_true")
     ap.add_argument("--build-only", action="store_true", help="build the database, run no queries")
     ap.add_argument("--queries", type=int, default=200)
-    ap.add_argument("--exact-queries", type=int, default=20, help="queries per set run in exact mode")
+    ap.add_argument("--exact-queries", type=int, default=0,
+                    help="queries per set also run through the plain-SQL statement's exact mode (slow: seconds each)")
+    ap.add_argument("--json", action="store_true", help="also print one JSON object per query set")
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                     help="override a Bm25Params field, e.g. --set budget_frac=0.01 (repeatable)")
     args = ap.parse_args()
@@ -104,13 +107,20 @@ def main() -> None:
 
     from scoi.db.engine import create_database, get_engine, resolve_database, server_url
     from scoi.db.queries import load
+    from scoi.preselect import Stats
     from scoi.selector import Bm25Params, Selector
 
     base = resolve_database().url
-    name = "scoi_bench_1m"
+    name = "scoi_bench_1m" if args.pairs == 1_000_000 else f"scoi_bench_{args.pairs // 1000}k"
     url = server_url(base, name)
     with psycopg.connect(base, autocommit=True) as c:
         exists = c.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        have_source = c.execute("SELECT 1 FROM pg_database WHERE datname = %s", (args.source,)).fetchone()
+    if (args.rebuild or not exists) and not have_source:  # a fresh SCOI_HOME: ingest ../shared/data first
+        from bench_select import bench_url
+
+        print(f"building {args.source} from ../shared/data (bench_select.py --build)")
+        bench_url(None, args.source)
     if args.rebuild or not exists:
         t0 = time.perf_counter()
         url = create_database(base, name, template=args.source)
@@ -129,39 +139,60 @@ def main() -> None:
         return
     get_engine(url)  # migrates a database built by an older scoi
     fields = {f.name: f.type for f in dataclasses.fields(Bm25Params)}
-    overrides = {k: (v == "True" if fields[k] in (bool, "bool") else float(v) if "." in v else int(v))
+    overrides = {k: (v == "True" if fields[k] in (bool, "bool") else v if fields[k] in (str, "str")
+                     else float(v) if "." in v else int(v))
                  for k, v in (kv.split("=", 1) for kv in args.set)}
     params = Bm25Params(**overrides)
     sel = Selector("fr", "en", url=url, k=4, pool=100, bm25=params)
     warm_up(lambda q: sel.preselect(sel.analyze(q)[0]))
     sets = {"long": recombined([sel.analyze(q)[0] for q in long_queries(args.queries + 1)])[:args.queries],
             "short": [sel.analyze(q)[0] for q in held_out_queries(args.queries)]}
-    rows, exact_rows = [], []
+    rows, exact_rows, reads = [], [], []
     for name, toks in sets.items():
-        times, got, certified = [], [], []
+        times, got, certified, stats = [], [], [], []
         for t in toks:
+            st = Stats()
             t0 = time.perf_counter()
-            got.append([p for p, _ in sel.preselect(t)])
+            got.append([p for p, _ in sel.preselect(t, st)])
             times.append(1000 * (time.perf_counter() - t0))
             certified.append(bool(sel.certified))
+            stats.append(st)
         exact = exact_bm25_top(sel.conn, toks, 100)
         overlap = [len(set(g) & set(e)) / len(e) for g, e in zip(got, exact) if e]
-        rows.append((name, *pct(times), np.mean(overlap), min(overlap), np.mean(certified)))
-        exact_rows.append((name, *exact_mode(sel, toks[:args.exact_queries], exact[:args.exact_queries])))
+        rows.append((name, *pct(times), float(np.mean(overlap)), min(overlap), float(np.mean(certified))))
+        reads.append((name, *(pct([getattr(s, k) for s in stats]) for k in ("postings", "blocks", "blocks_total", "bytes"))))
+        if args.exact_queries:
+            sql = dataclasses.replace(params, engine="sql", exact=True)
+            exact_rows.append((name, *exact_mode(sel, toks[:args.exact_queries], exact[:args.exact_queries], sql)))
+    pairs = sel.conn.execute("SELECT count(*) FROM pair").fetchone()[0]
     print(f"{describe(sel.conn)} (recombined sentences, see docstring); {args.queries} queries per set "
-          f"(after 200 other short held-out queries as warm-up); {params}")
+          f"(after 200 other short held-out queries as warm-up); {params}; load average {load()}")
     print()
     print("| queries | preselection p50 ms | p95 ms | overlap@100 mean (min) | certified exact |")
     print("| --- | --- | --- | --- | --- |")
     for name, p50, p95, mean, low, cert in rows:
         print(f"| {name} | {p50:.1f} | {p95:.1f} | {mean:.3f} ({low:.2f}) | {cert:.2f} |")
     print()
-    print(f"exact mode (Bm25Params(exact=True)), first {args.exact_queries} queries per set:")
-    print()
-    print("| queries | preselection p50 ms | p95 ms | overlap@100 with bm25s | certified |")
+    print("| queries | postings read p50 (p95) | blocks read p50 (p95) | blocks of the query's tokens p50 | kB read p50 (p95) |")
     print("| --- | --- | --- | --- | --- |")
-    for name, p50, p95, ov, cert in exact_rows:
-        print(f"| {name} | {p50:.1f} | {p95:.1f} | {ov:.3f} | {cert:.2f} |")
+    for name, post, blk, total, nbytes in reads:
+        print(f"| {name} | {post[0]:,.0f} ({post[1]:,.0f}) | {blk[0]:,.0f} ({blk[1]:,.0f}) | {total[0]:,.0f} | "
+              f"{nbytes[0] / 1000:,.0f} ({nbytes[1] / 1000:,.0f}) |")
+    print()
+    print(index_size(sel.conn, pairs))
+    if exact_rows:
+        print()
+        print(f"plain-SQL statement, exact mode (Bm25Params(engine='sql', exact=True)), first {args.exact_queries} "
+              "queries per set:")
+        print()
+        print("| queries | preselection p50 ms | p95 ms | overlap@100 with bm25s | certified |")
+        print("| --- | --- | --- | --- | --- |")
+        for name, p50, p95, ov, cert in exact_rows:
+            print(f"| {name} | {p50:.1f} | {p95:.1f} | {ov:.3f} | {cert:.2f} |")
+    if args.json:
+        for name, p50, p95, mean, low, cert in rows:
+            print(json.dumps({"name": name, "pairs": pairs, "p50_ms": round(p50, 2), "p95_ms": round(p95, 2),
+                              "overlap_mean": round(mean, 4), "overlap_min": round(low, 4), "certified": round(cert, 4)}))
 
 
 def recombined(token_lists: list[list[str]]) -> list[list[str]]:

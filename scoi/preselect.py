@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scoi.core.bm25blocks import block_bounds, bound_at, contributions, decode_dir, decode_postings
+from scoi.core.bm25blocks import block_bounds, bound_at_dl, contributions, decode_dir, decode_postings
 from scoi.db.queries import load
 
 if TYPE_CHECKING:
@@ -56,13 +56,14 @@ class Stats:
 
 
 class _Token:
-    __slots__ = ("id", "w", "dir", "bounds", "ub", "sids", "contrib")
+    __slots__ = ("id", "w", "dir", "bounds", "ub", "sids", "contrib", "dl")
 
     def __init__(self, tid: int, w: float, directory: np.ndarray, bounds: np.ndarray) -> None:
         self.id, self.w, self.dir, self.bounds = tid, w, directory, bounds
         self.ub = float(bounds.max()) if len(bounds) else 0.0
         self.sids: np.ndarray | None = None
         self.contrib: np.ndarray | None = None
+        self.dl: np.ndarray | None = None
 
 
 def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: list[str], n: int,
@@ -112,13 +113,14 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
             pairs[sid] = ps or []
         st.round_trips += 1
 
-    cand, part = _accumulate(terms)
+    cand, part, lens = _accumulate(terms)
     if all(t.sids is not None for t in terms):  # every list read: every score is known
         return _top_pairs(cand, np.round(part, 9), pairs, n, lambda ids: score([], ids))
 
     # 2. theta from the sentences met so far, the most promising first
     if len(cand):
-        ub = part + sum((bound_at(t.dir, t.bounds, cand) for t in terms if t.sids is None), np.zeros(len(cand)))
+        ub = part + sum((t.w * bound_at_dl(t.dir, cand, lens, ka, kc) for t in terms if t.sids is None),
+                        np.zeros(len(cand)))
         best = np.lexsort((cand, -ub))[:probe]
         score(cand[best].tolist(), [])
         st.probed = len(best)
@@ -138,9 +140,11 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
 
     # 4. bound every sentence met; resolve the unread tokens, heaviest first, by reading
     #    only their blocks that hold a sentence whose bound still reaches theta
-    cand, part = _accumulate(terms)
+    cand, part, lens = _accumulate(terms)
     unread = sorted((t for t in terms if t.sids is None), key=lambda t: (-t.ub, t.id))
-    at = [bound_at(t.dir, t.bounds, cand) for t in unread]
+    alive = part + sum(t.ub for t in unread) >= theta - slack  # the token bounds first: cheap
+    cand, part, lens = cand[alive], part[alive], lens[alive]
+    at = [t.w * bound_at_dl(t.dir, cand, lens, ka, kc) for t in unread]
     ub = part + sum(at, np.zeros(len(cand)))
     alive = ub >= theta - slack
     cand, part, ub, at = cand[alive], part[alive], ub[alive], [a[alive] for a in at]
@@ -151,20 +155,16 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
         if not todo:
             continue
         want = {t.id: np.unique(np.searchsorted(t.dir["last"], cand[at[k] > 0])) for k, t in todo}
-        got: dict[int, list[tuple[int, bytes, bytes]]] = {}
-        for tid, block_no, ids, tfdl in cur.execute(SQL["blocks_fetch"], {
-                "ids": [tid for tid, nos in want.items() for _ in nos],
-                "block_nos": [int(b) for nos in want.values() for b in nos]}):
-            got.setdefault(tid, []).append((block_no, ids, tfdl))
+        got = {tid: (ids, tfdl) for tid, ids, tfdl in cur.execute(SQL["blocks_fetch"], {
+            "ids": [tid for tid, nos in want.items() for _ in nos],
+            "block_nos": [b for nos in want.values() for b in nos.tolist()]})}
         st.round_trips += 1
         for k, t in todo:
-            blocks = got.get(t.id, [])
-            nos = np.array([b for b, _, _ in blocks], dtype=np.int64)
-            sids, tf, dl = decode_postings(t.dir[nos], b"".join(x for _, x, _ in blocks),
-                                           b"".join(y for _, _, y in blocks))
+            ids, tfdl = got.get(t.id, (b"", b""))
+            sids, tf, dl = decode_postings(t.dir[want[t.id]], ids, tfdl)
             st.postings += len(sids)
-            st.blocks += len(blocks)
-            st.bytes += sum(len(x) + len(y) for _, x, y in blocks)
+            st.blocks += len(want[t.id])
+            st.bytes += len(ids) + len(tfdl)
             contrib = contributions(t.w, tf, dl, ka, kc)
             pos = np.minimum(np.searchsorted(sids, cand), max(len(sids) - 1, 0))
             exact_t = np.where((len(sids) > 0) & (sids[pos] == cand) if len(sids) else np.zeros(len(cand), bool),
@@ -183,28 +183,32 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
 
 def _read(tok: _Token, ids: bytes, tfdl: bytes, ka: float, kc: float, st: Stats) -> None:
     sids, tf, dl = decode_postings(tok.dir, ids, tfdl)
-    tok.sids, tok.contrib = sids, contributions(tok.w, tf, dl, ka, kc)
+    tok.sids, tok.contrib, tok.dl = sids, contributions(tok.w, tf, dl, ka, kc), dl
     st.postings += len(sids)
     st.blocks += len(tok.dir)
     st.bytes += len(ids) + len(tfdl)
 
 
-def _accumulate(terms: list[_Token]) -> tuple[np.ndarray, np.ndarray]:
-    """Sentence ids met in the lists read (ascending), and the sum of their contributions
-    there: a bincount over the id range when it is dense enough, else a sort."""
+def _accumulate(terms: list[_Token]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sentence ids met in the lists read (ascending), the sum of their contributions
+    there and their lengths: a bincount over the id range when it is dense enough, else a sort."""
     read = [t for t in terms if t.sids is not None]
     if not read:
-        return np.zeros(0, dtype=np.int64), np.zeros(0)
+        return np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0, dtype=np.int64)
     sids = np.concatenate([t.sids for t in read])
     contrib = np.concatenate([t.contrib for t in read])
+    dls = np.concatenate([t.dl for t in read])
     lo, hi = int(sids.min()), int(sids.max())
     if hi - lo < 8 * len(sids):
-        counts = np.bincount(sids - lo, minlength=hi - lo + 1)
+        length = np.zeros(hi - lo + 1, dtype=np.int64)
+        length[sids - lo] = dls
         sums = np.bincount(sids - lo, weights=contrib, minlength=hi - lo + 1)
-        met = np.flatnonzero(counts)
-        return met + lo, sums[met]
+        met = np.flatnonzero(length)
+        return met + lo, sums[met], length[met]
     cand, inv = np.unique(sids, return_inverse=True)
-    return cand, np.bincount(inv, weights=contrib, minlength=len(cand))
+    length = np.zeros(len(cand), dtype=np.int64)
+    length[inv] = dls
+    return cand, np.bincount(inv, weights=contrib, minlength=len(cand)), length
 
 
 def _nth_pair_score(exact: dict[int, float], pairs: dict[int, list[int]], n: int) -> float:

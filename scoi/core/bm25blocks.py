@@ -63,6 +63,29 @@ def bound_at(directory: np.ndarray, bounds: np.ndarray, sids: np.ndarray) -> np.
     return np.where(inside, bounds[jj], 0.0)
 
 
+def bound_at_dl(directory: np.ndarray, sids: np.ndarray, dls: np.ndarray, ka: float, kc: float) -> np.ndarray:
+    """Per sentence (id, length), the largest tf / (tf + ka + kc dl) the token can have in
+    it: 0 if no block's id range holds it; else, over the (tf) buckets of that block that
+    the sentence's own length allows (a bucket's shortest sentence is not longer than it),
+    the factor at that length, with tf at most the bucket's largest and at most dl.
+    Tighter than :func:`bound_at` for all but the shortest sentences."""
+    out = np.zeros(len(sids))
+    if not len(directory):
+        return out
+    j = np.searchsorted(directory["last"], sids, side="left")
+    jj = np.minimum(j, len(directory) - 1)
+    rec = directory[jj]
+    inside = (j < len(directory)) & (rec["first"] <= sids)
+    dl = dls.astype(np.float64)
+    norm = ka + kc * dl
+    for col, tf in (("dl1", np.ones(len(sids))), ("dl2", np.full(len(sids), 2.0)),
+                    ("dl3", np.minimum(rec["max_tf"].astype(np.float64), dl))):
+        b = rec[col]
+        ok = inside & (b > 0) & (b <= dls)
+        np.maximum(out, np.where(ok, tf / (tf + norm), 0.0), out=out)
+    return out
+
+
 def contributions(w: float, tf: np.ndarray, dl: np.ndarray, ka: float, kc: float) -> np.ndarray:
     """BM25 contributions w tf / (tf + K(dl)) of a token's postings, K(dl) = ka + kc dl."""
     return w * tf / (tf + ka + kc * dl)
@@ -105,4 +128,4 @@ def pack(tids: np.ndarray, sids: np.ndarray, tfs: np.ndarray, dls: np.ndarray, b
     return rows, per_token
 
 
-__all__ = ["BLOCK", "DIR", "decode_dir", "decode_postings", "block_bounds", "bound_at", "contributions", "pack"]
+__all__ = ["BLOCK", "DIR", "decode_dir", "decode_postings", "block_bounds", "bound_at", "bound_at_dl", "contributions", "pack"]

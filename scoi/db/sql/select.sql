@@ -204,11 +204,12 @@ FROM bm25_block b WHERE b.token_id = ANY(%(ids)s::int[])
 GROUP BY b.token_id;
 
 -- name: blocks_fetch
--- These blocks (token id, block number), one row each, in the order asked.
-SELECT b.token_id, b.block_no, b.ids, b.tfdl
+-- These blocks (token id, block number; every one exists: the directory named it), each
+-- token's concatenated in the order asked.
+SELECT u.token_id, string_agg(b.ids, ''::bytea ORDER BY u.ord), string_agg(b.tfdl, ''::bytea ORDER BY u.ord)
 FROM unnest(%(ids)s::int[], %(block_nos)s::int[]) WITH ORDINALITY AS u(token_id, block_no, ord)
 JOIN bm25_block b ON b.token_id = u.token_id AND b.block_no = u.block_no
-ORDER BY u.ord;
+GROUP BY u.token_id;
 
 -- name: blocks_exact
 -- Exact BM25 (bm25_scores, forward index) of the sentences `score_ids`, and the pairs of
