@@ -96,7 +96,7 @@ def write_blocks(cur: psycopg.Cursor, tids: np.ndarray, sids: np.ndarray, tfs: n
     for tid, n_blocks, tail_n, meta, ids, tfdl in cur.execute(_SQL["block_tails"], {"ids": touched}):
         meta = bytes(meta)
         if tail_n < BLOCK:
-            last = decode_dir(meta)[-1:]
+            last = decode_dir(meta[-DIR.itemsize:])
             t_sids, t_tfs, t_dls = decode_postings(last, bytes(ids), bytes(tfdl))
             tails.append((np.full(len(t_sids), tid), t_sids, t_tfs, t_dls))
             base[tid], keep[tid] = n_blocks - 1, meta[:-DIR.itemsize]

@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scoi.core.bm25blocks import block_bounds, bound_at_dl, contributions, decode_dir, decode_postings
+from scoi.core.bm25blocks import Directory, block_bounds, bound_at_dl, decode_dir
+from scoi.db.literals import int_array
 from scoi.db.queries import load
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ class Stats:
 class _Token:
     __slots__ = ("id", "w", "dir", "bounds", "ub", "sids", "contrib", "dl")
 
-    def __init__(self, tid: int, w: float, directory: np.ndarray, bounds: np.ndarray) -> None:
+    def __init__(self, tid: int, w: float, directory: Directory, bounds: np.ndarray) -> None:
         self.id, self.w, self.dir, self.bounds = tid, w, directory, bounds
         self.ub = float(bounds.max()) if len(bounds) else 0.0
         self.sids: np.ndarray | None = None
@@ -67,23 +68,26 @@ class _Token:
 
 
 def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: list[str], n: int,
-                     corpora: list[int] | None, k1: float = 1.5, b: float = 0.75, budget: int = 200_000,
-                     probe: int = 0, stats: Stats | None = None) -> list[tuple[int, float]]:
+                     corpora: list[int] | None, k1: float = 1.5, b: float = 0.75, read_all: int = 3_000_000,
+                     budget: int = 200_000, probe: int = 0, stats: Stats | None = None) -> list[tuple[int, float]]:
     """Exact BM25 top ``n`` (pair id, score) of the lowercased ``tokens`` over the eligible
     ``lang`` sentences, counting only pairs ``lang``-``tgt`` (of ``corpora``), best first,
-    ties by pair id. ``budget``: postings of the rarest tokens read before theta is known;
+    ties by pair id. ``read_all``: read every posting list, and no bound, when the query's
+    tokens have at most this many postings; else ``budget``: postings of the rarest
+    tokens read before theta is known;
     ``probe``: sentences scored exactly to find theta (default max(2n, 50))."""
     st = stats if stats is not None else Stats()
     probe = probe or max(2 * n, 50)
     cur = conn.cursor(binary=True)
     rows = cur.execute(SQL["blocks_terms"], {"lang": lang, "tokens": [t.lower() for t in tokens],
-                                             "budget": budget}).fetchall()
+                                             "read_all": read_all, "rare": budget}).fetchall()
     st.round_trips += 1
     if not rows:
         return []
     n_docs, total_len = rows[0][4], rows[0][5]
     ka = k1 * (1 - b)
     kc = k1 * b * max(n_docs, 1) / max(total_len, 1)
+    factor = _factors(ka, kc)
     terms: list[_Token] = []
     for tid, df, cnt, meta, _, _, ids, tfdl in rows:
         directory = decode_dir(meta)
@@ -92,7 +96,7 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
         st.bytes += len(meta)
         st.blocks_total += len(directory)
         if ids is not None:
-            _read(tok, ids, tfdl, ka, kc, st)
+            _read(tok, ids, tfdl, factor, st)
         terms.append(tok)
     st.tokens = len(terms)
     qids = [t.id for t in terms]
@@ -106,7 +110,7 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
         if not want:
             return
         for sid, s, ps in cur.execute(SQL["blocks_exact"], {
-                "ids": want, "score_ids": ids, "qids": qids, "ws": qws, "ka": ka, "kc": kc,
+                "ids": int_array(want), "score_ids": int_array(ids), "qids": qids, "ws": qws, "ka": ka, "kc": kc,
                 "lang": lang, "tgt": tgt, "corpora": corpora}):
             if s is not None:
                 exact[sid] = s
@@ -135,7 +139,7 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
     if todo:
         by_id = {t.id: t for t in todo}
         for tid, ids, tfdl in cur.execute(SQL["blocks_read"], {"ids": list(by_id)}):
-            _read(by_id[tid], ids, tfdl, ka, kc, st)
+            _read(by_id[tid], ids, tfdl, factor, st)
         st.round_trips += 1
 
     # 4. bound every sentence met; resolve the unread tokens, heaviest first, by reading
@@ -154,18 +158,18 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
         i, group = i + group, group * 2
         if not todo:
             continue
-        want = {t.id: np.unique(np.searchsorted(t.dir["last"], cand[at[k] > 0])) for k, t in todo}
+        want = {t.id: np.unique(np.searchsorted(t.dir.last, cand[at[k] > 0])) for k, t in todo}
         got = {tid: (ids, tfdl) for tid, ids, tfdl in cur.execute(SQL["blocks_fetch"], {
-            "ids": [tid for tid, nos in want.items() for _ in nos],
-            "block_nos": [b for nos in want.values() for b in nos.tolist()]})}
+            "ids": int_array([tid for tid, nos in want.items() for _ in range(len(nos))]),
+            "block_nos": int_array(np.concatenate(list(want.values())).tolist())})}
         st.round_trips += 1
         for k, t in todo:
             ids, tfdl = got.get(t.id, (b"", b""))
-            sids, tf, dl = decode_postings(t.dir[want[t.id]], ids, tfdl)
+            sids, packed = decode_ids(t.dir[want[t.id]], ids, tfdl)
             st.postings += len(sids)
             st.blocks += len(want[t.id])
             st.bytes += len(ids) + len(tfdl)
-            contrib = contributions(t.w, tf, dl, ka, kc)
+            contrib = t.w * factor[packed]
             pos = np.minimum(np.searchsorted(sids, cand), max(len(sids) - 1, 0))
             exact_t = np.where((len(sids) > 0) & (sids[pos] == cand) if len(sids) else np.zeros(len(cand), bool),
                                contrib[pos] if len(sids) else 0.0, 0.0)
@@ -181,9 +185,22 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
                       lambda ids: score([], ids))
 
 
-def _read(tok: _Token, ids: bytes, tfdl: bytes, ka: float, kc: float, st: Stats) -> None:
-    sids, tf, dl = decode_postings(tok.dir, ids, tfdl)
-    tok.sids, tok.contrib, tok.dl = sids, contributions(tok.w, tf, dl, ka, kc), dl
+def _factors(ka: float, kc: float) -> np.ndarray:
+    """tf / (tf + ka + kc dl) for every packed ``tf << 8 | dl`` (a table: one gather per posting)."""
+    packed = np.arange(1 << 16)
+    tf, dl = (packed >> 8).astype(np.float64), (packed & 255).astype(np.float64)
+    return tf / (tf + ka + kc * dl)
+
+
+def decode_ids(directory: Directory, ids: bytes, tfdl: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """(sentence ids, packed tf << 8 | dl) of concatenated blocks."""
+    offsets = np.frombuffer(ids, dtype=">u4").astype(np.int64)
+    return offsets + np.repeat(directory.first, directory.n), np.frombuffer(tfdl, dtype=">u2").astype(np.intp)
+
+
+def _read(tok: _Token, ids: bytes, tfdl: bytes, factor: np.ndarray, st: Stats) -> None:
+    sids, packed = decode_ids(tok.dir, ids, tfdl)
+    tok.sids, tok.contrib, tok.dl = sids, tok.w * factor[packed], packed & 255
     st.postings += len(sids)
     st.blocks += len(tok.dir)
     st.bytes += len(ids) + len(tfdl)

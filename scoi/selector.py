@@ -77,7 +77,8 @@ class Bm25Params:
     #: "blocks": exact BM25 top n from the posting blocks, scored in numpy (scoi/preselect.py,
     #: always exact and certified; the fields above are the "sql" statement's settings)
     engine: str = "blocks"
-    rare: int = 200_000        # blocks: postings of the rarest tokens read before theta is known
+    read_all: int = 3_000_000  # blocks: read every list (no bounds) when the query's tokens have at most this many postings
+    rare: int = 200_000        # blocks: else, postings of the rarest tokens read before theta is known
     probe: int = 0             # blocks: sentences scored exactly to find theta (0: max(2 pool, 50))
 
     def signature(self) -> str:
@@ -275,7 +276,7 @@ class Selector:
     def preselect_params(self, tokens: list[str]) -> dict[str, Any]:
         if self.bm25.engine == "blocks":
             return {"lang": self.src, "tgt": self.tgt, "tokens": [t.lower() for t in tokens], "n": self.pool,
-                    "corpora": self.corpus_ids, "budget": self.bm25.rare}
+                    "corpora": self.corpus_ids, "read_all": self.bm25.read_all, "rare": self.bm25.rare}
         return {"lang": self.src, "tgt": self.tgt, "tokens": [t.lower() for t in tokens], "n": self.pool,
                 "corpora": self.corpus_ids, **self.bm25.sql_params(self.pool)}
 
@@ -300,7 +301,8 @@ class Selector:
             with _snapshot(self.conn):
                 found = preselect_blocks(self.conn, lang=self.src, tgt=self.tgt, tokens=tokens, n=self.pool,
                                          corpora=self.corpus_ids, k1=self.bm25.k1, b=self.bm25.b,
-                                         budget=self.bm25.rare, probe=self.bm25.probe, stats=stats)
+                                         read_all=self.bm25.read_all, budget=self.bm25.rare,
+                                         probe=self.bm25.probe, stats=stats)
             self.certified = True if found else None
             return found
         rows = self.conn.execute(SQL["preselect"], self.preselect_params(tokens)).fetchall()

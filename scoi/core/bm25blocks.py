@@ -18,6 +18,8 @@ sentences never invalidates a stored extreme, it only adds blocks or rewrites th
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 BLOCK = 128
@@ -25,64 +27,82 @@ DIR = np.dtype([("first", ">i8"), ("last", ">i8"), ("n", ">i2"), ("max_tf", ">i2
                 ("dl1", ">i2"), ("dl2", ">i2"), ("dl3", ">i2")])
 
 
-def decode_dir(meta: bytes) -> np.ndarray:
-    """A token's directory: one :data:`DIR` record per block, in block order."""
-    return np.frombuffer(meta, dtype=DIR)
+class Directory(NamedTuple):
+    """A token's directory as native int64 arrays, one entry per block (fields of :data:`DIR`)."""
+
+    first: np.ndarray
+    last: np.ndarray
+    n: np.ndarray
+    max_tf: np.ndarray
+    dl1: np.ndarray
+    dl2: np.ndarray
+    dl3: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.first)
+
+    def __getitem__(self, idx):  # the entries of some blocks, as a Directory
+        return Directory(*(a[idx] for a in self))
 
 
-def decode_postings(directory: np.ndarray, ids: bytes, tfdl: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def decode_dir(meta: bytes) -> Directory:
+    """A token's directory: one entry per block, in block order."""
+    rec = np.frombuffer(meta, dtype=DIR)
+    return Directory(*(rec[name].astype(np.int64) for name in DIR.names))
+
+
+def decode_postings(directory: Directory, ids: bytes, tfdl: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(sentence ids, tf, dl) of the blocks whose ``ids``/``tfdl`` are concatenated in
     ``ids``/``tfdl``, ``directory`` being those blocks' records, in the same order."""
     offsets = np.frombuffer(ids, dtype=">u4").astype(np.int64)
-    sids = offsets + np.repeat(directory["first"].astype(np.int64), directory["n"].astype(np.int64))
+    sids = offsets + np.repeat(directory.first, directory.n)
     packed = np.frombuffer(tfdl, dtype=">u2").astype(np.int64)
     return sids, packed >> 8, packed & 255
 
 
-def block_bounds(directory: np.ndarray, ka: float, kc: float) -> np.ndarray:
+def block_bounds(directory: Directory, ka: float, kc: float) -> np.ndarray:
     """Per block, the largest tf / (tf + ka + kc dl) its postings can have: tf = 1 postings
     have dl >= dl1, tf = 2 ones dl >= dl2, tf >= 3 ones tf <= max_tf and dl >= dl3 (the
     factor grows with tf and shrinks with dl). Multiply by the token's weight."""
-    max_tf = directory["max_tf"].astype(np.float64)
     out = np.zeros(len(directory))
-    for col, tf in (("dl1", np.ones(len(directory))), ("dl2", np.full(len(directory), 2.0)), ("dl3", max_tf)):
-        dl = directory[col].astype(np.float64)
-        np.maximum(out, np.where(dl > 0, tf / (tf + ka + kc * np.maximum(dl, 1.0)), 0.0), out=out)
+    for dl, tf in ((directory.dl1, 1.0), (directory.dl2, 2.0), (directory.dl3, directory.max_tf)):
+        np.maximum(out, np.where(dl > 0, tf / (tf + ka + kc * np.maximum(dl, 1)), 0.0), out=out)
     return out
 
 
-def bound_at(directory: np.ndarray, bounds: np.ndarray, sids: np.ndarray) -> np.ndarray:
+def bound_at(directory: Directory, bounds: np.ndarray, sids: np.ndarray) -> np.ndarray:
     """Per sentence id, the bound of the block whose id range holds it (0 if none does:
     the token is then surely absent from that sentence)."""
     if not len(directory):
         return np.zeros(len(sids))
-    j = np.searchsorted(directory["last"], sids, side="left")
+    j = np.searchsorted(directory.last, sids, side="left")
     inside = j < len(directory)
     jj = np.minimum(j, len(directory) - 1)
-    inside &= directory["first"][jj] <= sids
+    inside &= directory.first[jj] <= sids
     return np.where(inside, bounds[jj], 0.0)
 
 
-def bound_at_dl(directory: np.ndarray, sids: np.ndarray, dls: np.ndarray, ka: float, kc: float) -> np.ndarray:
+def bound_at_dl(directory: Directory, sids: np.ndarray, dls: np.ndarray, ka: float, kc: float) -> np.ndarray:
     """Per sentence (id, length), the largest tf / (tf + ka + kc dl) the token can have in
     it: 0 if no block's id range holds it; else, over the (tf) buckets of that block that
     the sentence's own length allows (a bucket's shortest sentence is not longer than it),
     the factor at that length, with tf at most the bucket's largest and at most dl.
     Tighter than :func:`bound_at` for all but the shortest sentences."""
     out = np.zeros(len(sids))
-    if not len(directory):
+    if not len(directory) or not len(sids):
         return out
-    j = np.searchsorted(directory["last"], sids, side="left")
+    j = np.searchsorted(directory.last, sids, side="left")
     jj = np.minimum(j, len(directory) - 1)
-    rec = directory[jj]
-    inside = (j < len(directory)) & (rec["first"] <= sids)
-    dl = dls.astype(np.float64)
-    norm = ka + kc * dl
-    for col, tf in (("dl1", np.ones(len(sids))), ("dl2", np.full(len(sids), 2.0)),
-                    ("dl3", np.minimum(rec["max_tf"].astype(np.float64), dl))):
-        b = rec[col]
+    inside = (j < len(directory)) & (directory.first[jj] <= sids)
+    norm = ka + kc * dls
+    for col, tf in ((directory.dl1, 1.0), (directory.dl2, 2.0), (directory.dl3, None)):
+        b = col[jj]
         ok = inside & (b > 0) & (b <= dls)
-        np.maximum(out, np.where(ok, tf / (tf + norm), 0.0), out=out)
+        if tf is None:
+            t = np.minimum(directory.max_tf[jj], dls)
+            np.maximum(out, np.where(ok, t / (t + norm), 0.0), out=out)
+        else:
+            np.maximum(out, np.where(ok, tf / (tf + norm), 0.0), out=out)
     return out
 
 
@@ -128,4 +148,4 @@ def pack(tids: np.ndarray, sids: np.ndarray, tfs: np.ndarray, dls: np.ndarray, b
     return rows, per_token
 
 
-__all__ = ["BLOCK", "DIR", "decode_dir", "decode_postings", "block_bounds", "bound_at", "bound_at_dl", "contributions", "pack"]
+__all__ = ["BLOCK", "DIR", "Directory", "decode_dir", "decode_postings", "block_bounds", "bound_at", "bound_at_dl", "contributions", "pack"]

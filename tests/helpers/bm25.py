@@ -137,12 +137,11 @@ def blocks_equal_postings(conn: psycopg.Connection) -> None:
         assert [r[0] for r in rows] == list(range(n_blocks)) == list(range(len(d))), tid
         got = []
         for i, (_, ids, tfdl) in enumerate(rows):
-            rec = d[i]
-            sids, tf, dl = decode_postings(d[i:i + 1], bytes(ids), bytes(tfdl))
-            assert rec["first"] == sids[0] and rec["last"] == sids[-1] and rec["n"] == len(sids)
-            assert rec["max_tf"] == tf.max()
-            for col, m in (("dl1", tf == 1), ("dl2", tf == 2), ("dl3", tf >= 3)):
-                assert rec[col] == (dl[m].min() if m.any() else 0), (tid, col)
+            rec = d[i:i + 1]
+            sids, tf, dl = decode_postings(rec, bytes(ids), bytes(tfdl))
+            assert (rec.first[0], rec.last[0], rec.n[0], rec.max_tf[0]) == (sids[0], sids[-1], len(sids), tf.max())
+            for got_dl, m in ((rec.dl1[0], tf == 1), (rec.dl2[0], tf == 2), (rec.dl3[0], tf >= 3)):
+                assert got_dl == (dl[m].min() if m.any() else 0), tid
             got += list(zip(sids.tolist(), tf.tolist(), dl.tolist()))
         assert got == want[tid], tid
-        assert all(r == BLOCK for r in d["n"][:-1]) and tail_n == d["n"][-1], tid
+        assert all(r == BLOCK for r in d.n[:-1]) and tail_n == d.n[-1], tid

@@ -34,8 +34,10 @@ def blocks(conn: psycopg.Connection, q: list[str], n: int, tgt: str = "en", corp
 
 @SETTINGS
 @given(batches=st.lists(batch, min_size=1, max_size=4), queries=st.lists(query, min_size=1, max_size=3),
-       n=st.integers(1, 12), budget=st.integers(0, 200), probe=st.integers(1, 30))
-def test_blocks_equal_python_bm25_after_each_batch(server_url, template_url, batches, queries, n, budget, probe):
+       n=st.integers(1, 12), read_all=st.sampled_from([0, 0, 10**9]), budget=st.integers(0, 200),
+       probe=st.integers(1, 30))
+def test_blocks_equal_python_bm25_after_each_batch(server_url, template_url, batches, queries, n, read_all, budget,
+                                                   probe):
     with corpus(server_url) as c:
         for frs, name, tgt in batches:
             # repeat some earlier French sentences: one sentence, pairs in several corpora
@@ -45,7 +47,8 @@ def test_blocks_equal_python_bm25_after_each_batch(server_url, template_url, bat
                 for tgt_, corpora in (("en", None), ("en", ["a"]), ("de", None), ("en", ["b"])):
                     docs, pairs_of = c.truth(tgt_, corpora)
                     exp = reference(docs, pairs_of, q, n)
-                    got = blocks(c.conn, q, n, tgt_, c.corpus_ids(corpora), budget=budget, probe=probe)
+                    got = blocks(c.conn, q, n, tgt_, c.corpus_ids(corpora), read_all=read_all, budget=budget,
+                                 probe=probe)
                     assert same(got, exp), (q, tgt_, corpora, got, exp)
 
 
@@ -60,7 +63,7 @@ def test_blocks_span_many_blocks_and_skip_common_ones(server_url, template_url):
         docs, pairs_of = c.truth()
         q = ["rare", "de", "la"]
         stats = Stats()
-        got = blocks(c.conn, q, 2, budget=0, stats=stats)
+        got = blocks(c.conn, q, 2, read_all=0, budget=0, stats=stats)
         assert same(got, reference(docs, pairs_of, q, 2))
         assert stats.blocks_total > 10 and stats.postings < 100, stats
         q = ["de", "la", "w3", "de"]

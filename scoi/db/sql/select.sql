@@ -178,13 +178,14 @@ LIMIT %(n)s;
 -- name: blocks_terms
 -- The block preselection's first round trip (scoi/preselect.py, docs/preselection.md):
 -- the query's tokens known to the index (df, count in the query, block directory), N and
--- the total length, and the postings of the rarest tokens while their df adds up to at
--- most %(budget)s (the rarest one at least): whole posting lists, each token's blocks
--- concatenated in order (bytea, scoi/core/bm25blocks.py's layout).
+-- the total length, and whole posting lists (each token's blocks concatenated in order,
+-- bytea, scoi/core/bm25blocks.py's layout): all of them if the query's tokens have at
+-- most %(read_all)s postings, else those of the rarest tokens while their df adds up to
+-- at most %(rare)s (the rarest one at least).
 WITH st AS (SELECT n_docs, total_len FROM bm25_stats WHERE lang = %(lang)s),
 q AS (
     SELECT v.id, v.df, qt.cnt, d.meta, sum(v.df) OVER (ORDER BY v.df, v.id ROWS UNBOUNDED PRECEDING) AS upto,
-           row_number() OVER (ORDER BY v.df, v.id) AS rank
+           sum(v.df) OVER () AS total, row_number() OVER (ORDER BY v.df, v.id) AS rank
     FROM (SELECT tok, count(*) AS cnt FROM unnest(%(tokens)s::text[]) AS tok GROUP BY tok) qt
     JOIN vocab v ON v.lang = %(lang)s AND v.token = qt.tok AND v.df > 0
     JOIN bm25_dir d ON d.token_id = v.id
@@ -194,7 +195,7 @@ FROM q CROSS JOIN st
 LEFT JOIN LATERAL (
     SELECT string_agg(b.ids, ''::bytea ORDER BY b.block_no) AS ids, string_agg(b.tfdl, ''::bytea ORDER BY b.block_no) AS tfdl
     FROM bm25_block b WHERE b.token_id = q.id
-) b ON q.upto <= %(budget)s OR q.rank = 1
+) b ON q.total <= %(read_all)s OR q.upto <= %(rare)s OR q.rank = 1
 ORDER BY q.df, q.id;
 
 -- name: blocks_read
