@@ -185,6 +185,69 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
                       lambda ids: score([], ids))
 
 
+def preselect_many(conn: psycopg.Connection, *, lang: str, tgt: str, token_lists: list[list[str]], n: int,
+                   corpora: list[int] | None, k1: float = 1.5, b: float = 0.75, read_all: int = 3_000_000,
+                   budget: int = 200_000, probe: int = 0) -> list[list[tuple[int, float]]]:
+    """:func:`preselect_blocks` of many queries at once, same results: the union of their
+    tokens' lists is read in one round trip (each list once, however many queries share
+    it; when they have at most ``read_all`` postings in all) and every query scored from
+    it; the pairs of all queries' best sentences in one more. Queries whose lists do not
+    fit go through :func:`preselect_blocks` one by one. Call inside one snapshot."""
+    lowered = [[t.lower() for t in toks] for toks in token_lists]
+    union = sorted({t for toks in lowered for t in toks})
+    out: list[list[tuple[int, float]] | None] = [None if toks else [] for toks in lowered]
+    cur = conn.cursor(binary=True)
+    rows = cur.execute(SQL["blocks_terms"], {"lang": lang, "tokens": union, "read_all": read_all,
+                                             "rare": 0}).fetchall() if union else []
+    if rows and all(r[6] is not None for r in rows):
+        n_docs, total_len = rows[0][4], rows[0][5]
+        ka = k1 * (1 - b)
+        kc = k1 * b * max(n_docs, 1) / max(total_len, 1)
+        factor = _factors(ka, kc)
+        ids_of = {tok: tid for tok, tid in cur.execute(SQL["vocab_ids_of"], {"lang": lang, "tokens": union})}
+        decoded: dict[int, tuple[float, np.ndarray, np.ndarray]] = {}
+        for tid, df, _, meta, _, _, ids, tfdl in rows:
+            sids, packed = decode_ids(decode_dir(meta), ids, tfdl)
+            idf = float(np.log(1 + (n_docs - df + 0.5) / (df + 0.5)))
+            decoded[tid] = (idf, sids, factor[packed])
+        pairs: dict[int, list[int]] = {}
+
+        def fetch(sids: list[int]) -> None:
+            for sid, _, ps in cur.execute(SQL["blocks_exact"], {
+                    "ids": int_array(sids), "score_ids": "{}", "qids": "{}", "ws": "{}", "ka": ka, "kc": kc,
+                    "lang": lang, "tgt": tgt, "corpora": corpora}):
+                pairs[sid] = ps or []
+
+        scored: list[tuple[int, np.ndarray, np.ndarray]] = []
+        heads: set[int] = set()
+        for i, toks in enumerate(lowered):
+            if not toks:
+                continue
+            counts: dict[int, int] = {}
+            for t in toks:
+                if t in ids_of and ids_of[t] in decoded:
+                    counts[ids_of[t]] = counts.get(ids_of[t], 0) + 1
+            if not counts:
+                out[i] = []
+                continue
+            sids = np.concatenate([decoded[t][1] for t in counts])
+            contrib = np.concatenate([decoded[t][0] * c * decoded[t][2] for t, c in counts.items()])
+            cand, inv = np.unique(sids, return_inverse=True)
+            score = np.round(np.bincount(inv, weights=contrib, minlength=len(cand)), 9)
+            scored.append((i, cand, score))
+            k = min(len(cand), 2 * n)
+            heads.update(cand[np.argpartition(-score, k - 1)[:k]].tolist() if k else [])
+        if heads:
+            fetch(sorted(heads))
+        for i, cand, score in scored:
+            out[i] = _top_pairs(cand, score, pairs, n, fetch)
+    for i, toks in enumerate(lowered):
+        if out[i] is None:
+            out[i] = preselect_blocks(conn, lang=lang, tgt=tgt, tokens=toks, n=n, corpora=corpora, k1=k1, b=b,
+                                      read_all=read_all, budget=budget, probe=probe)
+    return out  # type: ignore[return-value]
+
+
 def _factors(ka: float, kc: float) -> np.ndarray:
     """tf / (tf + ka + kc dl) for every packed ``tf << 8 | dl`` (a table: one gather per posting)."""
     packed = np.arange(1 << 16)
@@ -276,4 +339,4 @@ def _walk(sids: np.ndarray, scores: np.ndarray, pairs: dict[int, list[int]], n: 
     return out
 
 
-__all__ = ["preselect_blocks", "Stats"]
+__all__ = ["preselect_blocks", "preselect_many", "Stats"]

@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 from concurrent import futures
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, astuple, dataclass, field
 from functools import cache
 from itertools import chain
 from typing import TYPE_CHECKING, Any
@@ -200,6 +200,7 @@ class Selector:
         if method in EMBEDDING_METHODS:
             self.embedder_row()  # fail now, not at the first sentence, when nothing is embedded
         self._thread: futures.ThreadPoolExecutor | None = None
+        self._pools: dict[tuple[str, ...], list[CandidateRow]] = {}  # prepare_pools: pools ready for select
 
     # ------------------------------------------------------------------ pieces
     def _corpus_ids(self, names: list[str] | None) -> list[int] | None:
@@ -316,10 +317,34 @@ class Selector:
             self.certified = True
             return []
         if self.bm25.engine == "blocks":
+            ready = self._pools.pop(tuple(t.lower() for t in tokens), None)
+            if ready is not None:
+                self.certified = True if ready else None
+                return ready
             return self.fetch(self.preselect(tokens))
         rows = self.conn.cursor(binary=True).execute(PRESELECT_FETCH, self.preselect_params(tokens)).fetchall()
         self.certified = _certified(rows, 2)
         return [CandidateRow(r[0], r[1], r[3], r[4], list(r[5]), list(r[6]), list(r[7])) for r in rows]
+
+    def prepare_pools(self, token_lists: list[list[str]]) -> None:
+        """Preselect and fetch the pools of many queries at once (block engine: each posting
+        list read once for all of them, pairs and candidates in one round trip each); the
+        next :meth:`select` of each query (with its ``analysis``) takes its pool from here.
+        For batches: ``scoi select --file``, job preparation."""
+        if self.bm25.engine != "blocks":
+            return
+        from scoi.preselect import preselect_many
+
+        lists = [toks for toks in dict.fromkeys(tuple(t.lower() for t in toks) for toks in token_lists) if toks]
+        if not lists:
+            return
+        with _snapshot(self.conn):
+            pools = preselect_many(self.conn, lang=self.src, tgt=self.tgt, token_lists=[list(t) for t in lists],
+                                   n=self.pool, corpora=self.corpus_ids, k1=self.bm25.k1, b=self.bm25.b,
+                                   read_all=self.bm25.read_all, budget=self.bm25.rare, probe=self.bm25.probe)
+            rows = {r.pair_id: r for r in self.fetch(list(dict.fromkeys(x for pool in pools for x in pool)))}
+        for toks, pool in zip(lists, pools):
+            self._pools[toks] = [CandidateRow(p, s, *astuple(rows[p])[2:]) for p, s in pool]
 
     def fetch(self, scored: list[tuple[int, float]]) -> list[CandidateRow]:
         """Texts, tokens and terms of the candidates, in one round trip, in pool order."""

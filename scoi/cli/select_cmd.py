@@ -9,6 +9,8 @@ import typer
 from scoi.cli.common import (EMBEDDER_HELP, METHOD_HELP, ORDER_HELP, RBM25_HELP, Steps, console, database_url,
                              emit_json, fail)
 
+BATCH = 64  # --file: queries parsed (nlp.pipe) and preselected together
+
 EF_HELP = "fuzzy-ann: HNSW candidates searched per query (pgvector hnsw.ef_search; larger: better recall, slower)."
 
 
@@ -98,9 +100,13 @@ def select(
         if not file.exists():
             fail(f"{file}: file not found")
         with open(file, encoding="utf-8") as fh:
-            for line in fh:
-                if line.strip():
-                    emit_json(sel.select(line.strip(), record=record).to_dict(explain=explain))
+            lines = [line.strip() for line in fh if line.strip()]
+        for start in range(0, len(lines), BATCH):  # parsed with nlp.pipe and preselected together
+            chunk = lines[start:start + BATCH]
+            analyses = sel.analyze_batch(chunk)
+            sel.prepare_pools([tokens for tokens, _ in analyses])
+            for line, analysis in zip(chunk, analyses):
+                emit_json(sel.select(line, record=record, analysis=analysis).to_dict(explain=explain))
         if verbose:
             steps.step("queries")
             steps.print()

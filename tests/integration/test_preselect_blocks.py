@@ -132,3 +132,23 @@ def test_kill_9_mid_maintenance_leaves_the_index_whole(server_url, template_url)
         docs, pairs_of = c.truth()
         assert len(docs) == 500
         assert same(blocks(c.conn, q, 20), reference(docs, pairs_of, q, 20))
+
+
+def test_many_queries_at_once_equal_one_by_one(server_url, template_url):
+    """preselect_many (batches: select --file, job preparation) returns what
+    preselect_blocks returns query by query, on the read-all and the per-query paths."""
+    from scoi.preselect import preselect_many
+
+    frs = [["de", "la", f"w{i % 11}", f"u{i % 50}"] + ["la"] * (i % 4) for i in range(400)]
+    queries = [["de", "w1", "u3"], ["la", "la", "w2"], [], ["inconnu"], ["u7", "de", "de", "w10", "la"]]
+    with corpus(server_url) as c:
+        c.add(frs[:250])
+        c.add(frs[250:], corpus="b")
+        for read_all in (10**9, 0):
+            for corpora in (None, c.corpus_ids(["b"])):
+                many = preselect_many(c.conn, lang="fr", tgt="en", token_lists=queries, n=15, corpora=corpora,
+                                      read_all=read_all, budget=0)
+                one = [blocks(c.conn, q, 15, corpora=corpora) if q else [] for q in queries]
+                assert all(same(a, b) for a, b in zip(many, one)), (read_all, corpora)
+                docs, pairs_of = c.truth(corpora=None if corpora is None else ["b"])
+                assert all(same(a, reference(docs, pairs_of, q, 15)) for a, q in zip(many, queries))

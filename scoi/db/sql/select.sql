@@ -198,6 +198,10 @@ LEFT JOIN LATERAL (
 ) b ON q.total <= %(read_all)s OR q.upto <= %(rare)s OR q.rank = 1
 ORDER BY q.df, q.id;
 
+-- name: vocab_ids_of
+-- Index token ids of these (lowercased) tokens.
+SELECT token, id FROM vocab WHERE lang = %(lang)s AND token = ANY(%(tokens)s::text[]);
+
 -- name: blocks_read
 -- Whole posting lists of these tokens, each token's blocks concatenated in order.
 SELECT b.token_id, string_agg(b.ids, ''::bytea ORDER BY b.block_no), string_agg(b.tfdl, ''::bytea ORDER BY b.block_no)
