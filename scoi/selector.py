@@ -37,6 +37,7 @@ SQL = load("select")
 # The one-trip statement nests the preselection as a CTE: composed by psycopg, not by hand.
 PRESELECT_FETCH = sql.SQL(SQL["preselect_fetch"]).format(preselect=sql.SQL(SQL["preselect"].rstrip().rstrip(";")))
 FILLS = ("none", "random")
+ENGINES = ("blocks", "sql")  # Bm25Params.engine: posting blocks scored in numpy, or the single SQL statement
 
 
 def direction_exists(conn: psycopg.Connection, src: str, tgt: str) -> bool:
@@ -179,6 +180,8 @@ class Selector:
         self._embedder: Any = None  # scoi.embedder.Embedder, loaded on first use
         self._embedder_row: Any = None  # scoi.embeddings.EmbedderRow
         self.bm25 = bm25 or Bm25Params()
+        if self.bm25.engine not in ENGINES:
+            raise SelectionError(f"unknown BM25 engine {self.bm25.engine!r}; expected one of {ENGINES}")
         if url is None:
             from scoi.db.engine import ensure_migrated, resolve_database
 
