@@ -27,7 +27,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from bench_select import describe, exact_bm25_top, exact_mode, index_size, load, pct  # noqa: E402
+from bench_select import describe, exact_bm25_top, exact_mode, index_size, load_average, pct  # noqa: E402
 from shared_data import held_out_queries, long_queries, warm_up  # noqa: E402
 
 BUILD_SQL = """
@@ -166,7 +166,7 @@ def main() -> None:
             exact_rows.append((name, *exact_mode(sel, toks[:args.exact_queries], exact[:args.exact_queries], sql)))
     pairs = sel.conn.execute("SELECT count(*) FROM pair").fetchone()[0]
     print(f"{describe(sel.conn)} (recombined sentences, see docstring); {args.queries} queries per set "
-          f"(after 200 other short held-out queries as warm-up); {params}; load average {load()}")
+          f"(after 200 other short held-out queries as warm-up); {params}; load average {load_average()}")
     print()
     print("| queries | preselection p50 ms | p95 ms | overlap@100 mean (min) | certified exact |")
     print("| --- | --- | --- | --- | --- |")

@@ -168,7 +168,7 @@ def coverage_speedup(sel, runs, n: int) -> tuple[float, float, float]:
     return sum(ref_t) / sum(fast_t), 1000 * float(np.mean(fast_t)), 1000 * float(np.mean(ref_t))
 
 
-def load() -> str:
+def load_average() -> str:
     """The machine's load averages (1, 5, 15 min): it is shared, and figures move with it."""
     return ", ".join(f"{x:.1f}" for x in os.getloadavg())
 
@@ -222,7 +222,7 @@ def main() -> None:
              for k, v in sets.items()} if n else {}
 
     print(f"{describe(sel.conn)}; {args.queries} queries per set (after 200 other short held-out queries as "
-          f"warm-up); k=4, pool=100; {sel.bm25}; load average {load()}")
+          f"warm-up); k=4, pool=100; {sel.bm25}; load average {load_average()}")
     print()
     print("| step | long p50 ms | long p95 ms | short p50 ms | short p95 ms |")
     print("| --- | --- | --- | --- | --- |")

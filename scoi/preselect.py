@@ -68,7 +68,7 @@ class _Token:
 
 
 def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: list[str], n: int,
-                     corpora: list[int] | None, k1: float = 1.5, b: float = 0.75, read_all: int = 3_000_000,
+                     corpora: list[int] | None, k1: float = 1.5, b: float = 0.75, read_all: int = 2**62,
                      budget: int = 200_000, probe: int = 0, stats: Stats | None = None) -> list[tuple[int, float]]:
     """Exact BM25 top ``n`` (pair id, score) of the lowercased ``tokens`` over the eligible
     ``lang`` sentences, counting only pairs ``lang``-``tgt`` (of ``corpora``), best first,
@@ -117,8 +117,9 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
             pairs[sid] = ps or []
         st.round_trips += 1
 
-    cand, part, lens = _accumulate(terms)
-    if all(t.sids is not None for t in terms):  # every list read: every score is known
+    everything = all(t.sids is not None for t in terms)
+    cand, part, lens = _accumulate(terms, lengths=not everything)
+    if everything:  # every list read: every score is known
         return _top_pairs(cand, np.round(part, 9), pairs, n, lambda ids: score([], ids))
 
     # 2. theta from the sentences met so far, the most promising first
@@ -186,7 +187,7 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
 
 
 def preselect_many(conn: psycopg.Connection, *, lang: str, tgt: str, token_lists: list[list[str]], n: int,
-                   corpora: list[int] | None, k1: float = 1.5, b: float = 0.75, read_all: int = 3_000_000,
+                   corpora: list[int] | None, k1: float = 1.5, b: float = 0.75, read_all: int = 2**62,
                    budget: int = 200_000, probe: int = 0) -> list[list[tuple[int, float]]]:
     """:func:`preselect_blocks` of many queries at once, same results: the union of their
     tokens' lists is read in one round trip (each list once, however many queries share
@@ -263,31 +264,35 @@ def decode_ids(directory: Directory, ids: bytes, tfdl: bytes) -> tuple[np.ndarra
 
 def _read(tok: _Token, ids: bytes, tfdl: bytes, factor: np.ndarray, st: Stats) -> None:
     sids, packed = decode_ids(tok.dir, ids, tfdl)
-    tok.sids, tok.contrib, tok.dl = sids, tok.w * factor[packed], packed & 255
+    tok.sids, tok.contrib, tok.dl = sids, (tok.w * factor)[packed], packed & 255
     st.postings += len(sids)
     st.blocks += len(tok.dir)
     st.bytes += len(ids) + len(tfdl)
 
 
-def _accumulate(terms: list[_Token]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _accumulate(terms: list[_Token], lengths: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Sentence ids met in the lists read (ascending), the sum of their contributions
-    there and their lengths: a bincount over the id range when it is dense enough, else a sort."""
+    there and (``lengths``) their lengths: a bincount over the id range when it is dense
+    enough, else a sort. Every contribution is > 0, so a sentence is met iff its sum is."""
     read = [t for t in terms if t.sids is not None]
     if not read:
         return np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0, dtype=np.int64)
-    sids = np.concatenate([t.sids for t in read])
-    contrib = np.concatenate([t.contrib for t in read])
-    dls = np.concatenate([t.dl for t in read])
+    sids = np.concatenate([t.sids for t in read]) if len(read) > 1 else read[0].sids
+    contrib = np.concatenate([t.contrib for t in read]) if len(read) > 1 else read[0].contrib
     lo, hi = int(sids.min()), int(sids.max())
     if hi - lo < 8 * len(sids):
-        length = np.zeros(hi - lo + 1, dtype=np.int64)
-        length[sids - lo] = dls
         sums = np.bincount(sids - lo, weights=contrib, minlength=hi - lo + 1)
-        met = np.flatnonzero(length)
+        met = np.flatnonzero(sums)
+        if not lengths:
+            return met + lo, sums[met], None
+        length = np.zeros(hi - lo + 1, dtype=np.int64)
+        length[sids - lo] = np.concatenate([t.dl for t in read])
         return met + lo, sums[met], length[met]
     cand, inv = np.unique(sids, return_inverse=True)
+    if not lengths:
+        return cand, np.bincount(inv, weights=contrib, minlength=len(cand)), None
     length = np.zeros(len(cand), dtype=np.int64)
-    length[inv] = dls
+    length[inv] = np.concatenate([t.dl for t in read])
     return cand, np.bincount(inv, weights=contrib, minlength=len(cand)), length
 
 

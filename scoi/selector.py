@@ -78,7 +78,9 @@ class Bm25Params:
     #: "blocks": exact BM25 top n from the posting blocks, scored in numpy (scoi/preselect.py,
     #: always exact and certified; the fields above are the "sql" statement's settings)
     engine: str = "blocks"
-    read_all: int = 3_000_000  # blocks: read every list (no bounds) when the query's tokens have at most this many postings
+    #: blocks: read every list (no bounds) when the query's tokens have at most this many
+    #: postings (default: always; MaxScore with block bounds measured slower up to 1M pairs)
+    read_all: int = 2**62
     rare: int = 200_000        # blocks: else, postings of the rarest tokens read before theta is known
     probe: int = 0             # blocks: sentences scored exactly to find theta (0: max(2 pool, 50))
 
