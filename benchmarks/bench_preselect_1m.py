@@ -194,7 +194,8 @@ def main() -> None:
     if args.json:
         for name, p50, p95, mean, low, cert in rows:
             print(json.dumps({"name": name, "pairs": pairs, "p50_ms": round(p50, 2), "p95_ms": round(p95, 2),
-                              "overlap_mean": round(mean, 4), "overlap_min": round(low, 4), "certified": round(cert, 4)}))
+                              "overlap_mean": None if mean != mean else round(mean, 4),  # NaN: --no-overlap
+                              "overlap_min": None if low != low else round(low, 4), "certified": round(cert, 4)}))
 
 
 def recombined(token_lists: list[list[str]]) -> list[list[str]]:
