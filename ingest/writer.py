@@ -90,19 +90,16 @@ def write_blocks(cur: psycopg.Cursor, tids: np.ndarray, sids: np.ndarray, tfs: n
         return
     touched = np.unique(tids).tolist()
     base: dict[int, int] = {}
-    keep: dict[int, bytes] = {}
     tails: list[tuple[np.ndarray, ...]] = []
     rewritten: list[tuple[int, int]] = []
-    for tid, n_blocks, tail_n, meta, ids, tfdl in cur.execute(_SQL["block_tails"], {"ids": touched}):
-        meta = bytes(meta)
+    for tid, n_blocks, tail_n, last, ids, tfdl in cur.execute(_SQL["block_tails"], {"ids": touched}):
         if tail_n < BLOCK:
-            last = decode_dir(meta[-DIR.itemsize:])
-            t_sids, t_tfs, t_dls = decode_postings(last, bytes(ids), bytes(tfdl))
+            t_sids, t_tfs, t_dls = decode_postings(decode_dir(bytes(last)), bytes(ids), bytes(tfdl))
             tails.append((np.full(len(t_sids), tid), t_sids, t_tfs, t_dls))
-            base[tid], keep[tid] = n_blocks - 1, meta[:-DIR.itemsize]
+            base[tid] = n_blocks - 1
             rewritten.append((tid, n_blocks - 1))
         else:
-            base[tid], keep[tid] = n_blocks, meta
+            base[tid] = n_blocks
     if tails:
         tids, sids, tfs, dls = (np.concatenate([t[i] for t in tails] + [a]) for i, a in enumerate((tids, sids, tfs, dls)))
     order = np.lexsort((sids, tids))
@@ -116,7 +113,7 @@ def write_blocks(cur: psycopg.Cursor, tids: np.ndarray, sids: np.ndarray, tfs: n
     cur.execute(_SQL["upsert_dirs"], {
         "ids": ids, "n_blocks": [per_token[t][0] + per_token[t][1] for t in ids],
         "tail_n": [int(np.frombuffer(per_token[t][2][-DIR.itemsize:], dtype=DIR)["n"][0]) for t in ids],
-        "metas": [keep.get(t, b"") + per_token[t][2] for t in ids]})
+        "metas": [per_token[t][2] for t in ids]})
 
 
 @dataclass
