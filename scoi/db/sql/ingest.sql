@@ -102,8 +102,13 @@ LEFT JOIN bm25_block b ON d.tail_n < 128 AND b.token_id = d.token_id AND b.block
 WHERE d.token_id = ANY(%(ids)s::int[]);
 
 -- name: delete_blocks
-DELETE FROM bm25_block b USING unnest(%(ids)s::int[], %(block_nos)s::int[]) AS u(token_id, block_no)
-WHERE b.token_id = u.token_id AND b.block_no = u.block_no;
+-- The last blocks a batch rewrites: one primary-key probe each (LATERAL; LIMIT keeps the
+-- planner from flattening it into a join, which would hash the whole table), then a TID
+-- scan: the cost follows the batch, not the table.
+DELETE FROM bm25_block WHERE ctid = ANY(ARRAY(
+    SELECT x.ctid FROM unnest(%(ids)s::int[], %(block_nos)s::int[]) AS u(token_id, block_no)
+    CROSS JOIN LATERAL (SELECT b.ctid FROM bm25_block b WHERE b.token_id = u.token_id AND b.block_no = u.block_no
+                        LIMIT 1) x));
 
 -- name: copy_blocks
 COPY bm25_block (token_id, block_no, ids, tfdl) FROM STDIN;
