@@ -19,8 +19,8 @@ Ingest appends in the batch's transaction (a token's last block is rewritten wit
 postings, further blocks added, its directory row replaced): readers see the old or the
 new row versions, never a mix, and never wait. ``posting`` stays: the plain-SQL
 preselection (``Bm25Params(engine="sql")``) and ``scoi db check`` read it, and the
-upgrade builds the blocks from it (scoi/db/sql/bm25.sql, rebuild_blocks; about a minute
-per ten million postings here).
+upgrade builds the blocks from it (scoi/db/sql/bm25.sql, rebuild_blocks; 4.5 s for 3.7M
+postings here, so a migration, not a separate re-index command).
 """
 
 from alembic import op
