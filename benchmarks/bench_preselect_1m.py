@@ -121,8 +121,11 @@ def main() -> None:
     if (args.rebuild or not exists) and not have_source:  # a fresh SCOI_HOME: ingest ../shared/data first
         from bench_select import bench_url
 
+        from scoi.db.engine import dispose_engines
+
         print(f"building {args.source} from ../shared/data (bench_select.py --build)")
         bench_url(None, args.source)
+        dispose_engines()  # a template must have no open connections
     if args.rebuild or not exists:
         t0 = time.perf_counter()
         url = create_database(base, name, template=args.source)
