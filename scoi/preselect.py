@@ -1,25 +1,23 @@
 """Exact BM25 top n from the posting blocks (migration 0016), scored in numpy.
 
-PostgreSQL stores the index and is asked for a few packed values per query token; the
-arithmetic happens here. The result is proven to be exact BM25's top ``n`` pairs (score,
-then pair id) by MaxScore with per-block bounds (docs/preselection.md, "Block
-preselection"):
+PostgreSQL stores the index and is asked for packed posting lists; the arithmetic
+happens here. The result is exact BM25's top ``n`` pairs (score, then pair id) by
+construction (docs/preselection.md, "Block preselection"):
 
-1. one round trip: each query token's directory (block ranges and (tf, dl) extremes) and
-   the whole posting lists of the rarest tokens (up to ``budget`` postings);
-2. the sentences met, ranked by what they can score at most (exact contributions read +
-   each other token's bound for the block whose id range holds the sentence), give their
-   best ``probe`` an exact score (forward index): theta, the n-th best pair's score among
-   them, is a lower bound of exact BM25's n-th;
-3. tokens by bound ascending: the longest prefix whose bounds add up to less than theta
-   is non-essential (a sentence holding none of the others scores below theta); the
-   essential tokens' posting lists are read in full;
-4. every sentence met gets its upper bound (exact contributions of the tokens read + per
-   unread token the bound of its block at that sentence); those reaching theta get their
-   exact score, and the top n pairs among all sentences scored is exact BM25's top n.
+- by default (``read_all``): one round trip reads every posting list of the query's
+  tokens, every sentence's score is summed, and the best sentences are mapped to their
+  pairs of the direction (and corpora) in a second;
+- above ``read_all`` postings, MaxScore with per-block bounds: the rarest lists (up to
+  ``budget`` postings) and every token's block directory; the best ``probe`` sentences
+  met, by upper bound, scored exactly (forward index) give theta, a lower bound of the
+  n-th pair's score; the tokens past the longest prefix (by bound) whose bounds add up
+  to less than theta are read in full; the others are resolved, heaviest first, only in
+  the blocks that hold a sentence whose bound still reaches theta. Exact too, and it
+  reads fewer postings, but it measured slower up to 1M pairs (see the doc).
 
-All round trips run in one REPEATABLE READ transaction: one snapshot of counters,
-directories, blocks and forward rows, whatever ingest commits meanwhile.
+All round trips run in one REPEATABLE READ transaction (the caller's, see
+``scoi.selector._snapshot``): one snapshot of counters, directories, blocks, forward rows
+and pairs, whatever ingest commits meanwhile.
 """
 
 from __future__ import annotations
@@ -51,7 +49,6 @@ class Stats:
     blocks_total: int = 0  # blocks of the query's tokens
     bytes: int = 0         # bytes of blocks and directories received
     probed: int = 0        # sentences scored exactly to find theta
-    rescored: int = 0      # sentences scored exactly because their bound reached theta
     round_trips: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 

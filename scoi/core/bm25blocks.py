@@ -70,24 +70,12 @@ def block_bounds(directory: Directory, ka: float, kc: float) -> np.ndarray:
     return out
 
 
-def bound_at(directory: Directory, bounds: np.ndarray, sids: np.ndarray) -> np.ndarray:
-    """Per sentence id, the bound of the block whose id range holds it (0 if none does:
-    the token is then surely absent from that sentence)."""
-    if not len(directory):
-        return np.zeros(len(sids))
-    j = np.searchsorted(directory.last, sids, side="left")
-    inside = j < len(directory)
-    jj = np.minimum(j, len(directory) - 1)
-    inside &= directory.first[jj] <= sids
-    return np.where(inside, bounds[jj], 0.0)
-
-
 def bound_at_dl(directory: Directory, sids: np.ndarray, dls: np.ndarray, ka: float, kc: float) -> np.ndarray:
     """Per sentence (id, length), the largest tf / (tf + ka + kc dl) the token can have in
     it: 0 if no block's id range holds it; else, over the (tf) buckets of that block that
     the sentence's own length allows (a bucket's shortest sentence is not longer than it),
     the factor at that length, with tf at most the bucket's largest and at most dl.
-    Tighter than :func:`bound_at` for all but the shortest sentences."""
+    Tighter than the block's bound (:func:`block_bounds`) for all but its shortest sentences."""
     out = np.zeros(len(sids))
     if not len(directory) or not len(sids):
         return out
@@ -104,11 +92,6 @@ def bound_at_dl(directory: Directory, sids: np.ndarray, dls: np.ndarray, ka: flo
         else:
             np.maximum(out, np.where(ok, tf / (tf + norm), 0.0), out=out)
     return out
-
-
-def contributions(w: float, tf: np.ndarray, dl: np.ndarray, ka: float, kc: float) -> np.ndarray:
-    """BM25 contributions w tf / (tf + K(dl)) of a token's postings, K(dl) = ka + kc dl."""
-    return w * tf / (tf + ka + kc * dl)
 
 
 def pack(tids: np.ndarray, sids: np.ndarray, tfs: np.ndarray, dls: np.ndarray, base: dict[int, int]
@@ -148,4 +131,4 @@ def pack(tids: np.ndarray, sids: np.ndarray, tfs: np.ndarray, dls: np.ndarray, b
     return rows, per_token
 
 
-__all__ = ["BLOCK", "DIR", "Directory", "decode_dir", "decode_postings", "block_bounds", "bound_at", "bound_at_dl", "contributions", "pack"]
+__all__ = ["BLOCK", "DIR", "Directory", "decode_dir", "decode_postings", "block_bounds", "bound_at_dl", "pack"]
