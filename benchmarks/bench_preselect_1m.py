@@ -5,8 +5,8 @@ recombined like the database's sentences: first half of one, second half of the 
 The 1M-pair database is built by RECOMBINING real sentences of ../shared/data: each
 synthetic French sentence is the first half of one real eligible sentence's Moses tokens
 followed by the second half of another's, paired with the first one's English side.
-Only what preselection reads is synthesised (sentence, pair, bm25_doc, posting,
-vocab.df and the token bounds of migration 0008, bm25_stats) — the synthetic rows reuse
+Only what preselection reads is synthesised (sentence, pair, bm25_doc, posting, the
+posting blocks, vocab.df and the token bounds of migration 0008, bm25_stats) — the synthetic rows reuse
 the first sentence's polynomial terms, so this database is for preselection only. It is
 built server-side in SQL from a copy of the 42k database that ``bench_select.py --build``
 makes (``--source``, default ``scoi_bench_select``: it leaves the long queries out).
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
 import time
 from pathlib import Path
@@ -26,7 +27,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from bench_select import describe, exact_bm25_top, exact_mode, pct  # noqa: E402
+from bench_select import describe, exact_bm25_top, exact_mode, index_size, load_average, pct  # noqa: E402
 from shared_data import held_out_queries, long_queries, warm_up  # noqa: E402
 
 BUILD_SQL = """
@@ -96,20 +97,35 @@ def main() -> None:
     ap.add_argument("--rebuild", action="store_true")
     ap.add_argument("--build-only", action="store_true", help="build the database, run no queries")
     ap.add_argument("--queries", type=int, default=200)
-    ap.add_argument("--exact-queries", type=int, default=20, help="queries per set run in exact mode")
+    ap.add_argument("--exact-queries", type=int, default=0,
+                    help="queries per set also run through the plain-SQL statement's exact mode (slow: seconds each)")
+    ap.add_argument("--json", action="store_true", help="also print one JSON object per query set")
+    ap.add_argument("--no-overlap", action="store_true",
+                    help="skip the comparison with bm25s (its in-memory index of every sentence is the slow part at 4M)")
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                     help="override a Bm25Params field, e.g. --set budget_frac=0.01 (repeatable)")
     args = ap.parse_args()
     import psycopg
 
     from scoi.db.engine import create_database, get_engine, resolve_database, server_url
+    from scoi.db.queries import load
+    from scoi.preselect import Stats
     from scoi.selector import Bm25Params, Selector
 
     base = resolve_database().url
-    name = "scoi_bench_1m"
+    name = "scoi_bench_1m" if args.pairs == 1_000_000 else f"scoi_bench_{args.pairs // 1000}k"
     url = server_url(base, name)
     with psycopg.connect(base, autocommit=True) as c:
         exists = c.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        have_source = c.execute("SELECT 1 FROM pg_database WHERE datname = %s", (args.source,)).fetchone()
+    if (args.rebuild or not exists) and not have_source:  # a fresh SCOI_HOME: ingest ../shared/data first
+        from bench_select import bench_url
+
+        from scoi.db.engine import dispose_engines
+
+        print(f"building {args.source} from ../shared/data (bench_select.py --build)")
+        bench_url(None, args.source)
+        dispose_engines()  # a template must have no open connections
     if args.rebuild or not exists:
         t0 = time.perf_counter()
         url = create_database(base, name, template=args.source)
@@ -119,6 +135,7 @@ def main() -> None:
             for stmt in BUILD_SQL.split(";\n"):
                 if stmt.strip():
                     conn.execute(stmt, {"n": max(0, args.pairs - have)} if "%(n)s" in stmt else None)
+            conn.execute(load("bm25")["rebuild_blocks"])  # the posting blocks, from the postings written above
             conn.commit()
             conn.autocommit = True
             conn.execute("VACUUM ANALYZE")
@@ -127,39 +144,61 @@ def main() -> None:
         return
     get_engine(url)  # migrates a database built by an older scoi
     fields = {f.name: f.type for f in dataclasses.fields(Bm25Params)}
-    overrides = {k: (v == "True" if fields[k] in (bool, "bool") else float(v) if "." in v else int(v))
+    overrides = {k: (v == "True" if fields[k] in (bool, "bool") else v if fields[k] in (str, "str")
+                     else float(v) if "." in v else int(v))
                  for k, v in (kv.split("=", 1) for kv in args.set)}
     params = Bm25Params(**overrides)
     sel = Selector("fr", "en", url=url, k=4, pool=100, bm25=params)
     warm_up(lambda q: sel.preselect(sel.analyze(q)[0]))
     sets = {"long": recombined([sel.analyze(q)[0] for q in long_queries(args.queries + 1)])[:args.queries],
             "short": [sel.analyze(q)[0] for q in held_out_queries(args.queries)]}
-    rows, exact_rows = [], []
+    rows, exact_rows, reads = [], [], []
     for name, toks in sets.items():
-        times, got, certified = [], [], []
+        times, got, certified, stats = [], [], [], []
         for t in toks:
+            st = Stats()
             t0 = time.perf_counter()
-            got.append([p for p, _ in sel.preselect(t)])
+            got.append([p for p, _ in sel.preselect(t, st)])
             times.append(1000 * (time.perf_counter() - t0))
             certified.append(bool(sel.certified))
-        exact = exact_bm25_top(sel.conn, toks, 100)
-        overlap = [len(set(g) & set(e)) / len(e) for g, e in zip(got, exact) if e]
-        rows.append((name, *pct(times), np.mean(overlap), min(overlap), np.mean(certified)))
-        exact_rows.append((name, *exact_mode(sel, toks[:args.exact_queries], exact[:args.exact_queries])))
+            stats.append(st)
+        exact = [[] for _ in toks] if args.no_overlap else exact_bm25_top(sel.conn, toks, 100)
+        overlap = [len(set(g) & set(e)) / len(e) for g, e in zip(got, exact) if e] or [float("nan")]
+        rows.append((name, *pct(times), float(np.mean(overlap)), min(overlap), float(np.mean(certified))))
+        reads.append((name, *(pct([getattr(s, k) for s in stats]) for k in ("postings", "blocks", "blocks_total", "bytes"))))
+        if args.exact_queries:
+            sql = dataclasses.replace(params, engine="sql", exact=True)
+            exact_rows.append((name, *exact_mode(sel, toks[:args.exact_queries], exact[:args.exact_queries], sql)))
+    pairs = sel.conn.execute("SELECT count(*) FROM pair").fetchone()[0]
     print(f"{describe(sel.conn)} (recombined sentences, see docstring); {args.queries} queries per set "
-          f"(after 200 other short held-out queries as warm-up); {params}")
+          f"(after 200 other short held-out queries as warm-up); {params}; load average {load_average()}")
     print()
     print("| queries | preselection p50 ms | p95 ms | overlap@100 mean (min) | certified exact |")
     print("| --- | --- | --- | --- | --- |")
     for name, p50, p95, mean, low, cert in rows:
         print(f"| {name} | {p50:.1f} | {p95:.1f} | {mean:.3f} ({low:.2f}) | {cert:.2f} |")
     print()
-    print(f"exact mode (Bm25Params(exact=True)), first {args.exact_queries} queries per set:")
-    print()
-    print("| queries | preselection p50 ms | p95 ms | overlap@100 with bm25s | certified |")
+    print("| queries | postings read p50 (p95) | blocks read p50 (p95) | blocks of the query's tokens p50 | kB read p50 (p95) |")
     print("| --- | --- | --- | --- | --- |")
-    for name, p50, p95, ov, cert in exact_rows:
-        print(f"| {name} | {p50:.1f} | {p95:.1f} | {ov:.3f} | {cert:.2f} |")
+    for name, post, blk, total, nbytes in reads:
+        print(f"| {name} | {post[0]:,.0f} ({post[1]:,.0f}) | {blk[0]:,.0f} ({blk[1]:,.0f}) | {total[0]:,.0f} | "
+              f"{nbytes[0] / 1000:,.0f} ({nbytes[1] / 1000:,.0f}) |")
+    print()
+    print(index_size(sel.conn, pairs))
+    if exact_rows:
+        print()
+        print(f"plain-SQL statement, exact mode (Bm25Params(engine='sql', exact=True)), first {args.exact_queries} "
+              "queries per set:")
+        print()
+        print("| queries | preselection p50 ms | p95 ms | overlap@100 with bm25s | certified |")
+        print("| --- | --- | --- | --- | --- |")
+        for name, p50, p95, ov, cert in exact_rows:
+            print(f"| {name} | {p50:.1f} | {p95:.1f} | {ov:.3f} | {cert:.2f} |")
+    if args.json:
+        for name, p50, p95, mean, low, cert in rows:
+            print(json.dumps({"name": name, "pairs": pairs, "p50_ms": round(p50, 2), "p95_ms": round(p95, 2),
+                              "overlap_mean": None if mean != mean else round(mean, 4),  # NaN: --no-overlap
+                              "overlap_min": None if low != low else round(low, 4), "certified": round(cert, 4)}))
 
 
 def recombined(token_lists: list[list[str]]) -> list[list[str]]:

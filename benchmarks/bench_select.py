@@ -18,6 +18,8 @@ implementation (tests/reference.py) on the same pools.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import os
 import sys
 import time
@@ -106,14 +108,18 @@ def picks(sel, tokens: list[str], terms: dict[str, int], rows) -> list[int]:
 
 def run_set(sel, queries: list[str]) -> dict:
     """Time and check one query set (after the caller's warm-up)."""
-    timings, runs = [], []
+    from scoi.preselect import Stats
+
+    timings, runs, stats = [], [], []
     for q in queries:
         r = sel.select(q)
         certified = sel.certified
+        st = Stats()
         t0 = time.perf_counter()
-        sel.preselect(r.query_tokens)
+        sel.preselect(r.query_tokens, st)
         timings.append({**r.timings_ms, "preselect": 1000 * (time.perf_counter() - t0)})
         runs.append((r, certified))
+        stats.append(st)
     exact = exact_bm25_top(sel.conn, [r.query_tokens for r, _ in runs], 100)
     overlaps, same = [], []
     for (r, _), ref in zip(runs, exact):
@@ -121,16 +127,14 @@ def run_set(sel, queries: list[str]) -> dict:
             overlaps.append(len({c.pair_id for c in r.candidates} & set(ref)) / len(ref))
             ref_rows = sel.fetch([(p, 0.0) for p in ref])
             same.append(picks(sel, r.query_tokens, r.query_terms, ref_rows) == [p.pair_id for p in r.selected])
-    return {"timings": timings, "overlaps": overlaps, "same": same,
+    return {"timings": timings, "overlaps": overlaps, "same": same, "stats": stats,
             "certified": [bool(c) for _, c in runs], "runs": runs, "exact": exact}
 
 
-def exact_mode(sel, token_lists: list[list[str]], exact: list[list[int]]) -> tuple[float, float, float, float]:
-    """``Bm25Params(exact=True)`` on the same queries: p50, p95 ms, overlap with bm25s
-    (1.0 unless something is wrong) and the share certified (1.0 by construction)."""
-    from scoi.selector import Bm25Params
-
-    default, sel.bm25 = sel.bm25, Bm25Params(exact=True)
+def exact_mode(sel, token_lists: list[list[str]], exact: list[list[int]], params) -> tuple[float, float, float, float]:
+    """``params`` (e.g. the plain-SQL statement's exact mode) on the same queries: p50,
+    p95 ms, overlap with bm25s (1.0 unless something is wrong) and the share certified."""
+    default, sel.bm25 = sel.bm25, params
     try:
         times, overlaps, certified = [], [], []
         for toks, ref in zip(token_lists, exact):
@@ -164,6 +168,23 @@ def coverage_speedup(sel, runs, n: int) -> tuple[float, float, float]:
     return sum(ref_t) / sum(fast_t), 1000 * float(np.mean(fast_t)), 1000 * float(np.mean(ref_t))
 
 
+def load_average() -> str:
+    """The machine's load averages (1, 5, 15 min): it is shared, and figures move with it."""
+    return ", ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def index_size(conn, pairs: int) -> str:
+    """The BM25 index's size: the posting blocks and directories (what the selector
+    reads), and the plain-SQL statement's tables beside them."""
+    rows = conn.execute("""
+        SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c
+        WHERE c.relname IN ('bm25_block', 'bm25_dir', 'posting', 'bm25_doc') AND c.relkind = 'r'""").fetchall()
+    size = dict(rows)
+    blocks = size.get("bm25_block", 0) + size.get("bm25_dir", 0)
+    return (f"index: posting blocks + directories {blocks / 1e6:,.0f} MB ({blocks / max(pairs, 1):,.0f} bytes per pair); "
+            f"beside them posting {size.get('posting', 0) / 1e6:,.0f} MB and bm25_doc {size.get('bm25_doc', 0) / 1e6:,.0f} MB")
+
+
 def describe(conn) -> str:
     """Date, database size and machine, for the tables' captions."""
     import datetime
@@ -182,7 +203,9 @@ def main() -> None:
     ap.add_argument("--database", help="an existing database on the configured server (e.g. scoi_bench_select, "
                                        "which --build makes)")
     ap.add_argument("--reference-queries", type=int, default=50, help="queries timed with the slow reference")
-    ap.add_argument("--exact-queries", type=int, default=100, help="queries per set run in exact mode")
+    ap.add_argument("--exact-queries", type=int, default=0,
+                    help="queries per set also run through the plain-SQL statement's exact mode")
+    ap.add_argument("--json", action="store_true", help="also print one JSON object per query set")
     args = ap.parse_args()
     if not available():
         sys.exit("../shared/data is not there; this benchmark needs it")
@@ -191,13 +214,15 @@ def main() -> None:
     url = bench_url(args.database, "scoi_bench_select" if args.build else None)
     sel = Selector("fr", "en", url=url, k=4, pool=100)
     warm_up(sel.select)
-    sets = {"short": run_set(sel, held_out_queries(args.queries)), "long": run_set(sel, long_queries(args.queries))}
+    sets = {"long": run_set(sel, long_queries(args.queries)), "short": run_set(sel, held_out_queries(args.queries))}
     speedup, fast_ms, ref_ms = coverage_speedup(sel, sets["short"]["runs"], args.reference_queries)
     n = args.exact_queries
-    exact = {k: exact_mode(sel, [r.query_tokens for r, _ in v["runs"][:n]], v["exact"][:n]) for k, v in sets.items()}
+    sql = dataclasses.replace(sel.bm25, engine="sql", exact=True)
+    exact = {k: exact_mode(sel, [r.query_tokens for r, _ in v["runs"][:n]], v["exact"][:n], sql)
+             for k, v in sets.items()} if n else {}
 
     print(f"{describe(sel.conn)}; {args.queries} queries per set (after 200 other short held-out queries as "
-          f"warm-up); k=4, pool=100; {sel.bm25}")
+          f"warm-up); k=4, pool=100; {sel.bm25}; load average {load_average()}")
     print()
     print("| step | long p50 ms | long p95 ms | short p50 ms | short p95 ms |")
     print("| --- | --- | --- | --- | --- |")
@@ -216,17 +241,37 @@ def main() -> None:
           f"{np.mean(sets['short']['same']):.3f} |")
     print(f"| pools certified exact | {np.mean(sets['long']['certified']):.3f} | "
           f"{np.mean(sets['short']['certified']):.3f} |")
+    for key, label in (("postings", "postings read"), ("blocks", "blocks read"),
+                       ("blocks_total", "blocks of the query's tokens"), ("bytes", "bytes read")):
+        cells = [f"{pct([getattr(s, key) for s in sets[name]['stats']])[0]:,.0f}" for name in ("long", "short")]
+        print(f"| {label}, p50 | {' | '.join(cells)} |")
     print()
-    print(f"exact mode (Bm25Params(exact=True)), first {n} queries per set:")
-    print()
-    print("| queries | preselection p50 ms | p95 ms | overlap@100 with bm25s | certified |")
-    print("| --- | --- | --- | --- | --- |")
-    for name in ("long", "short"):
-        p50, p95, ov, cert = exact[name]
-        print(f"| {name} | {p50:.1f} | {p95:.1f} | {ov:.3f} | {cert:.2f} |")
+    pairs = sel.conn.execute("SELECT count(*) FROM pair").fetchone()[0]
+    print(index_size(sel.conn, pairs))
+    if exact:
+        print()
+        print(f"plain-SQL statement, exact mode (Bm25Params(engine='sql', exact=True)), first {n} queries per set:")
+        print()
+        print("| queries | preselection p50 ms | p95 ms | overlap@100 with bm25s | certified |")
+        print("| --- | --- | --- | --- | --- |")
+        for name in ("long", "short"):
+            p50, p95, ov, cert = exact[name]
+            print(f"| {name} | {p50:.1f} | {p95:.1f} | {ov:.3f} | {cert:.2f} |")
     print()
     print(f"coverage speed-up over the docs/method.md §4 reference (short set): {speedup:.0f}x "
           f"(fast {fast_ms:.2f} ms vs reference {ref_ms:.0f} ms per query, {args.reference_queries} pools)")
+    if args.json:
+        for name in ("long", "short"):
+            v = sets[name]
+            p50, p95 = pct([t["preselect"] for t in v["timings"]])
+            pool50, pool95 = pct([t["pool"] for t in v["timings"]])
+            total50, total95 = pct([t["total"] for t in v["timings"]])
+            print(json.dumps({"name": name, "pairs": pairs, "p50_ms": round(p50, 2), "p95_ms": round(p95, 2),
+                              "overlap_mean": round(float(np.mean(v["overlaps"])), 4),
+                              "overlap_min": round(float(min(v["overlaps"])), 4),
+                              "certified": round(float(np.mean(v["certified"])), 4),
+                              "pool_p50_ms": round(pool50, 2), "pool_p95_ms": round(pool95, 2),
+                              "total_p50_ms": round(total50, 2), "total_p95_ms": round(total95, 2)}))
 
 
 if __name__ == "__main__":

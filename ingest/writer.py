@@ -16,10 +16,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import repeat
 
+import numpy as np
 import psycopg
 
 from ingest.runs import add_run_counts
 from scoi.analysis import MAX_EXAMPLE_TOKENS, Analysis
+from scoi.core.bm25blocks import BLOCK, DIR, decode_dir, decode_postings, pack
 from scoi.core.polynomial import LabelSpace, parse_key
 from scoi.db.literals import (VECTOR_WIDTH, bytea_array, copy_text, int_array, opt_int_array, signature, sparsevec,
                               text_array)
@@ -73,6 +75,45 @@ def token_bounds(tids: list[int], by_length: list[tuple[int, list[int]]],
             "max_tf": int_array([max_tf.get(t, 1) for t in tids]), "min_dl": int_array([min_dl[t] for t in tids]),
             "min_dl2": opt_int_array([min_dl2.get(t) for t in tids]),
             "min_dl3": opt_int_array([min_dl3.get(t) for t in tids])}
+
+
+def write_blocks(cur: psycopg.Cursor, tids: np.ndarray, sids: np.ndarray, tfs: np.ndarray, dls: np.ndarray) -> None:
+    """Add postings to the posting blocks (migration 0016) in the cursor's transaction.
+
+    Each token's last block, if not full, is read back and rewritten with the new
+    postings, more blocks follow, and the token's directory row is replaced: readers keep
+    seeing the previous row versions until commit (MVCC), and a crash leaves the previous
+    blocks intact. The new sentence ids are larger than every stored one (drawn from the
+    sequence under the ingest lock), so appending keeps each list in id order.
+    """
+    if not len(tids):
+        return
+    touched = np.unique(tids).tolist()
+    base: dict[int, int] = {}
+    tails: list[tuple[np.ndarray, ...]] = []
+    rewritten: list[tuple[int, int]] = []
+    for tid, n_blocks, tail_n, last, ids, tfdl in cur.execute(_SQL["block_tails"], {"ids": touched}):
+        if tail_n < BLOCK:
+            t_sids, t_tfs, t_dls = decode_postings(decode_dir(bytes(last)), bytes(ids), bytes(tfdl))
+            tails.append((np.full(len(t_sids), tid), t_sids, t_tfs, t_dls))
+            base[tid] = n_blocks - 1
+            rewritten.append((tid, n_blocks - 1))
+        else:
+            base[tid] = n_blocks
+    if tails:
+        tids, sids, tfs, dls = (np.concatenate([t[i] for t in tails] + [a]) for i, a in enumerate((tids, sids, tfs, dls)))
+    order = np.lexsort((sids, tids))
+    rows, per_token = pack(tids[order], sids[order], tfs[order], dls[order], base)
+    if rewritten:
+        cur.execute(_SQL["delete_blocks"], {"ids": [t for t, _ in rewritten], "block_nos": [b for _, b in rewritten]})
+    with cur.copy(_SQL["copy_blocks"]) as cp:
+        for row in rows:
+            cp.write_row(row)
+    ids = list(per_token)
+    cur.execute(_SQL["upsert_dirs"], {
+        "ids": ids, "n_blocks": [per_token[t][0] + per_token[t][1] for t in ids],
+        "tail_n": [int(np.frombuffer(per_token[t][2][-DIR.itemsize:], dtype=DIR)["n"][0]) for t in ids],
+        "metas": [per_token[t][2] for t in ids]})
 
 
 @dataclass
@@ -257,6 +298,7 @@ class BatchWriter:
         stats: dict[str, list[int]] = {}
         docs, postings = [], []
         by_length: list[tuple[int, list[int]]] = []  # (dl, token ids) per sentence
+        blocks: list[list[int]] = [[], [], [], []]    # token ids, sentence ids, tfs, dls of the postings
         repeated: list[tuple[int, int, int]] = []    # (token id, tf, dl) of postings with tf >= 2
         for sid, s in zip(ids, new):
             n = len(s.analysis.tokens)
@@ -268,6 +310,10 @@ class BatchWriter:
             docs.append(f"{sid}\t{n}\t{int_array(tids)}\t"
                         f"{int_array([tf for _, _, tf in counts])}\t{sig}\n")
             postings.extend(f"{tid}\t{sid}\t{tf}\t{n}\t{sig}\n" for tid, _, tf in counts)
+            blocks[0] += tids
+            blocks[1] += [sid] * len(tids)
+            blocks[2] += [tf for _, _, tf in counts]
+            blocks[3] += [n] * len(tids)
             df.update(tids)
             by_length.append((n, tids))
             if n > len(counts):  # some token repeats (most sentences have none)
@@ -284,6 +330,7 @@ class BatchWriter:
                                         **token_bounds(list(df), by_length, repeated)})
         for lang, (n_docs, total_len) in stats.items():
             cur.execute(_SQL["add_bm25_stats"], {"lang": lang, "n_docs": n_docs, "total_len": total_len})
+        write_blocks(cur, *(np.array(a, dtype=np.int64) for a in blocks))
 
     def _write_pairs(self, cur: psycopg.Cursor, pairs: list[PairRow], ids: dict[tuple[str, bytes], int]) -> int:
         """Insert the batch's pairs by sentence id; returns how many were new."""

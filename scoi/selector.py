@@ -11,8 +11,10 @@ coverage in numpy (scoi.core.greedy), optional recording for inspection in SQL.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from concurrent import futures
-from dataclasses import asdict, dataclass, field
+from contextlib import contextmanager
+from dataclasses import asdict, astuple, dataclass, field
 from functools import cache
 from itertools import chain
 from typing import TYPE_CHECKING, Any
@@ -39,6 +41,7 @@ SQL = load("select")
 # The one-trip statement nests the preselection as a CTE: composed by psycopg, not by hand.
 PRESELECT_FETCH = sql.SQL(SQL["preselect_fetch"]).format(preselect=sql.SQL(SQL["preselect"].rstrip().rstrip(";")))
 FILLS = ("none", "random")
+ENGINES = ("blocks", "sql")  # Bm25Params.engine: posting blocks scored in numpy, or the single SQL statement
 
 
 def direction_exists(conn: psycopg.Connection, src: str, tgt: str) -> bool:
@@ -91,10 +94,18 @@ class Bm25Params:
     certify: int = 5000        # postings the certification may read at most
     certify_frac: float = 0.0  # ... or this share of N, whichever is larger
     exact: bool = False        # always certify, whatever it reads: exact BM25's top n
+    #: "blocks": exact BM25 top n from the posting blocks, scored in numpy (scoi/preselect.py,
+    #: always exact and certified; the fields above are the "sql" statement's settings)
+    engine: str = "blocks"
+    #: blocks: read every list (no bounds) when the query's tokens have at most this many
+    #: postings (default: always; MaxScore with block bounds measured slower up to 1M pairs)
+    read_all: int = 2**62
+    rare: int = 200_000        # blocks: else, postings of the rarest tokens read before theta is known
+    probe: int = 0             # blocks: sentences scored exactly to find theta (0: max(2 pool, 50))
 
     def signature(self) -> str:
-        """The settings that change a pool: all of them, or k1 and b for the exact mode."""
-        if self.exact:
+        """The settings that change a pool: all of them, or k1 and b for the exact pools."""
+        if self.exact or self.engine == "blocks":
             return f"k1={self.k1},b={self.b},exact"
         return (f"k1={self.k1},b={self.b},budget={self.budget},frac={self.budget_frac},"
                 f"repeats={self.repeats},rfrac={self.repeats_frac},depth={self.depth},dfrac={self.depth_frac},"
@@ -205,6 +216,8 @@ class Selector:
         self._embedder: Any = None  # scoi.embedder.Embedder, loaded on first use
         self._embedder_row: Any = None  # scoi.embeddings.EmbedderRow
         self.bm25 = bm25 or Bm25Params()
+        if self.bm25.engine not in ENGINES:
+            raise SelectionError(f"unknown BM25 engine {self.bm25.engine!r}; expected one of {ENGINES}")
         if url is None:
             from scoi.db.engine import ensure_migrated, resolve_database, resolve_read_url
 
@@ -232,6 +245,7 @@ class Selector:
         if method in EMBEDDING_METHODS:
             self.embedder_row()  # fail now, not at the first sentence, when nothing is embedded
         self._thread: futures.ThreadPoolExecutor | None = None
+        self._pools: dict[tuple[str, ...], list[CandidateRow]] = {}  # prepare_pools: pools ready for select
 
     # ------------------------------------------------------------------ pieces
     def _corpus_ids(self, names: list[str] | None) -> list[int] | None:
@@ -328,32 +342,76 @@ class Selector:
         return self.analyzer.terms(text)
 
     def preselect_params(self, tokens: list[str]) -> dict[str, Any]:
+        if self.bm25.engine == "blocks":
+            return {"lang": self.src, "tgt": self.tgt, "tokens": [t.lower() for t in tokens], "n": self.pool,
+                    "corpora": self.corpus_ids, "read_all": self.bm25.read_all, "rare": self.bm25.rare}
         return {"lang": self.src, "tgt": self.tgt, "tokens": [t.lower() for t in tokens], "n": self.pool,
                 "corpora": self.corpus_ids, **self.bm25.sql_params(self.pool)}
 
     def preselect_sql(self) -> str:
-        """The statement :meth:`select` runs (preselection and candidate fetch), as text."""
+        """The SQL :meth:`select` runs to preselect and fetch the candidates, as text: the
+        block reads (numpy scores between them, scoi/preselect.py) or the one statement."""
+        if self.bm25.engine == "blocks":
+            return "\n\n".join(f"-- {name}\n{SQL[name]}" for name in
+                                ("blocks_terms", "blocks_read", "blocks_exact", "fetch_candidates"))
         return PRESELECT_FETCH.as_string(self.conn)
 
-    def preselect(self, tokens: list[str]) -> list[tuple[int, float]]:
+    def preselect(self, tokens: list[str], stats: Any = None) -> list[tuple[int, float]]:
         """(pair_id, score) of the top ``pool`` candidates, best first. Sets
-        :attr:`certified` (whether the pool is proven to be exact BM25's top ``pool``)."""
+        :attr:`certified` (whether the pool is proven to be exact BM25's top ``pool``).
+        ``stats``: a scoi.preselect.Stats to fill (blocks engine)."""
         if not tokens:
             self.certified = True
             return []
+        if self.bm25.engine == "blocks":
+            from scoi.preselect import preselect_blocks
+
+            with _snapshot(self.conn):
+                found = preselect_blocks(self.conn, lang=self.src, tgt=self.tgt, tokens=tokens, n=self.pool,
+                                         corpora=self.corpus_ids, k1=self.bm25.k1, b=self.bm25.b,
+                                         read_all=self.bm25.read_all, budget=self.bm25.rare,
+                                         probe=self.bm25.probe, stats=stats)
+            self.certified = True if found else None
+            return found
         rows = self.conn.execute(SQL["preselect"], self.preselect_params(tokens)).fetchall()
         self.certified = _certified(rows, 2)
         return [(r[0], r[1]) for r in rows]
 
     def pool_candidates(self, tokens: list[str]) -> list[CandidateRow]:
-        """:meth:`preselect` then :meth:`fetch`, in one statement and one round trip (sets
-        :attr:`certified` too)."""
+        """:meth:`preselect` then :meth:`fetch` (the "sql" engine: in one statement and one
+        round trip); sets :attr:`certified` too."""
         if not tokens:
             self.certified = True
             return []
+        if self.bm25.engine == "blocks":
+            ready = self._pools.pop(tuple(t.lower() for t in tokens), None)
+            if ready is not None:
+                self.certified = True if ready else None
+                return ready
+            return self.fetch(self.preselect(tokens))
         rows = self.conn.cursor(binary=True).execute(PRESELECT_FETCH, self.preselect_params(tokens)).fetchall()
         self.certified = _certified(rows, 2)
         return [CandidateRow(r[0], r[1], r[3], r[4], list(r[5]), list(r[6]), list(r[7])) for r in rows]
+
+    def prepare_pools(self, token_lists: list[list[str]]) -> None:
+        """Preselect and fetch the pools of many queries at once (block engine: each posting
+        list read once for all of them, pairs and candidates in one round trip each); the
+        next :meth:`select` of each query (with its ``analysis``) takes its pool from here.
+        For batches: ``scoi select --file``, job preparation."""
+        if self.bm25.engine != "blocks":
+            return
+        from scoi.preselect import preselect_many
+
+        lists = [toks for toks in dict.fromkeys(tuple(t.lower() for t in toks) for toks in token_lists) if toks]
+        if not lists:
+            return
+        with _snapshot(self.conn):
+            pools = preselect_many(self.conn, lang=self.src, tgt=self.tgt, token_lists=[list(t) for t in lists],
+                                   n=self.pool, corpora=self.corpus_ids, k1=self.bm25.k1, b=self.bm25.b,
+                                   read_all=self.bm25.read_all, budget=self.bm25.rare, probe=self.bm25.probe)
+            rows = {r.pair_id: r for r in self.fetch(list(dict.fromkeys(x for pool in pools for x in pool)))}
+        for toks, pool in zip(lists, pools):
+            self._pools[toks] = [CandidateRow(p, s, *astuple(rows[p])[2:]) for p, s in pool]
 
     def fetch(self, scored: list[tuple[int, float]]) -> list[CandidateRow]:
         """Texts, tokens and terms of the candidates, in one round trip, in pool order."""
@@ -549,6 +607,23 @@ class Selector:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@contextmanager
+def _snapshot(conn: psycopg.Connection) -> Iterator[None]:
+    """One REPEATABLE READ, read-only transaction around the block preselection's round
+    trips: counters, directories, blocks and forward rows from one snapshot. Inside a
+    transaction the caller opened, that one's snapshot serves."""
+    from psycopg.pq import TransactionStatus
+
+    if conn.info.transaction_status != TransactionStatus.IDLE:
+        yield
+        return
+    conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+    try:
+        yield
+    finally:
+        conn.execute("ROLLBACK" if conn.info.transaction_status == TransactionStatus.INERROR else "COMMIT")
 
 
 def _certified(rows: list[Any], col: int) -> bool | None:

@@ -1,7 +1,7 @@
 """Table sources read as the ``scoi_reader`` role; per-item delivery errors.
 
 Revision ID: 0017
-Revises: 0015
+Revises: 0016
 Create Date: 2026-11-24
 
 Why:
@@ -30,7 +30,7 @@ from pathlib import Path
 from alembic import op
 
 revision = "0017"
-down_revision = "0015"
+down_revision = "0016"
 branch_labels = None
 depends_on = None
 

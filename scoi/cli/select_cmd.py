@@ -10,6 +10,8 @@ from scoi.cli.common import (EMBEDDER_HELP, METHOD_HELP, ORDER_HELP, PARSER_HELP
                              database_url, emit_json, err_console, fail, parser_options, table_cells)
 from scoi.core.limits import LIMITS
 
+BATCH = 64  # --file: queries parsed (nlp.pipe) and preselected together
+
 EF_HELP = "fuzzy-ann: HNSW candidates searched per query (pgvector hnsw.ef_search; larger: better recall, slower)."
 
 
@@ -112,9 +114,13 @@ def select(
         console.print("-- parameters:", sel.preselect_params(tokens), highlight=False, markup=False)
         return
     if file is not None:
-        for query in queries:
-            if query:
-                emit_json(sel.select(query, record=record).to_dict(explain=explain))
+        lines = [query for query in queries if query]  # read and checked once, above
+        for start in range(0, len(lines), BATCH):  # parsed with nlp.pipe and preselected together
+            chunk = lines[start:start + BATCH]
+            analyses = sel.analyze_batch(chunk)
+            sel.prepare_pools([tokens for tokens, _ in analyses])
+            for line, analysis in zip(chunk, analyses):
+                emit_json(sel.select(line, record=record, analysis=analysis).to_dict(explain=explain))
         if verbose:
             steps.step("queries")
             steps.print()

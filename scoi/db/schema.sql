@@ -30,6 +30,25 @@ CREATE FUNCTION public.bm25_token_bit(token_id integer) RETURNS bit
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$ SELECT '1'::bit(256) >> (hashint4(token_id) & 255) $$;
 
+-- TABLE bm25_block
+
+CREATE TABLE public.bm25_block (
+    token_id integer NOT NULL,
+    block_no integer NOT NULL,
+    ids bytea NOT NULL,
+    tfdl bytea NOT NULL
+);
+
+-- TABLE bm25_dir
+
+CREATE TABLE public.bm25_dir (
+    token_id integer NOT NULL,
+    n_blocks integer NOT NULL,
+    tail_n smallint NOT NULL,
+    meta bytea NOT NULL
+);
+ALTER TABLE ONLY public.bm25_dir ALTER COLUMN meta SET STORAGE EXTERNAL;
+
 -- TABLE bm25_doc
 
 CREATE TABLE public.bm25_doc (
@@ -1051,6 +1070,16 @@ ALTER TABLE ONLY public.term ALTER COLUMN id SET DEFAULT nextval('public.term_id
 -- DEFAULT vocab id
 
 ALTER TABLE ONLY public.vocab ALTER COLUMN id SET DEFAULT nextval('public.vocab_id_seq'::regclass);
+
+-- CONSTRAINT bm25_block bm25_block_pkey
+
+ALTER TABLE ONLY public.bm25_block
+    ADD CONSTRAINT bm25_block_pkey PRIMARY KEY (token_id, block_no);
+
+-- CONSTRAINT bm25_dir bm25_dir_pkey
+
+ALTER TABLE ONLY public.bm25_dir
+    ADD CONSTRAINT bm25_dir_pkey PRIMARY KEY (token_id);
 
 -- CONSTRAINT bm25_doc bm25_doc_pkey
 

@@ -419,6 +419,8 @@ class Worker:
             unique = list(dict.fromkeys(it.source for it in group if it.source))
             try:
                 analyses = dict(zip(unique, selector.analyze_batch(unique)))
+                if job.method not in ("fuzzy-ann",):  # the group's pools in a few round trips
+                    selector.prepare_pools([a[0] for a in analyses.values()])
             except Exception:  # noqa: BLE001 - each item is then parsed (and fails) on its own
                 pass
             shared_ms = (time.perf_counter() - ts) * 1000 / len(group)

@@ -147,6 +147,9 @@ def test_file_gives_one_json_object_per_line(cli, cli_db, tmp_path, extra):
         own = dict(conn.execute("""SELECT s.text, e.pair_id FROM example e JOIN sentence s ON s.id = e.src_id
                                    WHERE e.src_lang = 'fr' AND e.tgt_lang = 'en'""").fetchall())
     assert all(own[q] in o["candidates"] for q, o in zip(queries, objs))
+    # the batch (parsed and preselected together) gives what one query at a time gives
+    alone = json.loads(cli("select", queries[1], "--src", "fr", "--tgt", "en", "-k", "2", "--json").stdout)
+    assert (alone["candidates"], alone["selected"]) == (objs[1]["candidates"], objs[1]["selected"])
     missing = cli("select", "--file", str(tmp_path / "nope.txt"), "--src", "fr", "--tgt", "en", ok=False)
     assert missing.exit_code != 0 and "not found" in missing.stderr
 
@@ -169,7 +172,7 @@ def test_table_output(cli):
 
 def test_sql_prints_the_preselection(cli):
     out = cli("select", QUERY, "--src", "fr", "--tgt", "en", "--sql").stdout
-    assert "posting" in out and "bm25_stats" in out and "-- parameters:" in out
+    assert "bm25_block" in out and "bm25_dir" in out and "bm25_stats" in out and "-- parameters:" in out
     assert "'canapé'" in out and "'le'" in out  # the lowercased query tokens
     assert '"selected"' not in out
 

@@ -237,7 +237,7 @@ def test_default_params_overlap_and_exact_scores(sel, py_bm25, queries):
 def test_small_budget_still_returns_exact_scores(demo_db, py_bm25, queries):
     """A budget far below the postings of the query: candidates come from the rare tokens,
     but every returned score is still the full BM25 score, and the best ones are found."""
-    with Selector("fr", "en", url=demo_db, bm25=Bm25Params(budget=100, depth=100)) as s:
+    with Selector("fr", "en", url=demo_db, bm25=Bm25Params(engine="sql", budget=100, depth=100)) as s:
         top10 = []
         for q in queries:
             toks = moses_tokens(q, "fr")
@@ -257,9 +257,9 @@ def test_depth_is_the_larger_of_depth_and_its_share_of_n(demo_db, queries):
     re-scores every sentence met, like an unbounded depth, and that differs from depth 5
     (certification off: it would make all three exact)."""
     pools = {}
-    for name, params in {"frac": Bm25Params(budget=100, depth=1, depth_frac=1.0, certify=0),
-                         "unbounded": Bm25Params(budget=100, depth=10**6, depth_frac=0.0, certify=0),
-                         "5": Bm25Params(budget=100, depth=5, depth_frac=0.0, certify=0)}.items():
+    for name, params in {"frac": Bm25Params(engine="sql", budget=100, depth=1, depth_frac=1.0, certify=0),
+                         "unbounded": Bm25Params(engine="sql", budget=100, depth=10**6, depth_frac=0.0, certify=0),
+                         "5": Bm25Params(engine="sql", budget=100, depth=5, depth_frac=0.0, certify=0)}.items():
         with Selector("fr", "en", url=demo_db, pool=5, bm25=params) as s:
             pools[name] = [s.preselect(moses_tokens(q, "fr")) for q in queries]
     assert pools["frac"] == pools["unbounded"]

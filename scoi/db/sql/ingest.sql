@@ -89,3 +89,36 @@ SELECT idx, name FROM label WHERE parser_id = %(parser_id)s ORDER BY idx;
 -- name: insert_label
 INSERT INTO label (parser_id, idx, name) VALUES (%(parser_id)s, %(idx)s, %(name)s)
 ON CONFLICT DO NOTHING;
+
+-- name: block_tails
+-- The posting blocks of the tokens a batch adds postings to (migration 0016): each
+-- token's block count, last block size and last directory record, and, when that block
+-- is not full, the block itself, which the batch rewrites with its new postings
+-- (sentence ids only grow: they are drawn under the lock). The rest of the directory
+-- stays on the server (upsert_dirs appends to it there).
+SELECT d.token_id, d.n_blocks, d.tail_n, substr(d.meta, length(d.meta) - 25), b.ids, b.tfdl
+FROM bm25_dir d
+LEFT JOIN bm25_block b ON d.tail_n < 128 AND b.token_id = d.token_id AND b.block_no = d.n_blocks - 1
+WHERE d.token_id = ANY(%(ids)s::int[]);
+
+-- name: delete_blocks
+-- The last blocks a batch rewrites: one primary-key probe each (LATERAL; LIMIT keeps the
+-- planner from flattening it into a join, which would hash the whole table), then a TID
+-- scan: the cost follows the batch, not the table.
+DELETE FROM bm25_block WHERE ctid = ANY(ARRAY(
+    SELECT x.ctid FROM unnest(%(ids)s::int[], %(block_nos)s::int[]) AS u(token_id, block_no)
+    CROSS JOIN LATERAL (SELECT b.ctid FROM bm25_block b WHERE b.token_id = u.token_id AND b.block_no = u.block_no
+                        LIMIT 1) x));
+
+-- name: copy_blocks
+COPY bm25_block (token_id, block_no, ids, tfdl) FROM STDIN;
+
+-- name: upsert_dirs
+-- New tokens' directories, or the new records appended to a token's on the server; a last
+-- block that was not full has been rewritten (write_blocks always does), so its record
+-- is replaced.
+INSERT INTO bm25_dir AS d (token_id, n_blocks, tail_n, meta)
+SELECT * FROM unnest(%(ids)s::int[], %(n_blocks)s::int[], %(tail_n)s::smallint[], %(metas)s::bytea[])
+ON CONFLICT (token_id) DO UPDATE
+SET n_blocks = excluded.n_blocks, tail_n = excluded.tail_n,
+    meta = substr(d.meta, 1, length(d.meta) - CASE WHEN d.tail_n < 128 THEN 26 ELSE 0 END) || excluded.meta;

@@ -175,6 +175,58 @@ FROM (SELECT e.pair_id, s.score
 ORDER BY score DESC, pair_id
 LIMIT %(n)s;
 
+-- name: blocks_terms
+-- The block preselection's first round trip (scoi/preselect.py, docs/preselection.md):
+-- the query's tokens known to the index (df, count in the query, block directory), N and
+-- the total length, and whole posting lists (each token's blocks concatenated in order,
+-- bytea, scoi/core/bm25blocks.py's layout): all of them if the query's tokens have at
+-- most %(read_all)s postings, else those of the rarest tokens while their df adds up to
+-- at most %(rare)s (the rarest one at least).
+WITH st AS (SELECT n_docs, total_len FROM bm25_stats WHERE lang = %(lang)s),
+q AS (
+    SELECT v.id, v.df, qt.cnt, d.meta, sum(v.df) OVER (ORDER BY v.df, v.id ROWS UNBOUNDED PRECEDING) AS upto,
+           sum(v.df) OVER () AS total, row_number() OVER (ORDER BY v.df, v.id) AS rank
+    FROM (SELECT tok, count(*) AS cnt FROM unnest(%(tokens)s::text[]) AS tok GROUP BY tok) qt
+    JOIN vocab v ON v.lang = %(lang)s AND v.token = qt.tok AND v.df > 0
+    JOIN bm25_dir d ON d.token_id = v.id
+)
+SELECT q.id, q.df, q.cnt, q.meta, st.n_docs, st.total_len, b.ids, b.tfdl
+FROM q CROSS JOIN st
+LEFT JOIN LATERAL (
+    SELECT string_agg(b.ids, ''::bytea ORDER BY b.block_no) AS ids, string_agg(b.tfdl, ''::bytea ORDER BY b.block_no) AS tfdl
+    FROM bm25_block b WHERE b.token_id = q.id
+) b ON q.total <= %(read_all)s OR q.upto <= %(rare)s OR q.rank = 1
+ORDER BY q.df, q.id;
+
+-- name: vocab_ids_of
+-- Index token ids of these (lowercased) tokens.
+SELECT token, id FROM vocab WHERE lang = %(lang)s AND token = ANY(%(tokens)s::text[]);
+
+-- name: blocks_read
+-- Whole posting lists of these tokens, each token's blocks concatenated in order.
+SELECT b.token_id, string_agg(b.ids, ''::bytea ORDER BY b.block_no), string_agg(b.tfdl, ''::bytea ORDER BY b.block_no)
+FROM bm25_block b WHERE b.token_id = ANY(%(ids)s::int[])
+GROUP BY b.token_id;
+
+-- name: blocks_fetch
+-- These blocks (token id, block number; every one exists: the directory named it), each
+-- token's concatenated in the order asked.
+SELECT u.token_id, string_agg(b.ids, ''::bytea ORDER BY u.ord), string_agg(b.tfdl, ''::bytea ORDER BY u.ord)
+FROM unnest(%(ids)s::int[], %(block_nos)s::int[]) WITH ORDINALITY AS u(token_id, block_no, ord)
+JOIN bm25_block b ON b.token_id = u.token_id AND b.block_no = u.block_no
+GROUP BY u.token_id;
+
+-- name: blocks_exact
+-- Exact BM25 (bm25_scores, forward index) of the sentences `score_ids`, and the pairs of
+-- the direction (and corpora) of the sentences `ids` (score NULL for those not in score_ids).
+SELECT x.sid, s.score,
+       (SELECT array_agg(e.pair_id ORDER BY e.pair_id) FROM example e
+        WHERE e.src_id = x.sid AND e.src_lang = %(lang)s AND e.tgt_lang = %(tgt)s
+          AND (%(corpora)s::int[] IS NULL OR e.corpus_id = ANY(%(corpora)s::int[]))) AS pairs
+FROM unnest(%(ids)s::bigint[]) AS x(sid)
+LEFT JOIN bm25_scores(%(score_ids)s::bigint[], %(qids)s::int[], %(ws)s::float8[], %(ka)s, %(kc)s) s
+       ON s.sentence_id = x.sid;
+
 -- name: fetch_candidates
 -- Everything coverage needs about the candidates, in one round trip: texts, the source
 -- side's Moses tokens and its polynomial terms (keys with multiplicities).

@@ -1,0 +1,344 @@
+"""Exact BM25 top n from the posting blocks (migration 0016), scored in numpy.
+
+PostgreSQL stores the index and is asked for packed posting lists; the arithmetic
+happens here. The result is exact BM25's top ``n`` pairs (score, then pair id) by
+construction (docs/preselection.md, "Block preselection"):
+
+- by default (``read_all``): one round trip reads every posting list of the query's
+  tokens, every sentence's score is summed, and the best sentences are mapped to their
+  pairs of the direction (and corpora) in a second;
+- above ``read_all`` postings, MaxScore with per-block bounds: the rarest lists (up to
+  ``budget`` postings) and every token's block directory; the best ``probe`` sentences
+  met, by upper bound, scored exactly (forward index) give theta, a lower bound of the
+  n-th pair's score; the tokens past the longest prefix (by bound) whose bounds add up
+  to less than theta are read in full; the others are resolved, heaviest first, only in
+  the blocks that hold a sentence whose bound still reaches theta. Exact too, and it
+  reads fewer postings, but it measured slower up to 1M pairs (see the doc).
+
+All round trips run in one REPEATABLE READ transaction (the caller's, see
+``scoi.selector._snapshot``): one snapshot of counters, directories, blocks, forward rows
+and pairs, whatever ingest commits meanwhile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from scoi.core.bm25blocks import Directory, block_bounds, bound_at_dl, decode_dir
+from scoi.db.literals import int_array
+from scoi.db.queries import load
+
+if TYPE_CHECKING:
+    import psycopg
+
+SQL = load("select")
+EPS = 1e-7  # relative slack on theta comparisons: bounds and scores are summed in other orders
+
+
+@dataclass
+class Stats:
+    """What one preselection read and did (for benchmarks and ``--verbose``)."""
+
+    tokens: int = 0
+    postings: int = 0      # postings decoded
+    blocks: int = 0        # of blocks
+    blocks_total: int = 0  # blocks of the query's tokens
+    bytes: int = 0         # bytes of blocks and directories received
+    probed: int = 0        # sentences scored exactly to find theta
+    round_trips: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class _Token:
+    __slots__ = ("id", "w", "dir", "bounds", "ub", "sids", "contrib", "dl")
+
+    def __init__(self, tid: int, w: float, directory: Directory, bounds: np.ndarray) -> None:
+        self.id, self.w, self.dir, self.bounds = tid, w, directory, bounds
+        self.ub = float(bounds.max()) if len(bounds) else 0.0
+        self.sids: np.ndarray | None = None
+        self.contrib: np.ndarray | None = None
+        self.dl: np.ndarray | None = None
+
+
+def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: list[str], n: int,
+                     corpora: list[int] | None, k1: float = 1.5, b: float = 0.75, read_all: int = 2**62,
+                     budget: int = 200_000, probe: int = 0, stats: Stats | None = None) -> list[tuple[int, float]]:
+    """Exact BM25 top ``n`` (pair id, score) of the lowercased ``tokens`` over the eligible
+    ``lang`` sentences, counting only pairs ``lang``-``tgt`` (of ``corpora``), best first,
+    ties by pair id. ``read_all``: read every posting list, and no bound, when the query's
+    tokens have at most this many postings; else ``budget``: postings of the rarest
+    tokens read before theta is known;
+    ``probe``: sentences scored exactly to find theta (default max(2n, 50))."""
+    st = stats if stats is not None else Stats()
+    probe = probe or max(2 * n, 50)
+    cur = conn.cursor(binary=True)
+    rows = cur.execute(SQL["blocks_terms"], {"lang": lang, "tokens": [t.lower() for t in tokens],
+                                             "read_all": read_all, "rare": budget}).fetchall()
+    st.round_trips += 1
+    if not rows:
+        return []
+    n_docs, total_len = rows[0][4], rows[0][5]
+    ka = k1 * (1 - b)
+    kc = k1 * b * max(n_docs, 1) / max(total_len, 1)
+    factor = _factors(ka, kc)
+    terms: list[_Token] = []
+    for tid, df, cnt, meta, _, _, ids, tfdl in rows:
+        directory = decode_dir(meta)
+        w = float(np.log(1 + (n_docs - df + 0.5) / (df + 0.5)) * cnt)
+        tok = _Token(tid, w, directory, w * block_bounds(directory, ka, kc))
+        st.bytes += len(meta)
+        st.blocks_total += len(directory)
+        if ids is not None:
+            _read(tok, ids, tfdl, factor, st)
+        terms.append(tok)
+    st.tokens = len(terms)
+    qids = [t.id for t in terms]
+    qws = [t.w for t in terms]
+    exact: dict[int, float] = {}  # sentence id -> exact score
+    pairs: dict[int, list[int]] = {}  # sentence id -> its pairs of the direction (and corpora)
+
+    def score(ids: list[int], pair_ids: list[int]) -> None:
+        """Exact scores of ``ids`` and pairs of ``ids`` + ``pair_ids``: one round trip."""
+        want = list(dict.fromkeys(ids + pair_ids))
+        if not want:
+            return
+        for sid, s, ps in cur.execute(SQL["blocks_exact"], {
+                "ids": int_array(want), "score_ids": int_array(ids), "qids": qids, "ws": qws, "ka": ka, "kc": kc,
+                "lang": lang, "tgt": tgt, "corpora": corpora}):
+            if s is not None:
+                exact[sid] = s
+            pairs[sid] = ps or []
+        st.round_trips += 1
+
+    everything = all(t.sids is not None for t in terms)
+    cand, part, lens = _accumulate(terms, lengths=not everything)
+    if everything:  # every list read: every score is known
+        return _top_pairs(cand, np.round(part, 9), pairs, n, lambda ids: score([], ids))
+
+    # 2. theta from the sentences met so far, the most promising first
+    if len(cand):
+        ub = part + sum((t.w * bound_at_dl(t.dir, cand, lens, ka, kc) for t in terms if t.sids is None),
+                        np.zeros(len(cand)))
+        best = np.lexsort((cand, -ub))[:probe]
+        score(cand[best].tolist(), [])
+        st.probed = len(best)
+    theta = _nth_pair_score(exact, pairs, n)
+
+    # 3. MaxScore: read the essential tokens' lists
+    order = sorted(terms, key=lambda t: (t.ub, t.id))
+    prefix = np.cumsum([t.ub for t in order])
+    slack = EPS * max(1.0, theta)
+    essential = [t for t, upto in zip(order, prefix) if upto >= theta - slack]
+    todo = [t for t in essential if t.sids is None]
+    if todo:
+        by_id = {t.id: t for t in todo}
+        for tid, ids, tfdl in cur.execute(SQL["blocks_read"], {"ids": list(by_id)}):
+            _read(by_id[tid], ids, tfdl, factor, st)
+        st.round_trips += 1
+
+    # 4. bound every sentence met; resolve the unread tokens, heaviest first, by reading
+    #    only their blocks that hold a sentence whose bound still reaches theta
+    cand, part, lens = _accumulate(terms)
+    unread = sorted((t for t in terms if t.sids is None), key=lambda t: (-t.ub, t.id))
+    alive = part + sum(t.ub for t in unread) >= theta - slack  # the token bounds first: cheap
+    cand, part, lens = cand[alive], part[alive], lens[alive]
+    at = [t.w * bound_at_dl(t.dir, cand, lens, ka, kc) for t in unread]
+    ub = part + sum(at, np.zeros(len(cand)))
+    alive = ub >= theta - slack
+    cand, part, ub, at = cand[alive], part[alive], ub[alive], [a[alive] for a in at]
+    i, group = 0, 1
+    while i < len(unread) and len(cand):
+        todo = [(k, t) for k, t in enumerate(unread[i:i + group], start=i) if (at[k] > 0).any()]
+        i, group = i + group, group * 2
+        if not todo:
+            continue
+        want = {t.id: np.unique(np.searchsorted(t.dir.last, cand[at[k] > 0])) for k, t in todo}
+        got = {tid: (ids, tfdl) for tid, ids, tfdl in cur.execute(SQL["blocks_fetch"], {
+            "ids": int_array([tid for tid, nos in want.items() for _ in range(len(nos))]),
+            "block_nos": int_array(np.concatenate(list(want.values())).tolist())})}
+        st.round_trips += 1
+        for k, t in todo:
+            ids, tfdl = got.get(t.id, (b"", b""))
+            sids, packed = decode_ids(t.dir[want[t.id]], ids, tfdl)
+            st.postings += len(sids)
+            st.blocks += len(want[t.id])
+            st.bytes += len(ids) + len(tfdl)
+            contrib = t.w * factor[packed]
+            pos = np.minimum(np.searchsorted(sids, cand), max(len(sids) - 1, 0))
+            exact_t = np.where((len(sids) > 0) & (sids[pos] == cand) if len(sids) else np.zeros(len(cand), bool),
+                               contrib[pos] if len(sids) else 0.0, 0.0)
+            part = part + exact_t
+            ub = ub - at[k] + exact_t
+            at[k] = np.zeros(len(cand))
+        alive = ub >= theta - slack
+        cand, part, ub, at = cand[alive], part[alive], ub[alive], [a[alive] for a in at]
+    exact.update(zip(cand.tolist(), np.round(part, 9).tolist()))
+    kept = [(sid, v) for sid, v in exact.items() if v >= theta - slack]
+    score([], [sid for sid, _ in kept if sid not in pairs])
+    return _top_pairs(np.array([sid for sid, _ in kept], dtype=np.int64), np.array([v for _, v in kept]), pairs, n,
+                      lambda ids: score([], ids))
+
+
+def preselect_many(conn: psycopg.Connection, *, lang: str, tgt: str, token_lists: list[list[str]], n: int,
+                   corpora: list[int] | None, k1: float = 1.5, b: float = 0.75, read_all: int = 2**62,
+                   budget: int = 200_000, probe: int = 0) -> list[list[tuple[int, float]]]:
+    """:func:`preselect_blocks` of many queries at once, same results: the union of their
+    tokens' lists is read in one round trip (each list once, however many queries share
+    it; when they have at most ``read_all`` postings in all) and every query scored from
+    it; the pairs of all queries' best sentences in one more. Queries whose lists do not
+    fit go through :func:`preselect_blocks` one by one. Call inside one snapshot."""
+    lowered = [[t.lower() for t in toks] for toks in token_lists]
+    union = sorted({t for toks in lowered for t in toks})
+    out: list[list[tuple[int, float]] | None] = [None if toks else [] for toks in lowered]
+    cur = conn.cursor(binary=True)
+    rows = cur.execute(SQL["blocks_terms"], {"lang": lang, "tokens": union, "read_all": read_all,
+                                             "rare": 0}).fetchall() if union else []
+    if rows and all(r[6] is not None for r in rows):
+        n_docs, total_len = rows[0][4], rows[0][5]
+        ka = k1 * (1 - b)
+        kc = k1 * b * max(n_docs, 1) / max(total_len, 1)
+        factor = _factors(ka, kc)
+        ids_of = {tok: tid for tok, tid in cur.execute(SQL["vocab_ids_of"], {"lang": lang, "tokens": union})}
+        decoded: dict[int, tuple[float, np.ndarray, np.ndarray]] = {}
+        for tid, df, _, meta, _, _, ids, tfdl in rows:
+            sids, packed = decode_ids(decode_dir(meta), ids, tfdl)
+            idf = float(np.log(1 + (n_docs - df + 0.5) / (df + 0.5)))
+            decoded[tid] = (idf, sids, factor[packed])
+        pairs: dict[int, list[int]] = {}
+
+        def fetch(sids: list[int]) -> None:
+            for sid, _, ps in cur.execute(SQL["blocks_exact"], {
+                    "ids": int_array(sids), "score_ids": "{}", "qids": "{}", "ws": "{}", "ka": ka, "kc": kc,
+                    "lang": lang, "tgt": tgt, "corpora": corpora}):
+                pairs[sid] = ps or []
+
+        scored: list[tuple[int, np.ndarray, np.ndarray]] = []
+        heads: set[int] = set()
+        for i, toks in enumerate(lowered):
+            if not toks:
+                continue
+            counts: dict[int, int] = {}
+            for t in toks:
+                if t in ids_of and ids_of[t] in decoded:
+                    counts[ids_of[t]] = counts.get(ids_of[t], 0) + 1
+            if not counts:
+                out[i] = []
+                continue
+            sids = np.concatenate([decoded[t][1] for t in counts])
+            contrib = np.concatenate([decoded[t][0] * c * decoded[t][2] for t, c in counts.items()])
+            cand, inv = np.unique(sids, return_inverse=True)
+            score = np.round(np.bincount(inv, weights=contrib, minlength=len(cand)), 9)
+            scored.append((i, cand, score))
+            k = min(len(cand), 2 * n)
+            heads.update(cand[np.argpartition(-score, k - 1)[:k]].tolist() if k else [])
+        if heads:
+            fetch(sorted(heads))
+        for i, cand, score in scored:
+            out[i] = _top_pairs(cand, score, pairs, n, fetch)
+    for i, toks in enumerate(lowered):
+        if out[i] is None:
+            out[i] = preselect_blocks(conn, lang=lang, tgt=tgt, tokens=toks, n=n, corpora=corpora, k1=k1, b=b,
+                                      read_all=read_all, budget=budget, probe=probe)
+    return out  # type: ignore[return-value]
+
+
+def _factors(ka: float, kc: float) -> np.ndarray:
+    """tf / (tf + ka + kc dl) for every packed ``tf << 8 | dl`` (a table: one gather per posting)."""
+    packed = np.arange(1 << 16)
+    tf, dl = (packed >> 8).astype(np.float64), (packed & 255).astype(np.float64)
+    return tf / (tf + ka + kc * dl)
+
+
+def decode_ids(directory: Directory, ids: bytes, tfdl: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """(sentence ids, packed tf << 8 | dl) of concatenated blocks."""
+    offsets = np.frombuffer(ids, dtype=">u4").astype(np.int64)
+    return offsets + np.repeat(directory.first, directory.n), np.frombuffer(tfdl, dtype=">u2").astype(np.intp)
+
+
+def _read(tok: _Token, ids: bytes, tfdl: bytes, factor: np.ndarray, st: Stats) -> None:
+    sids, packed = decode_ids(tok.dir, ids, tfdl)
+    tok.sids, tok.contrib, tok.dl = sids, (tok.w * factor)[packed], packed & 255
+    st.postings += len(sids)
+    st.blocks += len(tok.dir)
+    st.bytes += len(ids) + len(tfdl)
+
+
+def _accumulate(terms: list[_Token], lengths: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Sentence ids met in the lists read (ascending), the sum of their contributions
+    there and (``lengths``) their lengths: a bincount over the id range when it is dense
+    enough, else a sort. Every contribution is > 0, so a sentence is met iff its sum is."""
+    read = [t for t in terms if t.sids is not None]
+    if not read:
+        return np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0, dtype=np.int64)
+    sids = np.concatenate([t.sids for t in read]) if len(read) > 1 else read[0].sids
+    contrib = np.concatenate([t.contrib for t in read]) if len(read) > 1 else read[0].contrib
+    lo, hi = int(sids.min()), int(sids.max())
+    if hi - lo < 8 * len(sids):
+        sums = np.bincount(sids - lo, weights=contrib, minlength=hi - lo + 1)
+        met = np.flatnonzero(sums)
+        if not lengths:
+            return met + lo, sums[met], None
+        length = np.zeros(hi - lo + 1, dtype=np.int64)
+        length[sids - lo] = np.concatenate([t.dl for t in read])
+        return met + lo, sums[met], length[met]
+    cand, inv = np.unique(sids, return_inverse=True)
+    if not lengths:
+        return cand, np.bincount(inv, weights=contrib, minlength=len(cand)), None
+    length = np.zeros(len(cand), dtype=np.int64)
+    length[inv] = np.concatenate([t.dl for t in read])
+    return cand, np.bincount(inv, weights=contrib, minlength=len(cand)), length
+
+
+def _nth_pair_score(exact: dict[int, float], pairs: dict[int, list[int]], n: int) -> float:
+    """The n-th best pair's score among the sentences scored (0 with fewer than n pairs)."""
+    counted = 0
+    for sid, s in sorted(exact.items(), key=lambda x: -x[1]):
+        counted += len(pairs.get(sid, ()))
+        if counted >= n:
+            return s
+    return 0.0
+
+
+def _top_pairs(sids: np.ndarray, scores: np.ndarray, pairs: dict[int, list[int]], n: int,
+               fetch: Callable[[list[int]], None]) -> list[tuple[int, float]]:
+    """Top n (pair id, score) of the sentences ``sids`` with exact ``scores``: sentences
+    in score order, their pairs fetched (``fetch``) a growing chunk at a time until n pairs
+    are in and the next sentence scores below the n-th (ties are all taken). Only the best
+    8n sentences are sorted first; the rest only if they hold fewer than n pairs."""
+    k = 8 * n
+    if len(sids) > k:
+        cut = np.partition(scores, len(scores) - k)[len(scores) - k]
+        head = scores >= cut
+        out = _walk(sids[head], scores[head], pairs, n, fetch)
+        if len(out) >= n and out[n - 1][1] >= cut:  # every sentence scoring >= the n-th is in head
+            return out[:n]
+    return _walk(sids, scores, pairs, n, fetch)[:n]
+
+
+def _walk(sids: np.ndarray, scores: np.ndarray, pairs: dict[int, list[int]], n: int,
+          fetch: Callable[[list[int]], None]) -> list[tuple[int, float]]:
+    order = np.lexsort((sids, -scores))
+    sids, scores = sids[order], scores[order]
+    out: list[tuple[int, float]] = []
+    i, step = 0, max(2 * n, 64)
+    while i < len(sids):
+        chunk = list(zip(sids[i:i + step].tolist(), scores[i:i + step].tolist()))
+        missing = [sid for sid, _ in chunk if sid not in pairs]
+        if missing:
+            fetch(missing)
+        for sid, v in chunk:
+            out.extend((p, v) for p in pairs.get(sid, ()))
+        i, step = i + step, step * 4
+        if len(out) >= n:
+            out.sort(key=lambda x: (-x[1], x[0]))
+            if i >= len(sids) or scores[i] < out[n - 1][1]:
+                break
+    out.sort(key=lambda x: (-x[1], x[0]))
+    return out
+
+
+__all__ = ["preselect_blocks", "preselect_many", "Stats"]

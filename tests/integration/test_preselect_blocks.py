@@ -1,0 +1,163 @@
+"""Block preselection (migration 0016, scoi/preselect.py): exact BM25 top n, proven.
+
+Random corpora go through the real ingest writer in several batches (each appends to
+the tokens' last blocks), into several corpora and two directions (fr-en, fr-de), with
+French sentences shared between pairs; after each batch the blocks must equal the
+postings, and the preselection, under random reading budgets, must equal BM25 computed
+in plain Python, with and without a corpus filter.
+"""
+
+from __future__ import annotations
+
+import psycopg
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from scoi.preselect import Stats, preselect_blocks
+from tests.helpers.bm25 import blocks_equal_postings, corpus, reference, same
+
+# A skewed vocabulary: a few tokens in most sentences, many rare ones.
+VOCAB = ["de", "la", ",", "le", "et"] + [f"w{i}" for i in range(25)]
+token = st.one_of(st.sampled_from(VOCAB[:5]), st.sampled_from(VOCAB))
+sentence = st.lists(token, min_size=1, max_size=14)
+query = st.lists(st.one_of(token, st.just("inconnu")), min_size=1, max_size=10)
+batch = st.tuples(st.lists(sentence, min_size=1, max_size=60), st.sampled_from(["a", "b"]),
+                  st.sampled_from(["en", "en", "de"]))
+SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                            HealthCheck.too_slow])
+
+
+def blocks(conn: psycopg.Connection, q: list[str], n: int, tgt: str = "en", corpora: list[int] | None = None,
+           **kw) -> list[tuple[int, float]]:
+    return preselect_blocks(conn, lang="fr", tgt=tgt, tokens=q, n=n, corpora=corpora, **kw)
+
+
+@SETTINGS
+@given(batches=st.lists(batch, min_size=1, max_size=4), queries=st.lists(query, min_size=1, max_size=3),
+       n=st.integers(1, 12), read_all=st.sampled_from([0, 0, 10**9]), budget=st.integers(0, 200),
+       probe=st.integers(1, 30))
+def test_blocks_equal_python_bm25_after_each_batch(server_url, template_url, batches, queries, n, read_all, budget,
+                                                   probe):
+    with corpus(server_url) as c:
+        for frs, name, tgt in batches:
+            # repeat some earlier French sentences: one sentence, pairs in several corpora
+            c.add(frs + frs[: len(frs) // 5], corpus=name, tgt=tgt)
+            blocks_equal_postings(c.conn)
+            for q in queries:
+                for tgt_, corpora in (("en", None), ("en", ["a"]), ("de", None), ("en", ["b"])):
+                    docs, pairs_of = c.truth(tgt_, corpora)
+                    exp = reference(docs, pairs_of, q, n)
+                    got = blocks(c.conn, q, n, tgt_, c.corpus_ids(corpora), read_all=read_all, budget=budget,
+                                 probe=probe)
+                    assert same(got, exp), (q, tgt_, corpora, got, exp)
+
+
+def test_blocks_span_many_blocks_and_skip_common_ones(server_url, template_url):
+    """Lists longer than a block, appended over batches; a query whose rare token decides
+    the top n reads far fewer postings than its tokens have."""
+    frs = [["de", "la", f"w{i % 7}", f"u{i}"] + ["de"] * (i % 3) for i in range(700)] + [["rare", "de"], ["rare", "rare"]]
+    with corpus(server_url) as c:
+        for i in range(0, len(frs), 150):
+            c.add(frs[i:i + 150])
+        blocks_equal_postings(c.conn)
+        docs, pairs_of = c.truth()
+        q = ["rare", "de", "la"]
+        stats = Stats()
+        got = blocks(c.conn, q, 2, read_all=0, budget=0, stats=stats)
+        assert same(got, reference(docs, pairs_of, q, 2))
+        assert stats.blocks_total > 10 and stats.postings < 100, stats
+        q = ["de", "la", "w3", "de"]
+        assert same(blocks(c.conn, q, 50), reference(docs, pairs_of, q, 50))
+        # scoi db check compares the blocks with the postings, and names a broken one
+        from scoi.db.check import run_checks
+
+        assert all(r.ok for r in run_checks(c.url, ["bm25_blocks", "bm25_dirs"]))
+        c.conn.execute("UPDATE bm25_block SET tfdl = overlay(tfdl placing '\\x7f7f'::bytea from 1) "
+                       "WHERE (token_id, block_no) = (SELECT token_id, 0 FROM bm25_dir WHERE n_blocks > 1 LIMIT 1)")
+        c.conn.execute("UPDATE bm25_dir SET tail_n = tail_n + 1 WHERE token_id = (SELECT min(token_id) FROM bm25_dir)")
+        assert {r.name: r.violations for r in run_checks(c.url, ["bm25_blocks", "bm25_dirs"])} == {
+            "bm25_blocks": 1, "bm25_dirs": 1}
+
+
+# A process that commits one batch, then stops inside the next batch's transaction right
+# after it deleted the tokens' last blocks and before it writes their replacements.
+CHILD = """
+import json, sys, time
+import psycopg
+from tests.helpers.bm25 import Corpus
+url, batches = sys.argv[1], json.loads(sys.argv[2])
+c = Corpus(url, psycopg.connect(url, autocommit=True))
+c.add(batches[0])
+real = psycopg.Cursor.copy
+def copy(self, statement, *args, **kwargs):
+    if "bm25_block" in str(statement):
+        print("mid-maintenance", flush=True)
+        time.sleep(600)
+    return real(self, statement, *args, **kwargs)
+psycopg.Cursor.copy = copy
+c.add(batches[1])
+"""
+
+
+def test_kill_9_mid_maintenance_leaves_the_index_whole(server_url, template_url):
+    """Readers are not blocked by a batch rewriting blocks (they read the committed
+    versions), and ``kill -9`` in the middle leaves the blocks equal to the postings and
+    the preselection equal to plain-Python BM25; later batches append as usual."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    first = [["de", "la", f"w{i % 9}", f"u{i}"] + ["de"] * (i % 3) for i in range(300)]
+    second = [["de", "w1", f"v{i}", "la", "la"] for i in range(200)]
+    q = ["w1", "de", "la", "la", "u7"]
+    with corpus(server_url) as c:
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        proc = subprocess.Popen([sys.executable, "-c", CHILD, c.url, json.dumps([first, second])], cwd=root,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, "PYTHONPATH": root})
+        try:
+            line = proc.stdout.readline()
+            assert line.strip() == "mid-maintenance", (line, proc.stderr.read() if proc.poll() is not None else "")
+            with psycopg.connect(c.url, autocommit=True) as reader:
+                reader.execute("SET statement_timeout = '20s'")  # a blocked read fails instead of hanging
+                docs, pairs_of = c.truth()
+                assert len(docs) == 300  # the open batch is invisible
+                assert same(blocks(reader, q, 20), reference(docs, pairs_of, q, 20))
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=30)
+        assert proc.returncode == -signal.SIGKILL
+        blocks_equal_postings(c.conn)
+        docs, pairs_of = c.truth()
+        assert len(docs) == 300
+        assert same(blocks(c.conn, q, 20), reference(docs, pairs_of, q, 20))
+        c.add(second)  # the same batch again, by another writer: appends where the first left off
+        blocks_equal_postings(c.conn)
+        docs, pairs_of = c.truth()
+        assert len(docs) == 500
+        assert same(blocks(c.conn, q, 20), reference(docs, pairs_of, q, 20))
+
+
+def test_many_queries_at_once_equal_one_by_one(server_url, template_url):
+    """preselect_many (batches: select --file, job preparation) returns what
+    preselect_blocks returns query by query, on the read-all and the per-query paths."""
+    from scoi.preselect import preselect_many
+
+    frs = [["de", "la", f"w{i % 11}", f"u{i % 50}"] + ["la"] * (i % 4) for i in range(400)]
+    queries = [["de", "w1", "u3"], ["la", "la", "w2"], [], ["inconnu"], ["u7", "de", "de", "w10", "la"]]
+    with corpus(server_url) as c:
+        c.add(frs[:250])
+        c.add(frs[250:], corpus="b")
+        for read_all in (10**9, 0):
+            for corpora in (None, c.corpus_ids(["b"])):
+                many = preselect_many(c.conn, lang="fr", tgt="en", token_lists=queries, n=15, corpora=corpora,
+                                      read_all=read_all, budget=0)
+                one = [blocks(c.conn, q, 15, corpora=corpora) if q else [] for q in queries]
+                assert all(same(a, b) for a, b in zip(many, one)), (read_all, corpora)
+                docs, pairs_of = c.truth(corpora=None if corpora is None else ["b"])
+                assert all(same(a, reference(docs, pairs_of, q, 15)) for a, q in zip(many, queries))
