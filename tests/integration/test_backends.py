@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from scoi.backends.base import Backend, BackendError, Generation, load_backend
+from scoi.backends.base import Backend, BackendError, Generation
+from scoi.backends.loader import load_backend
 from tests.helpers.fake_openai import closed_port
 from tests.tiny_model import byte_level_tokenizer, random_llama
 
