@@ -1,4 +1,4 @@
-"""The embedded server started as root (issue 15, item 6), without starting one: the
+"""The embedded server started as root, without starting one: the
 install folders' modes are checked, and root's default SCOI_HOME is open and not under
 /root. Servers started as root: tests/e2e/test_embedded_root.py."""
 
