@@ -20,7 +20,7 @@ import numpy as np
 
 from scoi.hub import from_disk_or_hub
 
-#: the paper's Fuzzy embedder (SPEC §7)
+#: the paper's Fuzzy embedder (docs/method.md §7)
 DEFAULT_MODEL = "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
 DEFAULT_BATCH = 64
 

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 EMBEDDED_DB_NAME = "scoi"
 # Server settings of the embedded server (a user's own server keeps its own). A bulk
 # ingest writes ~7 KB of WAL per sentence: with the default max_wal_size (1 GB) an ingest
-# of ../shared/data triggered two checkpoints, each followed by full-page images of every
+# of the 43k-pair development corpus triggered two checkpoints, each followed by full-page images of every
 # index page touched again (832 MB of WAL instead of 609 MB, measured here).
 EMBEDDED_SETTINGS = {"max_wal_size": "4GB", "checkpoint_timeout": "15min"}
 _SQL = load("server")
