@@ -1,4 +1,5 @@
-"""Embedding throughput, fuzzy / fuzzy-ann latency and HNSW recall on the ../shared/data fr→en database.
+"""Embedding throughput, fuzzy / fuzzy-ann latency and HNSW recall on the fr→en database of the dev data
+(SCOI_DEV_DATA, benchmarks/shared_data.py).
 
 Builds (``--build``) the ~42k-pair database the selection benchmarks use (the held-out
 Europarl lines left out), embeds its French sentences with ``--model`` (``scoi embed``'s
@@ -29,7 +30,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
-from shared_data import available, held_out_queries, long_queries, warm_up  # noqa: E402
+from shared_data import MISSING, available, held_out_queries, long_queries, warm_up  # noqa: E402
 
 
 def load_model(name: str | None, url: str):
@@ -92,14 +93,14 @@ def recall(sel, queries: list[str], ks: tuple[int, ...], efs: tuple[int, ...]) -
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--build", action="store_true", help="ingest ../shared/data into a fresh database first")
+    ap.add_argument("--build", action="store_true", help="ingest the dev data into a fresh database first")
     ap.add_argument("--database", help="an existing database on the configured server")
     ap.add_argument("--model", help="sentence-transformers directory or name (default: the paper's, if on disk)")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--k", type=int, default=4)
     args = ap.parse_args()
     if not available():
-        sys.exit("../shared/data is not there; this benchmark needs it")
+        sys.exit(MISSING)
     from bench_select import bench_url, describe
 
     from scoi.embeddings import embed_missing

@@ -1,6 +1,6 @@
 """Where a selection's time goes, step by step, next to what the step cannot go below.
 
-The latency targets of issue 11 (long queries at 42k pairs: whole selection p50 <= 15 ms,
+The latency targets (long queries at 42k pairs: whole selection p50 <= 15 ms,
 p95 <= 30 ms; preselection p95 <= 15 ms) are checked against floors measured in the same
 run, on the same queries (the two sets of bench_select.py):
 
@@ -28,7 +28,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from shared_data import available, held_out_queries, long_queries, warm_up  # noqa: E402
+from shared_data import MISSING, available, held_out_queries, long_queries, warm_up  # noqa: E402
 
 POSTINGS_OF = """
 SELECT count(*), sum(p.tf) FROM posting p
@@ -75,7 +75,7 @@ def main() -> None:
     ap.add_argument("--database", default="scoi_bench_select", help="built by bench_select.py --build")
     args = ap.parse_args()
     if not available():
-        sys.exit("../shared/data not found (set SCOI_SHARED_DATA)")
+        sys.exit(MISSING)
     from bench_select import describe  # noqa: E402 - the same caption as bench_select
 
     from scoi.db.engine import resolve_database, server_url

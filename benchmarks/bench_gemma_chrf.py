@@ -105,7 +105,7 @@ def main() -> int:
     import torch
     import transformers
 
-    from scoi.backends.base import load_backend
+    from scoi.backends.loader import load_backend
     from scoi.backends.transformers_backend import TransformersBackend
     from scoi.core.prompt import DEFAULT_STOP_MARKERS, Example, extract_answer, render_prompt
 

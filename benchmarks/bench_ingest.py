@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from shared_data import available, corpus_pairs  # noqa: E402
+from shared_data import MISSING, available, corpus_pairs  # noqa: E402
 
 
 def _pipe(job: tuple[dict[str, list[str]], dict[str, str]]) -> tuple[int, float]:
@@ -74,7 +74,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3, help="repeat every run this many times (medians reported)")
     args = ap.parse_args()
     if not available():
-        sys.exit("../shared/data is not there; this benchmark needs it")
+        sys.exit(MISSING)
     from scoi.analysis import choose_parser
     from scoi.db.engine import create_database, drop_database, get_engine, resolve_database
 

@@ -9,7 +9,7 @@ worker and with two (separate processes, as on two machines), for short sentence
 worker's overhead goes (WorkerStats.phase_ms). Target: overhead p50 <= 20 ms, p95 <= 30 ms.
 
 Database: --database NAME (an existing database on the configured server, e.g. one that
-``benchmarks/bench_select.py --build`` filled with ../shared/data minus the held-out
+``benchmarks/bench_select.py --build`` filled with the dev data (benchmarks/shared_data.py) minus the held-out
 lines), else $SCOI_DATABASE_URL if set (the demo corpus is ingested there only if it has
 no fr-en pairs), else a scratch database on the embedded server with the demo corpus.
 Usage:
@@ -44,7 +44,7 @@ def pct(values: list[float], q: float) -> float:
 
 
 def queries(n: int, kind: str = "short") -> list[str]:
-    """Held-out French sentences from ../shared/data if there: Multi30k test (short) or the
+    """Held-out French sentences from the dev data (shared_data.py) if there: Multi30k test (short) or the
     held-out Europarl lines (long); else the demo test set."""
     try:
         from shared_data import available, held_out_queries, long_queries
@@ -139,7 +139,7 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("-k", type=int, default=4)
     ap.add_argument("--max-new-tokens", type=int, default=16)
-    ap.add_argument("--sets", default="short,long", help="short, long or both (long needs ../shared/data)")
+    ap.add_argument("--sets", default="short,long", help="short, long or both (long needs the dev data, SCOI_DEV_DATA)")
     args = ap.parse_args()
 
     import psycopg

@@ -1,7 +1,7 @@
 """Select through ``scoi serve``'s API: p50/p95 of the request as a client sees it (HTTP,
 JSON, the server's thread hop) and of the selector's own time, with 1 or more clients.
 
-Start a server over the ../shared/data database first (``scoi serve``), then:
+Start a server over the dev data database (benchmarks/shared_data.py) first (``scoi serve``), then:
 
     python benchmarks/bench_serve.py --url http://127.0.0.1:8765            # long queries
     python benchmarks/bench_serve.py --file queries.fr --clients 2 --coverage
@@ -47,10 +47,10 @@ def main() -> int:
     if args.file:
         queries = [q.strip() for q in args.file.read_text(encoding="utf-8").splitlines() if q.strip()]
     else:
-        from shared_data import available, long_queries
+        from shared_data import MISSING, available, long_queries
 
         if not available():
-            print("../shared/data is absent: pass --file", file=sys.stderr)
+            print(f"{MISSING}, or pass --file", file=sys.stderr)
             return 2
         queries = long_queries()
     token = os.environ.get("SCOI_SERVE_TOKEN")

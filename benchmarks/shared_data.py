@@ -1,12 +1,19 @@
-"""The ../shared/data fr-en example database and held-out queries, for benchmarks."""
+"""The development data (real fr-en text, not in the repository): the example database
+and held-out queries the benchmarks use.
+
+The one place that knows where it lives: ``$SCOI_DEV_DATA``, else the folder ``shared/data``
+beside the repository's own folder (where the development machines keep it). Allow-listed
+in tests/unit/test_no_outside_references.py for that reason.
+"""
 
 from __future__ import annotations
 
 import gzip
+import os
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(__import__("os").environ.get("SCOI_SHARED_DATA", ROOT.parent / "shared" / "data"))
+DATA = Path(os.environ.get("SCOI_DEV_DATA", ROOT.parent / "shared" / "data"))
 
 
 def _lines(path: Path) -> list[str]:
@@ -79,3 +86,7 @@ def warm_up(select, n: int = 200) -> None:
 
 def available() -> bool:
     return all(fr.exists() and en.exists() for fr, en in corpus_files())
+
+
+#: What a benchmark that needs the dev data says when it is not there.
+MISSING = f"the dev data is not in {DATA} (set SCOI_DEV_DATA to its folder)"

@@ -26,7 +26,7 @@ from scoi.textfile import TextFileError, decode_line, raw_lines
 
 FORMATS = ("tsv", "moses", "tmx", "jsonl")
 
-# What the database can store and index, checked before anything is written (issue 15):
+# What the database can store and index, checked before anything is written:
 # sentence.tsv is to_tsvector(text), at most 1 MB; bm25_doc.dl, posting.tf/dl and
 # vocab.max_tf/min_dl are smallint (at most 32,767 tokens per sentence); vocab (lang,
 # token) is a unique btree, whose rows must stay under ~2,700 bytes. A side of at most

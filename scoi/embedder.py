@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from scoi.config import hf_offline
+from scoi.hub import from_disk_or_hub
 
-#: the paper's Fuzzy embedder (SPEC §7)
+#: the paper's Fuzzy embedder (docs/method.md §7)
 DEFAULT_MODEL = "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
 DEFAULT_BATCH = 64
 
@@ -62,33 +62,24 @@ class Embedder:
 
 
 def _load(name: str, device: str) -> Any:
-    """The SentenceTransformer for a directory or hub name: from disk only when offline
-    (HF_HUB_OFFLINE) or the hub is unreachable, failing at once with what to do."""
+    """The SentenceTransformer for a directory or hub name (scoi.hub's policy: from disk
+    first, failing at once with what to do when it is not there and cannot be fetched)."""
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:  # the optional "llm" extra
         raise EmbedderError(f"embedding needs sentence-transformers ({exc}); install it with: "
                             "pip install 'scoi[llm]'") from None
     local = Path(name).is_dir()
-    try:  # a directory, or the Hugging Face cache: no network
-        return SentenceTransformer(name, device=device, local_files_only=True)
-    except Exception as exc:  # noqa: BLE001 - OSError, ValueError, ... from transformers
-        if local:
-            raise EmbedderError(f"cannot load the sentence-transformers model in {name}: {exc}") from exc
-        cached_error = exc
-    if hf_offline():
-        raise EmbedderError(f"embedding model {name!r} is not available offline: it is not a local directory "
-                            f"and not in the Hugging Face cache, and HF_HUB_OFFLINE is set. {HOW_TO_PROVIDE}"
-                            ) from cached_error
-    from scoi.backends.transformers_backend import hub_reachable
 
-    if not hub_reachable():
-        raise EmbedderError(f"embedding model {name!r} is not available offline: it is not a local directory, "
-                            f"not in the Hugging Face cache, and the hub cannot be reached. {HOW_TO_PROVIDE}")
-    try:
-        return SentenceTransformer(name, device=device)
-    except Exception as exc:  # noqa: BLE001
-        raise EmbedderError(f"cannot load the embedding model {name!r}: {exc}") from exc
+    def attempt(local_files_only: bool) -> Any:
+        try:
+            return SentenceTransformer(name, device=device, local_files_only=local_files_only)
+        except Exception as exc:  # noqa: BLE001 - OSError, ValueError, ... from transformers
+            what = f"the sentence-transformers model in {name}" if local else f"the embedding model {name!r}"
+            raise EmbedderError(f"cannot load {what}: {exc}") from exc
+
+    return from_disk_or_hub(attempt, what=f"embedding model {name!r}", local=local,
+                            how_to_provide=HOW_TO_PROVIDE, error=EmbedderError)
 
 
 __all__ = ["DEFAULT_MODEL", "Embedder", "EmbedderError", "model_name"]

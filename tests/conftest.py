@@ -52,7 +52,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """libpq URL of a server scoi tests may create databases on. An embedded server the
     suite starts is stopped, and its home removed, when the session ends."""
-    from scoi.db.engine import dispose_engines, resolve_database, stop_embedded
+    from scoi.db.embedded import stop_embedded
+    from scoi.db.engine import dispose_engines, resolve_database
 
     if os.environ.get("SCOI_DATABASE_URL"):
         yield resolve_database().url

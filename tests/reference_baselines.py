@@ -176,7 +176,7 @@ def select(distances, query_tokens, candidates, k: int, method: str, rbm25_varia
     return picks
 
 
-# ------------------------------------------------------------------ Fuzzy (SPEC §7)
+# ------------------------------------------------------------------ Fuzzy (docs/method.md §7)
 def fuzzy(query, candidates, k: int) -> list[tuple[int, float]]:
     """Cosine of each candidate with the query from the formula u·v / (|u| |v|) (0 for a zero
     vector), then a plain Python sort: cosine descending, lower index first on ties."""

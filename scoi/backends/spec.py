@@ -1,7 +1,7 @@
 """Backend specs and options, read without loading anything (no torch, no transformers, no httpx).
 
 ``scoi job submit``, ``schedule add`` and ``experiment run`` check ``--model`` and
-``--backend-opt`` here before anything is stored, and :func:`scoi.backends.base.load_backend`
+``--backend-opt`` here before anything is stored, and :func:`scoi.backends.loader.load_backend`
 reads them through the same functions, so what submit accepts is what a worker can load.
 
 Spec forms::

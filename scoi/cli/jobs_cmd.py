@@ -158,7 +158,7 @@ def sync(
     Lines are matched by content, so rerunning adds nothing, and appending lines to the
     file adds exactly those. Follow with `scoi worker --burst --job NAME`.
     """
-    from scoi.jobs.schedule import sync as sync_job
+    from scoi.jobs.sync import sync as sync_job
     from scoi.jobs.store import JobError, JobSpec
 
     sources, refs = _read_inputs(input_file, references)
@@ -347,8 +347,8 @@ def worker(
     import psycopg
 
     from scoi.db.engine import resolve_read_url
-    from scoi.jobs.supervisor import SupervisorError, run_pool
-    from scoi.jobs.worker import Worker, WorkerOptions
+    from scoi.jobs.supervisor import SupervisorError, run_pool, run_worker
+    from scoi.jobs.worker import WorkerOptions
 
     url = database_url()
     job_id = None
@@ -359,10 +359,9 @@ def worker(
                          poll_seconds=poll, max_items=max_items, prefetch=prefetch)
     try:
         if concurrency > 1:
-            summary = run_pool(concurrency, opts)
+            summary = run_pool(concurrency, opts, url, read_url=resolve_read_url())
         else:
-            with Worker(url, opts, log=_log, read_url=resolve_read_url()) as w:
-                summary = w.run().to_dict()
+            summary = run_worker(url, opts, read_url=resolve_read_url(), log=_log)
     except KeyboardInterrupt:
         fail("interrupted; unfinished items were handed back to the queue", code=130)
     except SupervisorError as e:

@@ -1,4 +1,4 @@
-"""Fuzzy: re-rank candidates by the cosine of sentence embeddings (docs/method.md §7, SPEC §7).
+"""Fuzzy: re-rank candidates by the cosine of sentence embeddings (docs/method.md §7).
 
 Pure: vectors in, (candidate index, cosine) out; no I/O, no model. The selector passes the
 source sides' embeddings of the BM25 pool (``fuzzy``) or of the nearest neighbours an HNSW

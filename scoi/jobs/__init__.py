@@ -1,20 +1,38 @@
-"""Batch translation jobs in PostgreSQL: submit (store), work (worker, supervisor for
-several processes), recur (schedule), score (eval), compare methods (experiment).
+"""Batch translation jobs in PostgreSQL: submit (store), work (worker; supervisor for
+several processes), grow from a file (sync) or on a cron line (schedules), score (eval),
+compare methods (experiment).
 
     from scoi.jobs import JobSpec, submit, Worker, WorkerOptions
     job_id = submit(conn, JobSpec("fr", "en", model="hf:/models/gemma"), lines)
     Worker(url, WorkerOptions(burst=True)).run()
+
+The names are resolved on first use: ``scoi job --help`` imports no submodule (no numpy).
 """
 
-from scoi.jobs.eval import EvalError, Score, compare, evaluate
-from scoi.jobs.experiment import ExperimentSpec, create_or_resume, get_experiment, results, run_jobs
-from scoi.jobs.schedule import SyncResult, sync
-from scoi.jobs.store import (EXPORT_FORMATS, Job, JobError, JobSpec, cancel, connect, export_rows, export_to_file,
-                             get_job, list_jobs, read_lines, retry, status, submit, write_export)
-from scoi.jobs.supervisor import SupervisorError, run_pool
-from scoi.jobs.worker import Worker, WorkerOptions, WorkerStats
+from __future__ import annotations
 
-__all__ = ["EXPORT_FORMATS", "EvalError", "ExperimentSpec", "Job", "JobError", "JobSpec", "Score", "SupervisorError", "SyncResult",
-           "Worker", "WorkerOptions", "WorkerStats", "cancel", "compare", "connect", "create_or_resume", "evaluate", "get_experiment", "export_rows",
-           "export_to_file", "get_job", "list_jobs", "read_lines", "results", "retry", "run_jobs", "run_pool", "status", "submit", "sync",
-           "write_export"]
+from importlib import import_module
+from typing import Any
+
+_EXPORTS = {
+    "scoi.jobs.eval": ("EvalError", "Score", "compare", "evaluate"),
+    "scoi.jobs.experiment": ("ExperimentSpec", "create_or_resume", "get_experiment", "results", "run_jobs"),
+    "scoi.jobs.sync": ("SyncResult", "sync"),
+    "scoi.jobs.store": ("EXPORT_FORMATS", "Job", "JobError", "JobSpec", "cancel", "connect", "export_rows",
+                        "export_to_file", "get_job", "list_jobs", "read_lines", "retry", "status", "submit",
+                        "write_export"),
+    "scoi.jobs.supervisor": ("SupervisorError", "run_pool", "run_worker"),
+    "scoi.jobs.worker": ("Worker", "WorkerOptions", "WorkerStats"),
+}
+_HOME = {name: module for module, names in _EXPORTS.items() for name in names}
+
+__all__ = sorted(_HOME)
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module 'scoi.jobs' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value

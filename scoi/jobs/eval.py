@@ -10,14 +10,13 @@ per job (method), one column per metric, like the docs/method.md §8 figures.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 import psycopg
 
-from scoi.config import environment
+from scoi.hub import offline
 from scoi.jobs.significance import DEFAULT_SAMPLES, paired_bootstrap_means, paired_bootstrap_sacrebleu
 from scoi.jobs.store import Job, insert_score, latest_score_rows, latest_segment_scores, scored_items
 
@@ -69,24 +68,6 @@ def sacrebleu_scores(hypotheses: Sequence[str], references: Sequence[str], tgt_l
 
 
 # --------------------------------------------------------------------------- COMET
-@contextmanager
-def _offline() -> Iterator[None]:
-    """Hugging Face libraries in offline mode: a missing file fails at once, no download."""
-    patched = None
-    try:  # huggingface_hub reads HF_HUB_OFFLINE at import: patch it if already imported
-        import huggingface_hub.constants as hc
-
-        patched, hc.HF_HUB_OFFLINE = hc.HF_HUB_OFFLINE, True
-    except Exception:  # noqa: BLE001 - not installed: nothing to patch
-        hc = None
-    try:
-        with environment({k: "1" for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")}):
-            yield
-    finally:
-        if hc is not None and patched is not None:
-            hc.HF_HUB_OFFLINE = patched
-
-
 def _looks_like_path(spec: str) -> bool:
     """Hub names are ``org/name`` or ``name``; anything else is meant as a file path."""
     return spec.startswith((".", "/", "~")) or spec.endswith(".ckpt") or spec.count("/") > 1 or "\\" in spec
@@ -109,7 +90,7 @@ def resolve_comet_checkpoint(spec: str) -> Path:
     if _looks_like_path(spec):
         raise EvalError(f"COMET checkpoint not found: {spec} (give a .ckpt file or a downloaded COMET model "
                         "directory; scoi does not download models)")
-    with _offline():
+    with offline():
         try:
             from huggingface_hub import snapshot_download
 
@@ -127,7 +108,7 @@ def comet_score(sources: Sequence[str], hypotheses: Sequence[str], references: S
                 *, batch_size: int = 8) -> Score:
     """System-level COMET (x100) of the outputs, from a local checkpoint only."""
     ckpt = resolve_comet_checkpoint(spec)
-    with _offline():
+    with offline():
         try:
             from comet import load_from_checkpoint
         except ImportError as e:

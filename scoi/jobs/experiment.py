@@ -218,10 +218,9 @@ def list_experiments(conn: psycopg.Connection) -> list[dict[str, Any]]:
 def run_jobs(url: str, experiment: Experiment, *, workers: int = 1, batch_size: int = 8,
              log: Callable[[str], None] | None = None, read_url: str | None = None) -> dict[str, int]:
     """Translate the experiment's queued items, job after job: in this process with one
-    worker (the model loads once), or with ``workers`` ``scoi worker`` processes per job.
+    worker (the model loads once), or with a pool of ``workers`` processes per job.
     Items of other jobs are left alone. Returns counts summed over the jobs. ``read_url``:
-    the replica the in-process worker selects on (``scoi worker`` processes read
-    ``SCOI_READ_DATABASE_URL``)."""
+    the replica the workers select on."""
     from scoi.jobs.supervisor import run_pool
     from scoi.jobs.worker import Worker, WorkerOptions, WorkerStats
 
@@ -236,7 +235,7 @@ def run_jobs(url: str, experiment: Experiment, *, workers: int = 1, batch_size: 
                 stats = worker.run().to_dict()
                 worker.stats = WorkerStats(worker=worker.id)  # counts per job
             else:
-                stats = run_pool(workers, opts)
+                stats = run_pool(workers, opts, url, read_url=read_url)
             for key in totals:
                 totals[key] += stats[key]
             say(f"{job.name}: {stats['done']} translated, {stats['failed']} failed")

@@ -138,7 +138,7 @@ def reader_url(default_url: str) -> str:
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
     from scoi.config import source_database_url_from_env
-    from scoi.db.engine import READER_ROLE
+    from scoi.db.embedded import READER_ROLE
 
     own = source_database_url_from_env()
     if own is not None:

@@ -1,42 +1,43 @@
-"""``scoi worker --concurrency N``: run N single-process workers and sum their summaries.
+"""Worker processes: :func:`run_worker` runs one worker to its end, :func:`run_pool` runs
+N of them (``scoi worker --concurrency N``, ``experiment run --workers N``) and sums their
+summaries.
 
-Each worker is its own process (a model and a parser per process, no GIL shared), started
-as ``scoi worker ... --json`` with the parent's options; the queue in PostgreSQL is all
-they share (scoi/jobs/worker.py). SIGTERM and SIGINT are forwarded, so every child
-finishes its current batch.
+Each pool worker is its own process (a model and a parser per process, no GIL shared),
+started with multiprocessing's ``spawn`` (no forked torch or database state) to call
+:func:`run_worker`; the queue in PostgreSQL is all they share (scoi/jobs/worker.py).
+SIGTERM and SIGINT are forwarded, so every child finishes its current batch.
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
+import multiprocessing
+import os
+import queue
 import signal
-import subprocess
 import sys
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
-from scoi.jobs.worker import WorkerOptions
+from scoi.jobs.worker import Worker, WorkerOptions
 
 #: The summary fields that add up over workers (WorkerStats.to_dict).
 SUMMED = ("claimed", "done", "requeued", "failed", "lost", "batches", "generate_ms", "overhead_ms", "retries")
 
 
 class SupervisorError(RuntimeError):
-    """A worker process failed or printed no summary."""
+    """A worker process failed or reported no summary."""
 
 
-def worker_command(options: WorkerOptions) -> list[str]:
-    """The command line of one child: ``scoi worker`` with ``options``, reporting in JSON."""
-    cmd = [sys.executable, "-m", "scoi.cli.main", "worker", "--batch-size", str(options.batch_size),
-           "--stall-timeout", repr(options.stall_timeout), "--poll", repr(options.poll_seconds), "--json"]
-    if options.burst:
-        cmd.append("--burst")
-    if options.job_id is not None:
-        cmd += ["--job", str(options.job_id)]
-    if options.max_items is not None:
-        cmd += ["--max-items", str(options.max_items)]
-    if not options.prefetch:
-        cmd.append("--no-prefetch")
-    return cmd
+def log_to_stderr(text: str) -> None:
+    """A worker's log line on stderr (stdout stays clean for JSON summaries)."""
+    print(text, file=sys.stderr, flush=True)
+
+
+def run_worker(url: str, options: WorkerOptions, *, read_url: str | None = None,
+               log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run one worker with ``options`` in this process until it exits; its summary."""
+    with Worker(url, options, log=log, read_url=read_url) as worker:
+        return worker.run().to_dict()
 
 
 def merge_summaries(summaries: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -52,29 +53,50 @@ def merge_summaries(summaries: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return total
 
 
-def run_pool(n: int, options: WorkerOptions) -> dict[str, Any]:
-    """Run ``n`` worker processes with ``options`` until they exit; their merged summary."""
-    cmd = worker_command(options)
-    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for _ in range(n)]
+def _child(url: str, options: WorkerOptions, read_url: str | None, log: Callable[[str], None],
+           results: Any) -> None:
+    """A pool process: run one worker, hand its summary to the parent."""
+    try:
+        results.put(run_worker(url, options, read_url=read_url, log=log))
+    except KeyboardInterrupt:  # a second Ctrl-C: the worker released its items
+        sys.exit(130)
+
+
+def run_pool(n: int, options: WorkerOptions, url: str, *, read_url: str | None = None,
+             log: Callable[[str], None] = log_to_stderr) -> dict[str, Any]:
+    """Run ``n`` worker processes with ``options`` until they exit; their merged summary.
+    ``log`` must be picklable (a module-level function): each process calls its own copy."""
+    ctx = multiprocessing.get_context("spawn")
+    results = ctx.Queue()
+    procs = [ctx.Process(target=_child, args=(url, options, read_url, log, results), daemon=False) for _ in range(n)]
+    for p in procs:
+        p.start()
 
     def forward(signum: int, frame: Any) -> None:
         for p in procs:
-            if p.poll() is None:
-                p.send_signal(signum)
+            if p.is_alive() and p.pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(p.pid, signum)
 
     old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
+    summaries: list[dict[str, Any]] = []
     try:
-        outs = [p.communicate()[0] for p in procs]
+        while len(summaries) < n:  # read before join: a child blocks on a full pipe until read
+            try:
+                summaries.append(results.get(timeout=0.5))
+            except queue.Empty:
+                if not any(p.is_alive() for p in procs) and results.empty():
+                    break
+        for p in procs:
+            p.join()
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-    summaries = []
-    for p, out in zip(procs, outs):
-        lines = [ln for ln in out.splitlines() if ln.strip()]
-        if p.returncode != 0 or not lines:
-            raise SupervisorError(f"a worker process exited with status {p.returncode}")
-        summaries.append(json.loads(lines[-1]))
+    failed = [p.exitcode for p in procs if p.exitcode != 0]
+    if failed or len(summaries) != n:
+        raise SupervisorError(f"a worker process exited with status {failed[0] if failed else 0}"
+                              + ("" if failed else " without a summary"))
     return merge_summaries(summaries)
 
 
-__all__ = ["SupervisorError", "merge_summaries", "run_pool", "worker_command"]
+__all__ = ["SupervisorError", "log_to_stderr", "merge_summaries", "run_pool", "run_worker"]

@@ -345,7 +345,7 @@ class Worker:
         return sel, key
 
     def backend(self, job: Job):
-        from scoi.backends.base import load_backend
+        from scoi.backends.loader import load_backend
 
         options = job.params.get("backend_options") or {}
         key = (job.model, json.dumps(options, sort_keys=True))

@@ -187,7 +187,7 @@ class Service:
         with self._backend_lock:
             entry = self._backends.get(name)
             if entry is None:
-                from scoi.backends.base import load_backend
+                from scoi.backends.loader import load_backend
 
                 entry = self._backends[name] = (load_backend(model.spec, **model.options), threading.Lock())
         return entry

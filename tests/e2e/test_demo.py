@@ -1,17 +1,18 @@
 """`scoi demo`, the README's main job, end to end on a real database."""
 
-import json
+import pytest
 
-from tests.helpers.cli import run_scoi
+from tests.helpers.cli import last_json, run_scoi
 
 
+@pytest.mark.slow
 def test_demo_selects_prompts_and_translates(db_url, tmp_path):
     from tests.tiny_model import build_tiny_model
 
     model = build_tiny_model(tmp_path / "tiny")
     proc = run_scoi(["demo", "--json", "--model", f"hf:{model}"], db_url, timeout=600)
     assert proc.returncode == 0, proc.stderr
-    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    report = last_json(proc)
     assert report["ingested"]["corpus"] == "demo" and report["ingested"]["inserted"] > 250
     assert set(report["coverage"]) == {"scoi", "bm25"}
     # SCOI optimises coverage: its example sets cover the test sentences' syntax at least as well as BM25's
@@ -21,4 +22,4 @@ def test_demo_selects_prompts_and_translates(db_url, tmp_path):
     assert all("bleu" in row and "chrf" in row for row in report["scores"])
 
     again = run_scoi(["demo", "--json"], db_url, timeout=600)  # rerun: nothing new to ingest
-    assert json.loads(again.stdout.strip().splitlines()[-1])["ingested"]["inserted"] == 0
+    assert last_json(again)["ingested"]["inserted"] == 0

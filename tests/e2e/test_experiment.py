@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import psycopg
 
-from tests.helpers.cli import scoi_cli
-from tests.helpers.jobs import demo_test_pairs, last_json, ok_server, write_lines
+from tests.helpers.cli import last_json, scoi_cli
+from tests.helpers.jobs import demo_test_pairs, ok_server, write_lines
 
 
 def _args(tmp_path, stub_url, sources, refs, *extra):

@@ -4,13 +4,12 @@ by row: terms, tokens, views, statistics and the BM25 index; ``scoi corpora`` an
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 
 import psycopg
 import pytest
 
-from tests.helpers.cli import cli, cli_json
+from tests.helpers.cli import cli, cli_json, last_json
 from tests.helpers.database import scratch_database
 from tests.helpers.ingest import (
     DEMO,
@@ -169,7 +168,7 @@ def test_corpora_json_lists_the_corpus(demo, pairs):
     url, _ = demo
     result = cli(["corpora", "--json"], url)
     assert result.exit_code == 0, result.stderr
-    rows = json.loads(result.stdout.strip().splitlines()[-1])
+    rows = last_json(result)
     assert [(r["name"], r["src_lang"], r["tgt_lang"], r["pairs"], r["runs"]) for r in rows] == [
         ("demo.fr-en", "fr", "en", len(pairs), 1)]
     table = cli(["corpora"], url)

@@ -1,4 +1,4 @@
-"""Issue 15 (a tester's report): rows the database would refuse are caught by validation,
+"""Rows the database would refuse are caught by validation,
 unreadable files are one-line errors, header detection, empty files, dead runs, output."""
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 
-from tests.helpers.cli import cli, cli_json, scoi_env
+from tests.helpers.cli import cli, cli_json, last_json, scoi_env
 from tests.helpers.database import scalar
 from tests.helpers.ingest import stored_pairs, write_tmx, write_tsv
 
@@ -89,7 +89,7 @@ def test_case_27_process_substitution_is_read_once(db_url, tmp_path, pairs):
     proc = subprocess.run(["bash", "-c", cmd], env=scoi_env(db_url, SCOI_PARSERS=""), capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = last_json(proc)
     assert (out["read"], out["inserted"]) == (20, 20)
     assert sorted(stored_pairs(db_url)) == sorted(pairs[:20])
 

@@ -3,7 +3,6 @@ two ingests at once."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -13,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from tests.helpers.cli import cli_json, scoi_env
+from tests.helpers.cli import cli_json, last_json, scoi_env
 from tests.helpers.database import scalar
 from tests.helpers.ingest import assert_consistent, stored_pairs, write_tsv
 
@@ -32,6 +31,7 @@ def kill_group(proc: subprocess.Popen) -> None:
     proc.wait(timeout=30)
 
 
+@pytest.mark.slow
 def test_kill_9_then_resume(db_url, tmp_path, pairs):
     path = write_tsv(tmp_path / "big.tsv", pairs)
     args = [str(path), "--src", "fr", "--tgt", "en", "--batch-size", "20", "--workers", "1"]
@@ -122,7 +122,7 @@ def test_two_concurrent_ingests_of_overlapping_files(db_url, tmp_path, pairs):
     for proc, path in zip(procs, (a, b)):
         text = (tmp_path / f"{path.stem}.log").read_text()
         assert proc.returncode == 0, text
-        outs.append(json.loads(text.strip().splitlines()[-1]))
+        outs.append(last_json(text))
     assert sum(o["inserted"] for o in outs) == len(pairs)
     assert sum(o["duplicates"] for o in outs) == 100  # the overlap, counted by whichever run came second
     assert stored_pairs(db_url) == Counter(pairs)

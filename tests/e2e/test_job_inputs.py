@@ -16,9 +16,9 @@ import psycopg
 import pytest
 
 from scoi.jobs.store import JobSpec, submit
-from tests.helpers.cli import scoi_cli
+from tests.helpers.cli import last_json, scoi_cli
 from tests.helpers.database import scalar
-from tests.helpers.jobs import items, last_json
+from tests.helpers.jobs import items
 
 ZERO = ["--src", "fr", "--tgt", "en", "--model", "openai:none", "--method", "zero", "-k", "0"]
 
@@ -197,7 +197,7 @@ def test_case_46_eval_warns_about_blank_references(db_url):
     assert proc.returncode == 0
     assert "warning: ev_r9blank: 2 of 10 scored items have a blank reference (item 3, 7;" in " ".join(
         proc.stderr.split())
-    assert json.loads(proc.stdout.strip().splitlines()[-1])["scores"]  # scored all the same
+    assert last_json(proc)["scores"]  # scored all the same
     clean = scoi_cli(["eval", "ok1"], db_url)
     assert clean.returncode == 0 and "warning" not in clean.stderr
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import psycopg
 
-from tests.helpers.cli import scoi_cli
-from tests.helpers.jobs import last_json, ok_server, stub_model_args
+from tests.helpers.cli import last_json, scoi_cli
+from tests.helpers.jobs import ok_server, stub_model_args
 
 DOCS = [(1, "Un chien court dans le parc."), (2, "Deux femmes boivent du café."), (3, "Un homme lit un journal.")]
 QUERY = "SELECT d.id, d.body FROM documents d LEFT JOIN documents_en e USING (id) WHERE e.id IS NULL"

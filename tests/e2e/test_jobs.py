@@ -20,17 +20,12 @@ from scoi.jobs.store import EXPORT_COLUMNS, JobSpec, submit, write_export
 from scoi.jobs.worker import Worker, WorkerOptions
 from tests.helpers.cli import run_scoi, scoi_cli, scoi_env
 from tests.helpers.fake_openai import FakeOpenAI, closed_port, ok_length
-from tests.helpers.jobs import demo_pairs, demo_test_pairs, items, last_json, ok_server, stub_model_args, write_lines
+from tests.helpers.cli import last_json
+from tests.helpers.jobs import demo_pairs, demo_test_pairs, items, ok_server, stub_model_args, submit_lines, write_lines
 
 
-def _submit(url, tmp_path, lines, model, *extra, refs=None, name=None) -> int:
-    args = ["job", "submit", "--input", str(write_lines(tmp_path / "in.fr", lines)), "--src", "fr", "--tgt", "en",
-            "--model", model, "--max-new-tokens", "12", "--json", *extra]
-    if refs is not None:
-        args += ["--references", str(write_lines(tmp_path / "ref.en", refs))]
-    if name:
-        args += ["--name", name]
-    return last_json(scoi_cli(args, url))["job_id"]
+#: Short answers: the jobs here check bookkeeping, not translations.
+SHORT = ("--max-new-tokens", "12")
 
 
 def _worker(*args: str) -> list[str]:
@@ -57,7 +52,7 @@ def test_submit_work_export(job_db, tiny_model, tmp_path):
     pairs = demo_test_pairs()[:10]
     sources = [fr for fr, _ in pairs[:5]] + [""] + [fr for fr, _ in pairs[5:]]  # a blank line stays aligned
     refs = [en for _, en in pairs[:5]] + [""] + [en for _, en in pairs[5:]]
-    job_id = _submit(job_db, tmp_path, sources, tiny_model, "-k", "3", refs=refs, name="demo-fr-en")
+    job_id = submit_lines(job_db, tmp_path / "in.fr", sources, tiny_model, *SHORT, "-k", "3", refs=refs, name="demo-fr-en")
 
     summary = last_json(scoi_cli(["worker", "--burst", "--batch-size", "4", "--json"], job_db))
     assert summary["done"] == 10 and summary["failed"] == summary["lost"] == 0
@@ -152,13 +147,14 @@ def test_submit_rejects_bad_input(job_db, tmp_path):
 # These use a stub OpenAI-compatible server (workers start in a second, no torch) with
 # zero-shot prompts: what is tested is the queue, not the model.
 
+@pytest.mark.slow
 def test_kill_9_mid_batch_then_a_burst_worker_finishes_at_once(job_db, tmp_path):
-    """Issue 14: the killed worker's items are free as soon as its session is gone; a
-    ``--burst`` worker started right after takes them (no stall timeout: the default 300 s
-    would fail the time bound), and every item is written exactly once."""
+    """The killed worker's items are free as soon as its session is gone; a
+    ``--burst`` worker started right after takes them (no stall timeout: with the default 300 s
+    the burst worker would find nothing to claim), and every item is written exactly once."""
     sources = [fr for fr, _ in demo_pairs()[:24]]
     with ok_server(delay=0.2) as stub:
-        job_id = _submit(job_db, tmp_path, sources, "openai:stub", *stub_model_args(stub.url),
+        job_id = submit_lines(job_db, tmp_path / "in.fr", sources, "openai:stub", *SHORT, *stub_model_args(stub.url),
                          "--backend-opt", "concurrency=1")
         proc = subprocess.Popen(_worker("--batch-size", "4"), env=scoi_env(job_db),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -171,12 +167,11 @@ def test_kill_9_mid_batch_then_a_burst_worker_finishes_at_once(job_db, tmp_path)
         done_before = _count(job_db, job_id, "done")
         held = [i for i in items(job_db, job_id) if i["status"] == "running"]
         assert done_before < len(sources) and 0 < len(held) <= 8  # the batch, and the prefetched one
-        t0 = time.monotonic()
         summary = last_json(run_scoi(["worker", "--burst", "--batch-size", "8", "--json"], job_db))
-        seconds = time.monotonic() - t0
     assert summary["failed"] == summary["lost"] == 0
-    assert summary["claimed"] == len(sources) - done_before  # the dead worker's items included
-    assert seconds < 20, f"burst worker took {seconds:.1f} s"  # 20 items x 0.2 s at most, plus start-up
+    # the dead worker's items included: a burst worker exits once nothing is claimable, so
+    # items left waiting for the stall timeout (300 s) would be missing from its count
+    assert summary["claimed"] == len(sources) - done_before
     final = items(job_db, job_id)
     assert [i["idx"] for i in final] == list(range(len(sources)))
     assert all(i["status"] == "done" and i["output"].startswith("ok ") and i["last_error"] is None for i in final)
@@ -188,7 +183,7 @@ def test_kill_9_mid_batch_then_a_burst_worker_finishes_at_once(job_db, tmp_path)
 def test_status_counts_running_items_by_worker_state(job_db, tmp_path):
     sources = [fr for fr, _ in demo_pairs()[40:48]]
     with ok_server(delay=0.3) as stub:
-        job_id = _submit(job_db, tmp_path, sources, "openai:stub", *stub_model_args(stub.url),
+        job_id = submit_lines(job_db, tmp_path / "in.fr", sources, "openai:stub", *SHORT, *stub_model_args(stub.url),
                          "--backend-opt", "concurrency=1")
         # no prefetch: one batch of all 8 items is held (prefetch ramps batches up from 1)
         proc = subprocess.Popen(_worker("--batch-size", "8", "--no-prefetch"), env=scoi_env(job_db),
@@ -209,7 +204,7 @@ def test_status_counts_running_items_by_worker_state(job_db, tmp_path):
 def test_sigterm_finishes_the_current_batch(job_db, tmp_path):
     sources = [fr for fr, _ in demo_pairs()[50:90]]
     with ok_server(delay=0.1) as stub:
-        job_id = _submit(job_db, tmp_path, sources, "openai:stub", *stub_model_args(stub.url),
+        job_id = submit_lines(job_db, tmp_path / "in.fr", sources, "openai:stub", *SHORT, *stub_model_args(stub.url),
                          "--backend-opt", "concurrency=1")
         proc = subprocess.Popen(_worker("--batch-size", "4", "--json"), env=scoi_env(job_db),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -217,7 +212,7 @@ def test_sigterm_finishes_the_current_batch(job_db, tmp_path):
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
-    summary = json.loads(out.strip().splitlines()[-1])
+    summary = last_json(out)
     # whole batches only; with prefetch they ramp up 1, 2, 4, 4, ...: 1, 3, 7, 11, ... items done
     assert summary["done"] in (1, 3) or (summary["done"] - 3) % 4 == 0, summary
     assert summary["done"] < len(sources) and summary["lost"] == 0
@@ -229,14 +224,14 @@ def test_sigterm_finishes_the_current_batch(job_db, tmp_path):
 def test_three_concurrent_workers_process_each_item_once(job_db, tmp_path):
     sources = [fr for fr, _ in demo_pairs()[100:160]]
     with ok_server(delay=0.02) as stub:
-        job_id = _submit(job_db, tmp_path, sources, "openai:stub", *stub_model_args(stub.url))
+        job_id = submit_lines(job_db, tmp_path / "in.fr", sources, "openai:stub", *SHORT, *stub_model_args(stub.url))
         procs = [subprocess.Popen(_worker("--burst", "--batch-size", "2", "--json"), env=scoi_env(job_db),
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
         summaries = []
         for p in procs:
             out, err = p.communicate(timeout=300)
             assert p.returncode == 0, err
-            summaries.append(json.loads(out.strip().splitlines()[-1]))
+            summaries.append(last_json(out))
     assert sum(s["done"] for s in summaries) == len(sources)
     assert sum(s["claimed"] for s in summaries) == len(sources)
     assert all(s["lost"] == 0 and s["failed"] == 0 for s in summaries)
@@ -248,7 +243,7 @@ def test_three_concurrent_workers_process_each_item_once(job_db, tmp_path):
 def test_worker_pool_option(job_db, tmp_path):
     sources = [fr for fr, _ in demo_pairs()[200:224]]
     with ok_server(delay=0.02) as stub:
-        job_id = _submit(job_db, tmp_path, sources, "openai:stub", *stub_model_args(stub.url))
+        job_id = submit_lines(job_db, tmp_path / "in.fr", sources, "openai:stub", *SHORT, *stub_model_args(stub.url))
         summary = last_json(run_scoi(["worker", "--burst", "--concurrency", "2", "--batch-size", "3",
                                       "--job", str(job_id), "--json"], job_db))
     assert len(summary["workers"]) == 2 and summary["done"] == len(sources)
@@ -261,7 +256,7 @@ def test_failing_item_stops_after_max_attempts_then_retry(job_db, tmp_path):
     port = closed_port()
     model_args = ["--method", "zero", "-k", "0", "--max-attempts", "2", "--backend-opt", "max_retries=0",
                   "--backend-opt", "timeout=5", "--backend-opt", f"base_url=http://127.0.0.1:{port}/v1"]
-    job_id = _submit(job_db, tmp_path, ["Bonjour.", "Merci beaucoup."], "openai:stub", *model_args, name="flaky")
+    job_id = submit_lines(job_db, tmp_path / "in.fr", ["Bonjour.", "Merci beaucoup."], "openai:stub", *SHORT, *model_args, name="flaky")
     summary = last_json(scoi_cli(["worker", "--burst", "--json"], job_db))
     assert (summary["failed"], summary["requeued"], summary["done"]) == (2, 2, 0)
     for item in items(job_db, job_id):
@@ -286,7 +281,7 @@ def test_worker_summary_counts_the_backends_retries(job_db, tmp_path):
     """Requests retried inside the backend (a server restarting answers 503) leave the items
     on their first attempt; the summary is where an operator sees them."""
     with FakeOpenAI(failures=[(503, {}), (503, {}), (503, {})], answer=ok_length) as fake:
-        job_id = _submit(job_db, tmp_path, ["Un.", "Deux."], "openai:stub", "--method", "zero", "-k", "0",
+        job_id = submit_lines(job_db, tmp_path / "in.fr", ["Un.", "Deux."], "openai:stub", *SHORT, "--method", "zero", "-k", "0",
                          "--backend-opt", "concurrency=1", "--backend-opt", "base_delay=0.01",
                          "--backend-opt", f"base_url={fake.url}")
         summary = last_json(scoi_cli(["worker", "--burst", "--json"], job_db))
@@ -295,7 +290,7 @@ def test_worker_summary_counts_the_backends_retries(job_db, tmp_path):
 
 
 def test_cancel_and_resume(job_db, tmp_path):
-    job_id = _submit(job_db, tmp_path, ["Un.", "Deux.", "Trois."], "openai:stub", *stub_model_args("http://x/v1"),
+    job_id = submit_lines(job_db, tmp_path / "in.fr", ["Un.", "Deux.", "Trois."], "openai:stub", *SHORT, *stub_model_args("http://x/v1"),
                      name="stoppable")
     assert last_json(scoi_cli(["job", "cancel", "stoppable", "--json"], job_db))["cancelled"] == 3
     with Worker(job_db, WorkerOptions(burst=True)) as w:

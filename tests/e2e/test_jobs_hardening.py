@@ -1,4 +1,4 @@
-"""Issue 15: jobs hardened against what models and users send them. Text PostgreSQL
+"""Jobs hardened against what models and users send them. Text PostgreSQL
 refuses (NUL, lone surrogates) is cleaned per item and said so; `scoi job status` and
 `job list` print user text as it is; done items carry no error of an earlier attempt;
 `retry --failed-only` keeps a cancelled job cancelled; API keys come from the
@@ -16,13 +16,8 @@ from scoi.jobs.store import JobError, JobSpec, submit
 from scoi.jobs.worker import Worker, WorkerOptions
 from tests.helpers.cli import run_scoi, scoi_cli
 from tests.helpers.fake_openai import FakeOpenAI, ok_length
-from tests.helpers.jobs import items, last_json, ok_server, stub_model_args, write_lines
-
-
-def _submit(url, tmp_path, lines, model, *extra) -> int:
-    args = ["job", "submit", "--input", str(write_lines(tmp_path / "in.fr", lines)), "--src", "fr", "--tgt", "en",
-            "--model", model, "--json", *extra]
-    return last_json(scoi_cli(args, url))["job_id"]
+from tests.helpers.cli import last_json
+from tests.helpers.jobs import items, ok_server, stub_model_args, submit_lines, write_lines
 
 
 def _status(url: str, ref) -> dict:
@@ -43,7 +38,7 @@ def _odd_answers(prompt: str) -> str:
 def test_nul_and_lone_surrogate_in_model_output_are_cleaned_per_item(job_db, tmp_path):
     sources = ["Un.", "Deux.", "Trois.", "Quatre."]
     with FakeOpenAI(answer=_odd_answers) as fake:
-        job_id = _submit(job_db, tmp_path, sources, "openai:stub", *stub_model_args(fake.url), "--max-attempts", "1",
+        job_id = submit_lines(job_db, tmp_path / "in.fr", sources, "openai:stub", *stub_model_args(fake.url), "--max-attempts", "1",
                          "--name", "odd-output")
         # One batch holds all four items: before the fix the NUL killed the worker (exit 1)
         # and every item of the batch ended failed.
@@ -68,7 +63,7 @@ def test_nul_and_lone_surrogate_in_model_output_are_cleaned_per_item(job_db, tmp
 # --------------------------------------------------------------------------- 2. what status, export and list show
 def test_done_items_keep_no_error_of_an_earlier_attempt(job_db, tmp_path):
     with FakeOpenAI(failures=[(500, {})], answer=ok_length) as fake:  # the first request fails
-        job_id = _submit(job_db, tmp_path, ["Un.", "Deux."], "openai:stub", *stub_model_args(fake.url),
+        job_id = submit_lines(job_db, tmp_path / "in.fr", ["Un.", "Deux."], "openai:stub", *stub_model_args(fake.url),
                          "--backend-opt", "concurrency=1", "--name", "flaky-once")
         summary = last_json(scoi_cli(["worker", "--burst", "--batch-size", "1", "--json"], job_db))
     assert (summary["done"], summary["requeued"], summary["failed"]) == (2, 1, 0)
@@ -109,7 +104,7 @@ def test_job_list_is_complete_when_stdout_is_not_a_terminal(job_db):
 
 # --------------------------------------------------------------------------- 3. retry --failed-only
 def test_retry_failed_only_keeps_a_cancelled_job_cancelled(job_db, tmp_path):
-    _submit(job_db, tmp_path, ["Un.", "Deux.", "Trois."], "openai:stub", *stub_model_args("http://x/v1"),
+    submit_lines(job_db, tmp_path / "in.fr", ["Un.", "Deux.", "Trois."], "openai:stub", *stub_model_args("http://x/v1"),
             "--name", "stopped")
     scoi_cli(["job", "cancel", "stopped"], job_db)
     proc = scoi_cli(["job", "retry", "stopped", "--failed-only"], job_db)
@@ -124,7 +119,7 @@ def test_retry_failed_only_keeps_a_cancelled_job_cancelled(job_db, tmp_path):
 
 def test_retry_failed_only_reopens_only_the_failed_items(job_db, tmp_path):
     with ok_server() as stub:
-        job_id = _submit(job_db, tmp_path, ["Un.", "Deux.", "Trois."], "openai:stub", *stub_model_args(stub.url),
+        job_id = submit_lines(job_db, tmp_path / "in.fr", ["Un.", "Deux.", "Trois."], "openai:stub", *stub_model_args(stub.url),
                          "--name", "half")
         with psycopg.connect(job_db, autocommit=True) as conn:
             conn.execute("UPDATE job_item SET status = 'failed', attempts = 3, last_error = 'HTTP 500' "
@@ -143,7 +138,7 @@ def test_retry_failed_only_reopens_only_the_failed_items(job_db, tmp_path):
 def test_api_key_comes_from_the_environment_and_is_never_stored(job_db, tmp_path, monkeypatch):
     monkeypatch.setenv("SCOI_OPENAI_API_KEY", "sk-from-env")
     with ok_server() as stub:
-        _submit(job_db, tmp_path, ["Un.", "Deux."], "openai:stub", *stub_model_args(stub.url))
+        submit_lines(job_db, tmp_path / "in.fr", ["Un.", "Deux."], "openai:stub", *stub_model_args(stub.url))
         assert last_json(scoi_cli(["worker", "--burst", "--json"], job_db))["done"] == 2
     auth = {v for c in stub.calls for k, v in c["headers"].items() if k.lower() == "authorization"}
     assert auth == {"Bearer sk-from-env"}

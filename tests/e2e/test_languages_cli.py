@@ -5,7 +5,7 @@ with German as the source runs the tree-free methods and refuses the others in o
 
 from __future__ import annotations
 
-from tests.helpers.cli import cli, scoi_cli
+from tests.helpers.cli import cli, last_json, scoi_cli
 from tests.helpers.parsers import german_parser  # noqa: F401 - a fixture
 from tests.integration.test_languages import EN_DE, _en_de
 
@@ -62,8 +62,6 @@ def test_parser_directory_on_ingest_select_and_job(tmp_path, db_url, german_pars
 def test_jobs_on_a_source_without_trees(tmp_path, db_url):
     """A job's method is checked against the source's trees when it is submitted; a
     tree-free method's job gets its examples (the worker's selector runs without trees)."""
-    import json
-
     import psycopg
 
     from scoi.jobs.store import get_job
@@ -81,7 +79,7 @@ def test_jobs_on_a_source_without_trees(tmp_path, db_url):
     ok = scoi_cli(["job", "submit", "-i", str(src), "--src", "de", "--tgt", "en", "--model", "openai:none",
                    "--method", "bm25", "--json"], db_url)
     assert ok.returncode == 0, ok.stderr
-    job_id = json.loads(ok.stdout.strip().splitlines()[-1])["job_id"]
+    job_id = last_json(ok)["job_id"]
     with psycopg.connect(db_url) as conn:
         job = get_job(conn, job_id)
     with Worker(db_url) as worker:  # the selector the worker builds for the job

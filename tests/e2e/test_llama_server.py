@@ -17,7 +17,8 @@ import psycopg
 import pytest
 
 from tests.helpers.cli import scoi_cli, scoi_env
-from tests.helpers.jobs import demo_test_pairs, items, last_json, write_lines
+from tests.helpers.cli import last_json
+from tests.helpers.jobs import demo_test_pairs, items, submit_lines
 from tests.helpers.llama_server import (
     MODEL_ALIAS,
     LlamaServer,
@@ -41,11 +42,9 @@ def llama(tmp_path_factory):
         yield server
 
 
-def _submit(url: str, tmp_path, sources: list[str], model: str, base_url: str, *extra: str) -> int:
-    args = ["job", "submit", "--input", str(write_lines(tmp_path / f"{model.split(':')[0]}.fr", sources)),
-            "--src", "fr", "--tgt", "en", "--model", model, "--method", "scoi", "-k", "1",
-            "--max-new-tokens", "16", "--backend-opt", f"base_url={base_url}", "--json", *extra]
-    return last_json(scoi_cli(args, url))["job_id"]
+def _options(base_url: str) -> list[str]:
+    """``job submit`` options of a one-shot SCOI job on the llama.cpp server."""
+    return ["--method", "scoi", "-k", "1", "--max-new-tokens", "16", "--backend-opt", f"base_url={base_url}"]
 
 
 def _count(url: str, job_id: int, status: str) -> int:
@@ -54,10 +53,11 @@ def _count(url: str, job_id: int, status: str) -> int:
                             (job_id, status)).fetchone()[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", [f"openai:{MODEL_ALIAS}", f"openai-chat:{MODEL_ALIAS}"])
 def test_a_job_on_llama_cpp_server(llama, job_db, tmp_path, model):
     sources = [fr for fr, _ in demo_test_pairs()[:4]]
-    job_id = _submit(job_db, tmp_path, sources, model, llama.url)
+    job_id = submit_lines(job_db, tmp_path / "in.fr", sources, model, *_options(llama.url))
 
     summary = last_json(scoi_cli(["worker", "--burst", "--batch-size", "2", "--json"], job_db))
     assert summary["done"] == len(sources) and summary["failed"] == summary["lost"] == 0, summary
@@ -68,12 +68,13 @@ def test_a_job_on_llama_cpp_server(llama, job_db, tmp_path, model):
     assert all(i["attempts"] == 1 and i["last_error"] is None for i in final)
 
 
+@pytest.mark.slow
 def test_a_server_restart_mid_job_loses_no_item(llama, job_db, tmp_path):
     """Kill the server while a worker is generating, start it again two seconds later: the
     backend retries the refused and reset requests, the job finishes, no item fails."""
     sources = [fr for fr, _ in demo_test_pairs()[:12]]
-    job_id = _submit(job_db, tmp_path, sources, f"openai:{MODEL_ALIAS}", llama.url,
-                     "--backend-opt", "base_delay=0.5", "--backend-opt", "max_retries=8")
+    job_id = submit_lines(job_db, tmp_path / "in.fr", sources, f"openai:{MODEL_ALIAS}", *_options(llama.url),
+                          "--backend-opt", "base_delay=0.5", "--backend-opt", "max_retries=8")
     worker = subprocess.Popen([sys.executable, "-m", "scoi.cli.main", "worker", "--burst", "--batch-size", "2",
                                "--json"], env=scoi_env(job_db), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True)

@@ -9,7 +9,6 @@ and ``SCOI_READ_DATABASE_URL`` on the replica.
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 
@@ -17,6 +16,7 @@ import psycopg
 import pytest
 from typer.testing import CliRunner
 
+from tests.helpers.cli import last_json
 from tests.helpers.ingest import DEMO, ingest_inprocess, write_tsv
 from tests.helpers.replica import missing_programs, primary_and_replica
 
@@ -77,7 +77,7 @@ def scoi(url: str, *args: str, read_url: str | None = None, max_lag: str | None 
 def select(url: str, *extra: str, **kw) -> dict:
     """``scoi select QUERY --json --explain`` (and ``extra``): its JSON object."""
     out = scoi(url, "select", QUERY, "--src", "fr", "--tgt", "en", "-k", "3", "--json", "--explain", *extra, **kw)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return last_json(out)
 
 
 def caught_up(servers, run):
@@ -170,7 +170,7 @@ def test_a_lagging_replica_serves_its_snapshot_or_the_primary_past_the_max_lag(s
     # SCOI_READ_MAX_LAG=0: only a caught-up replica is read; this one is not, so the primary is
     out = scoi(url, "select", QUERY, "--src", "fr", "--tgt", "en", "-k", "3", "--json", "--explain",
                read_url=replica, max_lag="0")
-    fallback = json.loads(out.stdout.strip().splitlines()[-1])
+    fallback = last_json(out)
     assert fallback["read"]["server"] == "primary" and "SCOI_READ_MAX_LAG=0" in fallback["read"]["fallback"]
     assert "warning: reading from the primary: the replica is" in out.stderr
     assert fallback["selected"] == on_primary["selected"]
@@ -214,9 +214,9 @@ def test_worker_selects_on_the_replica_and_stores_on_the_primary(servers, dbs, t
                              "--src", "fr", "--tgt", "en", "--model", "openai:stub", "--method", "scoi", "-k", "2",
                              "--name", name, "--backend-opt", "max_retries=0", "--backend-opt",
                              f"base_url={stub.url}", "--json")
-            job_id = json.loads(submitted.stdout.strip().splitlines()[-1])["job_id"]
+            job_id = last_json(submitted)["job_id"]
             worked = scoi(url, "worker", "--burst", "--job", str(job_id), "--json", read_url=read_url)
-            assert json.loads(worked.stdout.strip().splitlines()[-1])["done"] == 1
+            assert last_json(worked)["done"] == 1
         with psycopg.connect(url) as conn:  # the job's rows and its selection: on the primary
             return [r[0] for r in conn.execute(
                 "SELECT sp.pair_id FROM job_item i JOIN selection_pick sp USING (selection_id) "

@@ -4,13 +4,12 @@ it, a worker that runs the due tick and fills the destination table; pause, resu
 
 from __future__ import annotations
 
-import json
 
 import psycopg
 
-from tests.helpers.cli import run_scoi, scoi_cli
+from tests.helpers.cli import last_json, run_scoi, scoi_cli
 from tests.helpers.database import scalar
-from tests.helpers.jobs import last_json, ok_server, stub_model_args
+from tests.helpers.jobs import ok_server, stub_model_args
 
 
 def _tables(url: str) -> None:
@@ -65,7 +64,7 @@ def test_schedule_over_a_table_run_by_a_worker(db_url):
     assert removed["job_id"] == added["job_id"]
     assert "no schedules yet" in scoi_cli(["schedule", "list"], db_url).stdout
     # The job stays, with its outputs.
-    assert json.loads(scoi_cli(["job", "status", "nightly", "--json"], db_url).stdout.splitlines()[-1])["done"] == 3
+    assert last_json(scoi_cli(["job", "status", "nightly", "--json"], db_url))["done"] == 3
 
 
 def test_schedule_errors_a_user_sees(db_url):

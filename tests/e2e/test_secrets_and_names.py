@@ -7,7 +7,6 @@ asserts that nothing was stored. The numbers in test names are the run's case nu
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -19,9 +18,9 @@ import psycopg
 import pytest
 
 from scoi.jobs.store import JobError, JobSpec, submit
-from tests.helpers.cli import run_scoi, scoi_cli
+from tests.helpers.cli import last_json, run_scoi, scoi_cli
 from tests.helpers.fake_openai import FakeOpenAI
-from tests.helpers.jobs import items, last_json, stub_model_args, write_lines
+from tests.helpers.jobs import items, stub_model_args, write_lines
 
 SECRETS = ("SECRET", "SEKRIT", "hunter2", "sk-")
 #: What a refused command must not have written, and where a secret could end up.
@@ -331,7 +330,7 @@ def test_case_43_a_relative_scoi_home_is_made_absolute_before_the_server_starts(
     try:
         proc = scoi_at_home("relhome", "db", "status", "--json", cwd=base)
         assert proc.returncode == 0, proc.stderr
-        status = json.loads(proc.stdout.strip().splitlines()[-1])
+        status = last_json(proc)
         assert status["embedded"] and status["data_dir"] == str(base / "relhome" / "pgdata")
         assert status["revision"] is None or status["revision"] == status["head"]
     finally:

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from typing import Any
 
 
 def scoi_env(db_url: str, **extra: str) -> dict[str, str]:
@@ -46,7 +47,21 @@ def cli_json(args: list[str], db_url: str) -> dict:
     """``scoi ARGS --json`` in process; the last line of stdout is one JSON object."""
     result = cli([*args, "--json"], db_url)
     assert result.exit_code == 0, f"scoi {args} failed ({result.exit_code}):\n{result.stdout}\n{result.stderr}"
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return last_json(result)
+
+
+def last_json(out: Any, *, ok: bool = True) -> Any:
+    """The JSON value on the last line of a ``--json`` command's stdout (its summary).
+
+    ``out``: a CompletedProcess, a CliRunner result, or the stdout text; with ``ok`` the
+    command must have exited 0 (the message shows what it printed)."""
+    if isinstance(out, str):
+        text = out
+    else:
+        text = out.stdout
+        code = getattr(out, "returncode", getattr(out, "exit_code", 0))
+        assert not ok or code == 0, f"exit {code}\nstdout:\n{out.stdout}\nstderr:\n{out.stderr}"
+    return json.loads(text.strip().splitlines()[-1])
 
 
 def scoi_cli(args: list[str], url: str) -> subprocess.CompletedProcess:

@@ -15,7 +15,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 import psycopg
 
-from tests.helpers.cli import run_scoi
+from tests.helpers.cli import last_json, run_scoi
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "scoi" / "data" / "demo.fr-en.tsv"
@@ -94,10 +94,7 @@ def long_french_sentence(min_tokens: int = 121) -> str:
 # ------------------------------------------------------------------ ingesting and checking
 def ingest_json(args: list[str], db_url: str, **kwargs) -> dict:
     """Run ``scoi ingest ARGS --json`` as a subprocess; the last line of stdout is the JSON summary."""
-    proc = run_scoi(["ingest", *args, "--json"], db_url, **kwargs)
-    assert proc.returncode == 0, f"scoi ingest {args} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
-    last = proc.stdout.strip().splitlines()[-1]
-    return json.loads(last)
+    return last_json(run_scoi(["ingest", *args, "--json"], db_url, **kwargs))
 
 
 def ingest_inprocess(db_url: str, files, *, workers: int = 0, **kw):

@@ -4,11 +4,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import psycopg
 
+from tests.helpers.cli import last_json, scoi_cli
 from tests.helpers.fake_openai import FakeOpenAI, ok_length
 from tests.helpers.ingest import DEMO_TEST
 from tests.helpers.ingest import demo_pairs as _pairs
@@ -36,11 +36,6 @@ def stub_model_args(url: str) -> list[str]:
     return ["--method", "zero", "-k", "0", "--backend-opt", "max_retries=0", "--backend-opt", f"base_url={url}"]
 
 
-def last_json(proc) -> object:
-    assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 def items(url: str, job_id: int) -> list[dict]:
     with psycopg.connect(url) as conn, conn.cursor(row_factory=psycopg.rows.dict_row) as cur:
         return cur.execute("SELECT * FROM job_item WHERE job_id = %s ORDER BY idx", (job_id,)).fetchall()
@@ -49,3 +44,24 @@ def items(url: str, job_id: int) -> list[dict]:
 def write_lines(path: Path, lines) -> Path:
     path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
     return path
+
+
+def submit_lines(url: str, path: Path, lines, model: str, *extra: str, refs=None, name: str | None = None) -> int:
+    """``scoi job submit`` of ``lines`` (written to ``path``) from fr to en on ``model``,
+    with ``extra`` options; the new job's id."""
+    args = ["job", "submit", "--input", str(write_lines(path, lines)), "--src", "fr", "--tgt", "en",
+            "--model", model, "--json", *extra]
+    if refs is not None:
+        args += ["--references", str(write_lines(path.with_name(path.stem + ".ref"), refs))]
+    if name:
+        args += ["--name", name]
+    return last_json(scoi_cli(args, url))["job_id"]
+
+
+def prepared(claimed):
+    """A claimed item made ready to generate (prompt "prompt", 0.5 s of selection), for
+    tests that call a worker's steps one by one."""
+    from scoi.jobs.worker import Prepared
+
+    return Prepared(claimed, None, None, "prompt", 0.5)
+

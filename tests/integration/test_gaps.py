@@ -3,7 +3,6 @@ demo corpus: checked against a plain Python reading of the recorded selections."
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 
 import psycopg
@@ -13,7 +12,7 @@ from scoi.gaps import GapError, job_gaps, rank, schedule_gaps, sentence_gaps
 from scoi.jobs.store import JobSpec, submit
 from scoi.jobs.worker import Worker, WorkerOptions
 from scoi.selector import Selector
-from tests.helpers.cli import cli
+from tests.helpers.cli import cli, last_json
 from tests.helpers.jobs import ok_server
 
 # Invented words no demo sentence holds, and words the demo corpus does hold.
@@ -117,7 +116,7 @@ def test_gaps_cli(job_db, tmp_path):
     path.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
     result = cli(["gaps", "--file", str(path), "--src", "fr", "--tgt", "en", "-k", "2", "--json"], job_db)
     assert result.exit_code == 0, result.stderr
-    report = json.loads(result.stdout.strip().splitlines()[-1])
+    report = last_json(result)
     assert report["selections"] == 4 and report["words"][0]["unit"] == "zorglub"
     result = cli(["gaps", "--file", str(path), "--src", "fr", "--tgt", "en"], job_db)
     assert result.exit_code == 0 and "zorglub" in result.stdout

@@ -160,7 +160,8 @@ def test_tiny_vocabulary_tokenizes_like_sentencepiece(tiny):
 
 def test_gguf_backend_uses_the_rebuilt_tokenizer(tiny):
     pytest.importorskip("accelerate")
-    from scoi.backends.base import BackendError, load_backend
+    from scoi.backends.base import BackendError
+    from scoi.backends.loader import load_backend
 
     backend = load_backend(f"gguf:{tiny}")
     assert backend.model.config.model_type == "gemma3_text"

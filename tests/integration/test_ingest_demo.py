@@ -12,7 +12,7 @@ def test_embedded_server_gets_bulk_load_settings(server_url):
 
     import psycopg
 
-    from scoi.db.engine import EMBEDDED_SETTINGS
+    from scoi.db.embedded import EMBEDDED_SETTINGS
 
     if os.environ.get("SCOI_DATABASE_URL"):
         pytest.skip("runs against the embedded server only")

@@ -9,9 +9,9 @@ import time
 import psycopg
 
 from scoi.jobs.store import JobSpec, submit
-from scoi.jobs.worker import Generated, Prepared, Worker, WorkerOptions
+from scoi.jobs.worker import Generated, Worker, WorkerOptions
 from tests.helpers.fake_openai import closed_port
-from tests.helpers.jobs import items, ok_server
+from tests.helpers.jobs import items, ok_server, prepared
 
 
 def test_stale_claim_cannot_write_and_rewrite_is_a_noop(job_db):
@@ -26,10 +26,10 @@ def test_stale_claim_cannot_write_and_rewrite_is_a_noop(job_db):
             conn.execute("UPDATE job_item SET heartbeat_at = now() - interval '5 s' WHERE locked_by = 'A'")
         [cb] = b.claim()
         assert (cb.idx, cb.attempt) == (0, 2)  # re-claimed: the stalled item comes first
-        a.store([ca], [Generated(_prep(ca), "from A", "raw A", 1.0)], [], time.perf_counter(), 0.0)
+        a.store([ca], [Generated(prepared(ca), "from A", "raw A", 1.0)], [], time.perf_counter(), 0.0)
         assert a.stats.lost == 1 and a.stats.done == 0  # A's late result is refused
-        b.store([cb], [Generated(_prep(cb), "from B", "raw B", 1.0)], [], time.perf_counter(), 0.0)
-        b.store([cb], [Generated(_prep(cb), "again", "raw", 1.0)], [], time.perf_counter(), 0.0)
+        b.store([cb], [Generated(prepared(cb), "from B", "raw B", 1.0)], [], time.perf_counter(), 0.0)
+        b.store([cb], [Generated(prepared(cb), "again", "raw", 1.0)], [], time.perf_counter(), 0.0)
         assert b.stats.done == 1 and b.stats.lost == 1  # writing twice changes nothing
     finally:
         a.close()
@@ -81,7 +81,3 @@ def test_worker_steps_prepare_generate_store(job_db):
     assert [i["status"] for i in items(job_db, ok_job)] == ["done", "done"]
     [again] = items(job_db, down_job)
     assert again["status"] == "queued" and again["prompt"] == down_prep.prepared[0].prompt
-
-
-def _prep(claimed):
-    return Prepared(claimed, None, None, "prompt", 0.5)

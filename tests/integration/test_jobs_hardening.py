@@ -1,4 +1,4 @@
-"""Issue 15: whatever else the database refuses in a worker's batch (real embedded
+"""Whatever else the database refuses in a worker's batch (real embedded
 PostgreSQL, the worker in this process), only the item holding it fails. The rest of
 the jobs hardening, through the CLI: tests/e2e/test_jobs_hardening.py."""
 
@@ -9,12 +9,8 @@ import time
 import psycopg
 
 from scoi.jobs.store import JobSpec, submit
-from scoi.jobs.worker import Generated, Prepared, Worker, WorkerOptions
-from tests.helpers.jobs import items
-
-
-def _prep(claimed):
-    return Prepared(claimed, None, None, "prompt", 0.5)
+from scoi.jobs.worker import Generated, Worker, WorkerOptions
+from tests.helpers.jobs import items, prepared
 
 
 def test_a_result_the_database_refuses_fails_alone(job_db):
@@ -24,9 +20,9 @@ def test_a_result_the_database_refuses_fails_alone(job_db):
         job_id = submit(conn, JobSpec("fr", "en", model="openai:none", method="zero", k=0), ["Un.", "Deux.", "Trois."])
     with Worker(job_db, WorkerOptions(batch_size=3), worker_id="W") as w:
         claimed = w.claim()
-        bad = Generated(_prep(claimed[1]), "bad\x00", "bad\x00", 1.0)  # not cleaned: as if generate missed it
-        w.store(claimed, [Generated(_prep(claimed[0]), "one", "one", 1.0), bad,
-                          Generated(_prep(claimed[2]), "three", "three", 1.0)], [], time.perf_counter(), 0.0)
+        bad = Generated(prepared(claimed[1]), "bad\x00", "bad\x00", 1.0)  # not cleaned: as if generate missed it
+        w.store(claimed, [Generated(prepared(claimed[0]), "one", "one", 1.0), bad,
+                          Generated(prepared(claimed[2]), "three", "three", 1.0)], [], time.perf_counter(), 0.0)
         assert (w.stats.done, w.stats.requeued, w.stats.lost) == (2, 1, 0)
     got = items(job_db, job_id)
     assert [(i["status"], i["output"]) for i in got] == [("done", "one"), ("queued", None), ("done", "three")]

@@ -1,4 +1,4 @@
-"""Issue 14, item 1: a dead worker's items are free at once (real embedded PostgreSQL,
+"""A dead worker's items are free at once (real embedded PostgreSQL,
 workers in this process). A worker's liveness is its session: each holds an advisory
 lock on a connection of its own, and here that session is ended by the server
 (pg_terminate_backend), as when the process is killed or its machine is lost. The
@@ -11,12 +11,8 @@ import time
 import psycopg
 
 from scoi.jobs.store import JobSpec, status, submit
-from scoi.jobs.worker import Generated, Prepared, Worker, WorkerOptions
-from tests.helpers.jobs import items
-
-
-def _prep(claimed):
-    return Prepared(claimed, None, None, "prompt", 0.5)
+from scoi.jobs.worker import Generated, Worker, WorkerOptions
+from tests.helpers.jobs import items, prepared
 
 
 def _submit(url: str, lines: list[str], max_attempts: int = 3) -> int:
@@ -51,17 +47,15 @@ def test_a_dead_workers_items_are_claimed_at_once_and_its_late_result_is_refused
         assert [c.idx for c in b.claim()] == [2]  # A is alive: its items are not B's
         _end_session(job_db, "A")
         assert _held(job_db, job_id)["dead"] == 2
-        t0 = time.monotonic()
-        taken = b.claim()  # no stall timeout to wait for
-        assert time.monotonic() - t0 < 2
+        taken = b.claim()  # at once: a dead worker's items wait for no stall timeout (300 s here)
         assert [(c.idx, c.attempt) for c in taken] == [(0, 2), (1, 2)]
         rows = items(job_db, job_id)
         assert all(r["locked_by"] == "B" and "worker A died" in r["last_error"] for r in rows[:2])
         # A, presumed dead, comes back and tries to write: refused, nothing written twice.
-        a.store(held_by_a, [Generated(_prep(c), "from A", "raw A", 1.0) for c in held_by_a], [],
+        a.store(held_by_a, [Generated(prepared(c), "from A", "raw A", 1.0) for c in held_by_a], [],
                 time.perf_counter(), 0.0)
         assert (a.stats.done, a.stats.lost) == (0, 2)
-        b.store(taken, [Generated(_prep(c), "from B", "raw B", 1.0) for c in taken], [], time.perf_counter(), 0.0)
+        b.store(taken, [Generated(prepared(c), "from B", "raw B", 1.0) for c in taken], [], time.perf_counter(), 0.0)
         assert (b.stats.done, b.stats.lost) == (2, 0)
     finally:
         a.close()
@@ -135,7 +129,7 @@ def test_workers_register_and_leave_no_rows_behind(job_db):
 
 
 def test_prefetch_selects_the_same_examples_and_hands_back_the_next_batch_on_stop(job_db):
-    """Issue 14, item 5: with prefetch the next batch's examples are selected while this
+    """With prefetch the next batch's examples are selected while this
     one generates; the prompts are the ones the sequential loop builds, and a worker that
     stops keeps no prefetched item (their attempts are not counted)."""
     from tests.helpers.jobs import demo_test_pairs, ok_server

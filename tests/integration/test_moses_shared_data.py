@@ -1,5 +1,5 @@
 """scoi.moses against sacremoses 0.2.0 on real text: every French and English line of
-../shared/data (Europarl, Multi30k, Tatoeba), or of $SCOI_SHARED_DATA; skipped where it is
+the development data (Europarl, Multi30k, Tatoeba; $SCOI_DEV_DATA, as for benchmarks/shared_data.py); skipped where it is
 absent. The parity on all code points and on arbitrary text: tests/unit/test_moses.py."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 
 from tests.helpers.moses import ours, run, theirs
 
-# ../shared/data beside the repository, or SCOI_SHARED_DATA (as for benchmarks/shared_data.py)
-SHARED = Path(os.environ.get("SCOI_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))
+# SCOI_DEV_DATA, else shared/data beside the repository's folder (benchmarks/shared_data.py)
+SHARED = Path(os.environ.get("SCOI_DEV_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))
 
 
 def shared_lines(lang):

@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from scoi.backends.base import BackendError, load_backend
+from scoi.backends.base import BackendError
+from scoi.backends.loader import load_backend
 from scoi.backends.spec import BackendSpec, BackendSpecError, check_backend, check_options, parse_spec
 
 

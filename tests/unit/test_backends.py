@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from scoi.backends.base import BackendError, cut_at_stop, load_backend
+from scoi.backends.base import BackendError, cut_at_stop
+from scoi.backends.loader import load_backend
 from tests.helpers.fake_openai import FakeOpenAI, closed_port
 
 # --------------------------------------------------------------------------- cut_at_stop

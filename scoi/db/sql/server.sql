@@ -1,5 +1,5 @@
 -- Server-level statements: databases and the embedded server's settings. Read by
--- scoi/db/engine.py alone. Braces are identifiers/literals psycopg.sql fills in (DDL takes
+-- scoi/db/embedded.py alone. Braces are identifiers/literals psycopg.sql fills in (DDL takes
 -- no parameters); %(name)s are parameters as everywhere else.
 
 -- name: database_exists

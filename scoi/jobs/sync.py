@@ -1,15 +1,18 @@
-"""Recurring jobs: ``scoi job sync`` adds to a named job the input lines it does not hold yet.
+"""``scoi job sync``: add to a named job the input lines it does not hold yet.
 
-A recurring job ("every night, translate the lines of this file that have no translation
-yet") is one long-lived named job that grows: each run appends the file's new lines as
-items and a burst worker translates them. Nothing is scheduled inside scoi — cron (or a
-systemd timer, or CI) calls two idempotent commands::
+A job fed by a file that grows ("translate the lines of this file that have no
+translation yet") is one long-lived named job: each sync appends the file's new lines as
+items and a burst worker translates them. The run is started from outside, by cron (or a
+systemd timer, or CI) calling idempotent commands::
 
     # m h dom mon dow  command
     15 2 * * *  flock -n /tmp/scoi-nightly-fr-en.lock sh -c 'scoi job sync --input /data/inbox.fr \\
         --src fr --tgt en --name nightly-fr-en --model hf:/models/gemma-3-270m \\
         && scoi worker --burst --job nightly-fr-en \\
         && scoi job export nightly-fr-en --format tsv -o /data/inbox.fr-en.tsv'
+
+Schedules kept inside scoi, run by the workers from a table source, are
+:mod:`scoi.jobs.schedules` (``scoi schedule add``).
 
 Idempotent: lines are matched by content hash (md5 of the stripped line), so running sync
 twice adds nothing the second time, appending lines to the file adds exactly those, and a
