@@ -8,7 +8,7 @@ Why (docs/schema.md, "Writes"): every ingest ends with ANALYZE, and on array col
 ANALYZE also collects most-common-element statistics, the costliest part of it. scoi's
 queries only read these arrays (the selector fetches ``tokens``, ``term_keys`` and
 ``term_mults`` by id; BM25 reads ``token_ids``/``tfs`` by sentence id), they never filter
-on them. Measured on the ../shared/data database (43k pairs): ANALYZE of ``sentence``
+on them. Measured on the fr-en development corpora' database (43k pairs): ANALYZE of ``sentence``
 0.40-0.66 s, of which 0.1-0.15 s per array column; of ``bm25_doc`` 0.12-0.22 s. Columns a
 person may search (``sentence.text``, ``sentence.tsv``) keep their statistics.
 """

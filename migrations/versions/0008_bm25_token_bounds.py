@@ -41,7 +41,7 @@ FROM (SELECT token_id, count(*) FILTER (WHERE tf >= 2) AS df_rep, max(tf) AS max
       FROM posting GROUP BY token_id) b
 WHERE v.id = b.token_id;
 
--- The postings with tf >= 2 (one in 14 on ../shared/data), shortest sentences first:
+-- The postings with tf >= 2 (one in 14 on the fr-en development corpora), shortest sentences first:
 -- long queries repeat common tokens, and the sentences that repeat them too are their
 -- best matches; reading these few postings finds them without reading the token's
 -- whole list, and once they are all read, a sentence met without them holds the token

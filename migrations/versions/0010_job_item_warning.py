@@ -5,7 +5,7 @@ Revision ID: 0010
 Revises: 0009
 Create Date: 2026-11-24
 
-Why (issue 15):
+Why:
 
 - ``job_item.warning``: a model may answer with text PostgreSQL cannot store (NUL, lone
   UTF-16 surrogates). The worker stores the cleaned text and says what it removed here, so

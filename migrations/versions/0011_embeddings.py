@@ -1,4 +1,4 @@
-"""Sentence embeddings for the fuzzy baselines (SPEC §7 Fuzzy; issue 13).
+"""Sentence embeddings for the fuzzy baselines (docs/method.md §7, Fuzzy).
 
 Revision ID: 0011
 Revises: 0010

@@ -4,7 +4,7 @@ Revision ID: 0012
 Revises: 0011
 Create Date: 2026-11-23
 
-Why (issue 14, item 1): a worker killed with ``kill -9`` (or whose machine is lost) held
+Why: a worker killed with ``kill -9`` (or whose machine is lost) held
 its items until the stall timeout (300 s by default), so a ``scoi worker --burst`` started
 right after found nothing to claim. Each worker now registers in ``job_worker`` and holds
 a session-level advisory lock (``lock_space``, ``lock_key``) on a connection of its own

@@ -1,4 +1,4 @@
-"""Schedules stored in PostgreSQL, and jobs over table rows (issue 14, items 2 and 3).
+"""Schedules stored in PostgreSQL, and jobs over table rows.
 
 Revision ID: 0013
 Revises: 0012

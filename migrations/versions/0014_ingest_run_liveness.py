@@ -4,7 +4,7 @@ Revision ID: 0014
 Revises: 0013
 Create Date: 2026-11-23
 
-Why (issue 15): a ``scoi ingest`` killed with -9 cannot mark its ``ingest_run`` row failed,
+Why: a ``scoi ingest`` killed with -9 cannot mark its ``ingest_run`` row failed,
 so the row said ``running`` forever. An ingest now holds a session-level advisory lock
 (key pair 4242002, run id) on the connection that started the run, from the transaction
 that inserts the row until it closes; PostgreSQL releases it when that session ends,

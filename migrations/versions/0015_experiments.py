@@ -4,7 +4,7 @@ Revision ID: 0015
 Revises: 0014
 Create Date: 2026-11-23
 
-Why (issue 13): the paper answers "does SCOI help?" with a table, methods × metrics,
+Why: the paper answers "does SCOI help?" with a table, methods × metrics,
 significance against a baseline. An experiment is a name, the grid it was asked for and
 the input it ran on; its cells are ordinary jobs (so workers, resume and crash safety
 come from the job queue), linked in ``experiment_job`` with the grid coordinates of each.

@@ -577,7 +577,7 @@ class Worker:
             except psycopg.Error as e:
                 self.log(f"worker {self.id}: selection of item {p.item.idx} not recorded: {e}")
 
-    # ------------------------------------------------------------------ schedules and destinations (issue 14)
+    # ------------------------------------------------------------------ schedules and destinations
     def run_schedules(self) -> None:
         """Run the due schedules (scoi.jobs.schedules), at most every ``schedule_seconds``;
         a worker bound to one job (``job_id``) leaves them to the others."""
