@@ -21,7 +21,7 @@ import anyio
 import psycopg
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
@@ -267,7 +267,7 @@ def create_app(config: ServeConfig, *, warm: list[tuple[str, str]] | None = None
         yield
         await anyio.to_thread.run_sync(service.close)
 
-    app = FastAPI(title="scoi", version=__version__, lifespan=lifespan,
+    app = FastAPI(title="scoi", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="In-context example selection (SCOI) and translation over a PostgreSQL "
                               "translation memory. Errors are JSON: {\"error\": \"...\"}.")
     app.state.service = service
@@ -319,12 +319,29 @@ def create_app(config: ServeConfig, *, warm: list[tuple[str, str]] | None = None
         return {"status": "ok" if db == "ok" else "degraded", "database": db, "version": __version__}
 
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
+    mount_docs(app)
 
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:
         return FileResponse(str(STATIC.joinpath("index.html")), headers=PAGE_HEADERS)
 
     return app
+
+
+def mount_docs(app: FastAPI) -> None:
+    """Swagger UI at /docs from the files of the swagger-ui-bundle package, so the API docs
+    work on a machine without internet (FastAPI's default loads them from a CDN)."""
+    import swagger_ui_bundle
+    from fastapi.openapi.docs import get_swagger_ui_html
+
+    app.mount("/docs-static", StaticFiles(directory=swagger_ui_bundle.swagger_ui_path), name="docs-static")
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url=app.openapi_url or "/openapi.json", title="scoi API",
+                                   swagger_js_url="/docs-static/swagger-ui-bundle.js",
+                                   swagger_css_url="/docs-static/swagger-ui.css",
+                                   swagger_favicon_url="/docs-static/favicon-32x32.png")
 
 
 #: The page loads only its own files; displaCy's SVG carries inline styles.

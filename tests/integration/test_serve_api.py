@@ -166,7 +166,10 @@ def test_corpora_config_health(api):
 
     assert api.get("/api/health").json() == {"status": "ok", "database": "ok", "version": __version__}
     assert "/api/select" in api.get("/openapi.json").json()["paths"]
-    assert "swagger" in api.get("/docs").text.lower()
+    docs = api.get("/docs").text
+    assert "swagger" in docs.lower() and "cdn" not in docs  # served offline, from swagger-ui-bundle
+    assert "/docs-static/swagger-ui-bundle.js" in docs
+    assert api.get("/docs-static/swagger-ui-bundle.js").status_code == 200
 
 
 # --------------------------------------------------------------------------- the token rule
