@@ -77,11 +77,3 @@ def test_relative_links_resolve(page: Path) -> None:
         elif frag and dest.suffix == ".md" and frag not in anchors(dest):
             bad.append(f"{target}: no heading #{frag} in {dest.relative_to(ROOT)}")
     assert not bad, f"{page.relative_to(ROOT)}:\n" + "\n".join(bad)
-
-
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
-def test_no_reference_outside_the_repo(page: Path) -> None:
-    text = page.read_text(encoding="utf-8")
-    bad = [f"{page.name}:{n}: {line.strip()}" for n, line in enumerate(text.splitlines(), 1)
-           if "../shared" in line or re.search(r"\bSPEC(\.md| §)", line)]
-    assert not bad, "\n".join(bad)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-FOLDERS = ("scoi", "ingest", "migrations", "tests", "benchmarks", "docs")
+FOLDERS = ("scoi", "ingest", "migrations", "tests", "benchmarks", "docs", "README.md")
 
 # Built from parts so that this file does not match itself.
 PATTERNS = {
