@@ -71,17 +71,6 @@ def list_runs(conn: psycopg.Connection, corpus: str | None = None, limit: int = 
     return _rows(conn.execute(_SQL["list_runs"], {"corpus": corpus, "limit": limit}))
 
 
-def list_corpora(conn: psycopg.Connection) -> list[dict[str, Any]]:
-    """Corpora with their pair and run counts, by name, as column -> value."""
-    return _rows(conn.execute(_SQL["list_corpora"]))
-
-
-def language_trees(conn: psycopg.Connection) -> list[dict[str, Any]]:
-    """Per language and analysis scheme, how many stored sentences it holds (with or
-    without trees): what ``scoi corpora`` shows under the corpora."""
-    return _rows(conn.execute(_SQL["language_trees"]))
-
-
 def _rows(cur: psycopg.Cursor) -> list[dict[str, Any]]:
     cols = [d.name for d in cur.description]
     return [dict(zip(cols, r)) for r in cur.fetchall()]

@@ -93,7 +93,7 @@ def corpora(json_out: bool = typer.Option(False, "--json", help="Print a JSON ar
             ) -> None:
     """List corpora with their pair counts, then per language how many sentences have
     dependency trees and from which parser (methods such as scoi need the source's trees)."""
-    from ingest.runs import language_trees, list_corpora
+    from scoi.corpora import language_trees, list_corpora
     from scoi.db import connect
 
     with connect(database_url()) as conn:

@@ -1,7 +1,7 @@
 """The ``/api`` endpoints: select, prompt, translate, jobs, corpora, configuration.
 
 Each is the CLI's library call (Selector.select, render_prompt, jobs.store.submit /
-status / list_jobs, ingest.runs.list_corpora) in a worker thread under the request limit.
+status / list_jobs, scoi.corpora.list_corpora) in a worker thread under the request limit.
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def register(api: APIRouter, service: Service) -> None:
     @api.get("/corpora", tags=["corpora"])
     async def corpora() -> list[dict[str, Any]]:
         """Corpora with their pair counts (`scoi corpora --json`)."""
-        from ingest.runs import list_corpora
+        from scoi.corpora import list_corpora
 
         def work() -> list[dict[str, Any]]:
             with service.connect() as conn:

@@ -12,7 +12,7 @@ import pytest
 
 from ingest.pipeline import IngestOptions, ingest_files
 from ingest.reanalyze import ReanalyzeOptions, reanalyze
-from ingest.runs import language_trees
+from scoi.corpora import language_trees
 from scoi.analysis import ParserNotAvailable, choose_parser
 from scoi.selector import SelectionError, Selector
 from tests.helpers.database import scalar
