@@ -2,7 +2,7 @@
 short queries (Multi30k test captions) and long ones (held-out Europarl sentences,
 recombined like the database's sentences: first half of one, second half of the next).
 
-The 1M-pair database is built by RECOMBINING real sentences of ../shared/data: each
+The 1M-pair database is built by RECOMBINING real sentences of the development corpora: each
 synthetic French sentence is the first half of one real eligible sentence's Moses tokens
 followed by the second half of another's, paired with the first one's English side.
 Only what preselection reads is synthesised (sentence, pair, bm25_doc, posting, the
@@ -93,7 +93,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pairs", type=int, default=1_000_000, help="target size of the fr-en database")
     ap.add_argument("--source", default="scoi_bench_select",
-                    help="database holding ../shared/data as bench_select.py --build ingests it")
+                    help="database holding the development corpora as bench_select.py --build ingests it")
     ap.add_argument("--rebuild", action="store_true")
     ap.add_argument("--build-only", action="store_true", help="build the database, run no queries")
     ap.add_argument("--queries", type=int, default=200)
@@ -118,12 +118,12 @@ def main() -> None:
     with psycopg.connect(base, autocommit=True) as c:
         exists = c.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
         have_source = c.execute("SELECT 1 FROM pg_database WHERE datname = %s", (args.source,)).fetchone()
-    if (args.rebuild or not exists) and not have_source:  # a fresh SCOI_HOME: ingest ../shared/data first
+    if (args.rebuild or not exists) and not have_source:  # a fresh SCOI_HOME: ingest the development corpora first
         from bench_select import bench_url
 
         from scoi.db.engine import dispose_engines
 
-        print(f"building {args.source} from ../shared/data (bench_select.py --build)")
+        print(f"building {args.source} from the development corpora (bench_select.py --build)")
         bench_url(None, args.source)
         dispose_engines()  # a template must have no open connections
     if args.rebuild or not exists:

@@ -1,4 +1,4 @@
-"""Selection speed and preselection quality on the ../shared/data fr→en database.
+"""Selection speed and preselection quality on the fr→en development corpora (shared_data.DATA; SCOI_DEV_DATA).
 
 Two query sets, side by side, neither in the database: *short*, 200 French Multi30k
 test_2016_flickr captions (~12 tokens); *long*, the last 200 non-empty Europarl French
@@ -12,7 +12,7 @@ exact; and (short set) the coverage step's speed-up over the straightforward doc
 implementation (tests/reference.py) on the same pools.
 
     SCOI_DATABASE_URL=... python benchmarks/bench_select.py      # an existing database
-    python benchmarks/bench_select.py --build                     # ingest ../shared/data first
+    python benchmarks/bench_select.py --build                     # ingest the development corpora first
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))  # the repo root: tests.reference is the literal reference
-from shared_data import available, held_out_queries, long_queries, selection_corpus_files, warm_up  # noqa: E402
+from shared_data import MISSING, available, held_out_queries, long_queries, selection_corpus_files, warm_up  # noqa: E402
 
 
 def bench_url(database: str | None, build_as: str | None) -> str:
@@ -49,7 +49,7 @@ def bench_url(database: str | None, build_as: str | None) -> str:
 
 
 def build(url: str) -> None:
-    """Ingest ../shared/data except the held-out Europarl lines (the long queries)."""
+    """Ingest the development corpora except the held-out Europarl lines (the long queries)."""
     import tempfile
 
     from ingest.pipeline import IngestOptions, ingest_files
@@ -198,7 +198,7 @@ def describe(conn) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--build", action="store_true", help="ingest ../shared/data into a fresh database first")
+    ap.add_argument("--build", action="store_true", help="ingest the development corpora (SCOI_DEV_DATA) into a fresh database first")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--database", help="an existing database on the configured server (e.g. scoi_bench_select, "
                                        "which --build makes)")
@@ -208,7 +208,7 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help="also print one JSON object per query set")
     args = ap.parse_args()
     if not available():
-        sys.exit("../shared/data is not there; this benchmark needs it")
+        sys.exit(MISSING)
     from scoi.selector import Selector
 
     url = bench_url(args.database, "scoi_bench_select" if args.build else None)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scoi.core.bm25blocks import Directory, block_bounds, bound_at_dl, decode_dir
+from scoi.core.bm25blocks import DIR, Directory, block_bounds, bound_at_dl, decode_dir
 from scoi.db.literals import int_array
 from scoi.db.queries import load
 
@@ -66,13 +66,17 @@ class _Token:
 
 def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: list[str], n: int,
                      corpora: list[int] | None, k1: float = 1.5, b: float = 0.75, read_all: int = 2**62,
-                     budget: int = 200_000, probe: int = 0, stats: Stats | None = None) -> list[tuple[int, float]]:
+                     budget: int = 200_000, probe: int = 0, stats: Stats | None = None,
+                     details: dict[int, tuple[Any, ...]] | None = None) -> list[tuple[int, float]]:
     """Exact BM25 top ``n`` (pair id, score) of the lowercased ``tokens`` over the eligible
     ``lang`` sentences, counting only pairs ``lang``-``tgt`` (of ``corpora``), best first,
     ties by pair id. ``read_all``: read every posting list, and no bound, when the query's
     tokens have at most this many postings; else ``budget``: postings of the rarest
     tokens read before theta is known;
-    ``probe``: sentences scored exactly to find theta (default max(2n, 50))."""
+    ``probe``: sentences scored exactly to find theta (default max(2n, 50));
+    ``details``: filled, when every list was read, with pair id -> (source text, target
+    text, source tokens, term keys, term multiplicities) of the pairs returned, from the
+    same round trip that maps sentences to pairs (pairs missing from it: fetch them)."""
     st = stats if stats is not None else Stats()
     probe = probe or max(2 * n, 50)
     cur = conn.cursor(binary=True)
@@ -85,6 +89,21 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
     ka = k1 * (1 - b)
     kc = k1 * b * max(n_docs, 1) / max(total_len, 1)
     factor = _factors(ka, kc)
+    if all(r[6] is not None for r in rows):  # every list read: every score is known
+        cand, scores = _score_all(rows, n_docs, factor, st)
+        found = _top_read_all(cur, cand, scores, n, st, details, {"lang": lang, "tgt": tgt, "corpora": corpora})
+        if found is not None:
+            return found
+        pairs_of: dict[int, list[int]] = {}
+
+        def fetch_pairs(ids: list[int]) -> None:
+            for sid, _, ps in cur.execute(SQL["blocks_exact"], {
+                    "ids": int_array(ids), "score_ids": "{}", "qids": "{}", "ws": "{}", "ka": ka, "kc": kc,
+                    "lang": lang, "tgt": tgt, "corpora": corpora}):
+                pairs_of[sid] = ps or []
+            st.round_trips += 1
+
+        return _top_pairs(cand, scores, pairs_of, n, fetch_pairs)
     terms: list[_Token] = []
     for tid, df, cnt, meta, _, _, ids, tfdl in rows:
         directory = decode_dir(meta)
@@ -246,6 +265,66 @@ def preselect_many(conn: psycopg.Connection, *, lang: str, tgt: str, token_lists
     return out  # type: ignore[return-value]
 
 
+def _score_all(rows: list[Any], n_docs: int, factor: np.ndarray, st: Stats) -> tuple[np.ndarray, np.ndarray]:
+    """Every sentence met and its exact score (rounded to 9 decimals), from the whole
+    posting lists of ``blocks_terms`` rows: the lists' bytes are concatenated and decoded
+    in one numpy pass (per token, only its weight is computed in Python), then summed by
+    sentence in the same order as :func:`_accumulate` (the same floats)."""
+    ws = [float(np.log(1 + (n_docs - df + 0.5) / (df + 0.5)) * cnt) for _, df, cnt, *_ in rows]
+    metas, ids, tfdl = (b"".join(r[i] for r in rows) for i in (3, 6, 7))
+    rec = np.frombuffer(metas, dtype=DIR)
+    first = rec["first"].astype(np.int64)
+    # ids - lo in one ufunc pass (the big-endian offsets are converted in its buffer)
+    sids = np.add(np.repeat(first - first.min(), rec["n"].astype(np.int64)), np.frombuffer(ids, dtype=">u4"))
+    per_token = np.repeat(np.array(ws), [len(r[6]) // 4 for r in rows])
+    contrib = per_token * factor[np.frombuffer(tfdl, dtype=">u2").astype(np.intp)]
+    st.tokens, st.postings, st.blocks, st.blocks_total = len(rows), len(sids), len(rec), len(rec)
+    st.bytes += len(metas) + len(ids) + len(tfdl)
+    cand, sums = _sums(sids, contrib, 0, int(rec["last"].max() - first.min()))
+    return cand + first.min(), np.round(sums, 9)
+
+
+def _top_read_all(cur: psycopg.Cursor, cand: np.ndarray, scores: np.ndarray, n: int, st: Stats,
+                  details: dict[int, tuple[Any, ...]] | None, where: dict[str, Any]) -> list[tuple[int, float]] | None:
+    """The top ``n`` pairs of the sentences ``cand`` (exact ``scores``) in one round trip:
+    the best 2n sentences (and any tying the 2n-th) go to ``blocks_top``, which maps them
+    to pairs, keeps the best n and (``details``) returns their texts and terms. None when
+    that cannot be the answer (fewer than n pairs, or the n-th scores no more than the
+    best sentence left out: a tie)."""
+    k = min(len(cand), 2 * n)
+    if not k:
+        return []
+    if k < len(cand):
+        head, rest = _best(scores, k)
+    else:
+        head, rest = np.arange(len(cand)), None
+    got = cur.execute(SQL["blocks_top"], {**where, "ids": int_array(cand[head].tolist()),
+                                          "scores": scores[head].tolist(), "n": n,
+                                          "details": details is not None}).fetchall()
+    st.round_trips += 1
+    if rest is not None and (len(got) < n or got[-1][1] <= rest):
+        return None
+    if details is not None:
+        details.update((r[0], tuple(r[2:])) for r in got)
+    return [(r[0], r[1]) for r in got]
+
+
+def _best(scores: np.ndarray, k: int) -> tuple[np.ndarray, float]:
+    """Indices of the ``k`` best ``scores`` (and any tying the k-th), and a bound no lower
+    than every other score. A partition of a million scores takes ~10 ms; so first a floor
+    from the maxima of >= k chunks (the k-th largest of them: at least k scores reach
+    it), then a partition of the few scores that reach the floor."""
+    size = max(1, len(scores) // (8 * k))
+    maxima = np.maximum.reduceat(scores, np.arange(0, len(scores), size))
+    floor = np.partition(maxima, len(maxima) - k)[len(maxima) - k]
+    idx = np.flatnonzero(scores >= floor)
+    sub = scores[idx]
+    kth = np.partition(sub, len(sub) - k)[len(sub) - k]
+    top = sub >= kth
+    others = sub[~top]
+    return idx[top], float(max(others.max() if len(others) else floor, floor))
+
+
 def _factors(ka: float, kc: float) -> np.ndarray:
     """tf / (tf + ka + kc dl) for every packed ``tf << 8 | dl`` (a table: one gather per posting)."""
     packed = np.arange(1 << 16)
@@ -276,21 +355,34 @@ def _accumulate(terms: list[_Token], lengths: bool = True) -> tuple[np.ndarray, 
         return np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0, dtype=np.int64)
     sids = np.concatenate([t.sids for t in read]) if len(read) > 1 else read[0].sids
     contrib = np.concatenate([t.contrib for t in read]) if len(read) > 1 else read[0].contrib
+    if not lengths:
+        return (*_sums(sids, contrib), None)
     lo, hi = int(sids.min()), int(sids.max())
     if hi - lo < 8 * len(sids):
         sums = np.bincount(sids - lo, weights=contrib, minlength=hi - lo + 1)
         met = np.flatnonzero(sums)
-        if not lengths:
-            return met + lo, sums[met], None
         length = np.zeros(hi - lo + 1, dtype=np.int64)
         length[sids - lo] = np.concatenate([t.dl for t in read])
         return met + lo, sums[met], length[met]
     cand, inv = np.unique(sids, return_inverse=True)
-    if not lengths:
-        return cand, np.bincount(inv, weights=contrib, minlength=len(cand)), None
     length = np.zeros(len(cand), dtype=np.int64)
     length[inv] = np.concatenate([t.dl for t in read])
     return cand, np.bincount(inv, weights=contrib, minlength=len(cand)), length
+
+
+def _sums(sids: np.ndarray, contrib: np.ndarray, lo: int | None = None, hi: int | None = None
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """Sentence ids met (ascending) and the sum of their contributions: a bincount over the
+    id range (``lo``..``hi`` when the caller knows it) when it is dense enough, else a sort
+    (every contribution is > 0)."""
+    if lo is None or hi is None:
+        lo, hi = int(sids.min()), int(sids.max())
+    if hi - lo < 8 * len(sids):
+        sums = np.bincount(sids - lo, weights=contrib, minlength=hi - lo + 1)
+        met = np.flatnonzero(sums)
+        return met + lo, sums[met]
+    cand, inv = np.unique(sids, return_inverse=True)
+    return cand, np.bincount(inv, weights=contrib, minlength=len(cand))
 
 
 def _nth_pair_score(exact: dict[int, float], pairs: dict[int, list[int]], n: int) -> float:

@@ -145,18 +145,27 @@ class TermTable:
         self._keys: list[str] = []
         self._buffer = np.zeros((0, 0), dtype=np.int64)  # capacity rows >= len(_keys)
         self._filled = 0  # rows of _buffer holding their term's vector
+        # Entries (row, label dimension, exponent) of the keys added since the last
+        # ``matrix``: written into the buffer with one scatter, not one vector per key
+        # (a long query's pool brings up to a few hundred new terms: ~10 µs each before).
+        self._pending: tuple[list[int], list[int], list[int]] = ([], [], [])
 
     def ids_of(self, keys: Sequence[str]) -> np.ndarray:
         known = list(map(self.ids.get, keys))  # the common case: every key seen before
         if None not in known:
             return np.array(known, dtype=np.int64)
         out = np.empty(len(keys), dtype=np.int64)
+        rows, cols, powers = self._pending
+        add = self.labels.add
         for i, key in enumerate(keys):
             row = self.ids.get(key)
             if row is None:
-                self.labels.register(key)
                 row = self.ids[key] = len(self._keys)
                 self._keys.append(key)
+                for name, power in parse_key(key).items():
+                    rows.append(row)
+                    cols.append(add(name))
+                    powers.append(power)
             out[i] = row
         return out
 
@@ -171,7 +180,9 @@ class TermTable:
             grown = np.zeros((max(rows, 2 * cap, 1024), width), dtype=np.int64)
             grown[:self._filled, :old_width] = self._buffer[:self._filled]
             self._buffer = grown
-        for row in range(self._filled, rows):
-            self._buffer[row] = self.labels.vector(self._keys[row], width)
+        if self._pending[0]:
+            r, c, v = self._pending
+            self._buffer[np.array(r, dtype=np.intp), np.array(c, dtype=np.intp)] = v
+            self._pending = ([], [], [])
         self._filled = rows
         return self._buffer[:rows]

@@ -114,3 +114,26 @@ def test_moses_tokenizer_equals_sacremoses(words):
     text = " ".join(words)
     for lang in ("fr", "en", "de"):
         assert moses_tokenizer(lang).tokenize(text, escape=False) == MosesTokenizer(lang=lang).tokenize(text, escape=False)
+
+
+@given(batches=st.lists(st.lists(st.dictionaries(st.sampled_from([ROOT, "nsubj", "obj", "det", "amod", "case", "x:y"]),
+                                                 st.integers(1, 4), min_size=1, max_size=4), max_size=12),
+                        min_size=1, max_size=5))
+@settings(max_examples=examples(150), deadline=None)
+def test_term_table_rows_are_the_label_space_vectors(batches: list[list[dict[str, int]]]) -> None:
+    """The selector's term table, grown batch by batch (new keys and new labels scattered
+    in at once), holds for every key the exponent vector LabelSpace builds for it."""
+    from scoi.core.polynomial import LabelSpace, TermTable
+
+    table = TermTable(LabelSpace(["nsubj"]))
+    reference = LabelSpace(["nsubj"])
+    seen: list[str] = []
+    for batch in batches:
+        keys = [term_key(exps) for exps in batch]
+        ids = table.ids_of(keys)
+        seen += keys
+        matrix = table.matrix
+        assert [table._keys[i] for i in ids] == keys
+        expected = reference.matrix(seen, matrix.shape[1])
+        assert (matrix[table.ids_of(seen)] == expected).all()
+    assert list(table.labels.index) == list(reference.index)

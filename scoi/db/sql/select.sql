@@ -227,6 +227,26 @@ FROM unnest(%(ids)s::bigint[]) AS x(sid)
 LEFT JOIN bm25_scores(%(score_ids)s::bigint[], %(qids)s::int[], %(ws)s::float8[], %(ka)s, %(kc)s) s
        ON s.sentence_id = x.sid;
 
+-- name: blocks_top
+-- The block preselection's last round trip when every list was read: the best `n` pairs
+-- of the direction (and corpora) of the sentences `ids` (the best ones, with their exact
+-- `scores`), by score then pair id, with everything coverage needs about them when
+-- `details` (texts, source tokens and polynomial terms: fetch_candidates' columns, so the
+-- pair mapping and the candidate fetch are one statement).
+WITH s AS (SELECT x.sid, x.score FROM unnest(%(ids)s::bigint[], %(scores)s::float8[]) AS x(sid, score)),
+top AS (
+    SELECT e.pair_id, s.score, e.src_id, e.tgt_id
+    FROM s JOIN example e ON e.src_id = s.sid AND e.src_lang = %(lang)s AND e.tgt_lang = %(tgt)s
+         AND (%(corpora)s::int[] IS NULL OR e.corpus_id = ANY(%(corpora)s::int[]))
+    ORDER BY s.score DESC, e.pair_id
+    LIMIT %(n)s
+)
+SELECT t.pair_id, t.score, src.text, tgt.text, src.tokens, src.term_keys, src.term_mults
+FROM top t
+LEFT JOIN sentence src ON %(details)s AND src.id = t.src_id
+LEFT JOIN sentence tgt ON %(details)s AND tgt.id = t.tgt_id
+ORDER BY t.score DESC, t.pair_id;
+
 -- name: fetch_candidates
 -- Everything coverage needs about the candidates, in one round trip: texts, the source
 -- side's Moses tokens and its polynomial terms (keys with multiplicities).
