@@ -49,7 +49,8 @@ def _report(url: str, name: str, *, comet: str | None, samples: int, partial: bo
     """Score the experiment's jobs where needed, store and print its table."""
     from scoi.jobs.eval import EvalError
     from scoi.jobs.experiment import get_experiment, results
-    from scoi.jobs.store import JobError, connect
+    from scoi.jobs.spec import JobError
+    from scoi.jobs.store import connect
 
     with connect(url) as conn:
         try:
@@ -103,7 +104,8 @@ def run(
     """
     from scoi.db.engine import resolve_read_url
     from scoi.jobs.experiment import ExperimentSpec, create_or_resume, run_jobs
-    from scoi.jobs.store import JobError, connect, read_lines
+    from scoi.jobs.spec import read_lines, JobError
+    from scoi.jobs.store import connect
 
     try:
         sources, refs = read_lines(input_file), read_lines(references)

@@ -41,7 +41,7 @@ def _connect():
 
 
 def _read_inputs(input_file: Path, references: Path | None) -> tuple[list[str], list[str] | None]:
-    from scoi.jobs.store import JobError, read_lines
+    from scoi.jobs.spec import read_lines, JobError
 
     try:
         sources = read_lines(input_file)
@@ -52,7 +52,8 @@ def _read_inputs(input_file: Path, references: Path | None) -> tuple[list[str], 
 
 
 def _job(conn, ref: str):
-    from scoi.jobs.store import JobError, get_job
+    from scoi.jobs.spec import JobError
+    from scoi.jobs.store import get_job
 
     try:
         return get_job(conn, ref)
@@ -97,7 +98,8 @@ def submit(
 ) -> None:
     """Create a job with one item per input line (or per row of --source-sql); `scoi worker`
     translates them (and upserts them into --dest-table)."""
-    from scoi.jobs.store import JobError, JobSpec, submit as submit_job
+    from scoi.jobs.create import submit as submit_job
+    from scoi.jobs.spec import JobError, JobSpec
 
     if (input_file is None) == (source_sql is None):
         fail("give exactly one source: --input FILE or --source-sql \"SELECT key, text FROM ...\"")
@@ -159,7 +161,7 @@ def sync(
     file adds exactly those. Follow with `scoi worker --burst --job NAME`.
     """
     from scoi.jobs.sync import sync as sync_job
-    from scoi.jobs.store import JobError, JobSpec
+    from scoi.jobs.spec import JobError, JobSpec
 
     sources, refs = _read_inputs(input_file, references)
     given = {a for a, v in (("src", src), ("tgt", tgt), ("model", model), ("method", method), ("k", k),
@@ -249,7 +251,8 @@ def export_cmd(
     json_out: bool = typer.Option(False, "--json", help="With -o: last line of stdout is a JSON summary."),
 ) -> None:
     """One row per item in input order: index, source, output, reference, status, ..."""
-    from scoi.jobs.store import EXPORT_FORMATS, JobError, export_rows, export_target, export_to_file, write_export
+    from scoi.jobs.export import export_rows, export_target, export_to_file, write_export, EXPORT_FORMATS
+    from scoi.jobs.spec import JobError
 
     if fmt not in EXPORT_FORMATS:
         fail(f"unknown format {fmt!r}; expected one of {', '.join(EXPORT_FORMATS)}")

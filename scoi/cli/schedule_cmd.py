@@ -30,7 +30,8 @@ def _when(value: datetime | None) -> str:
 
 def _run(action, *args: Any, **kwargs: Any) -> Any:
     """Call a scoi.jobs.schedules function on a connection; a JobError is a clear exit 1."""
-    from scoi.jobs.store import JobError, connect
+    from scoi.jobs.spec import JobError
+    from scoi.jobs.store import connect
 
     url = database_url()
     with connect(url) as conn:
@@ -85,7 +86,7 @@ def add(
     """
     from scoi.jobs.schedules import add_schedule
     from scoi.jobs.sources import Destination, Source
-    from scoi.jobs.store import JobSpec
+    from scoi.jobs.spec import JobSpec
 
     if (input_file is None) == (source_sql is None):
         fail("give exactly one source: --input FILE or --source-sql \"SELECT key, text FROM ...\"")

@@ -29,7 +29,9 @@ from scoi.core.cron import CronError, check_cron, due_tick, next_tick
 from scoi.db.queries import load
 from scoi.jobs.sources import (Destination, Source, SourceInterrupted, append_from_source, deliver, destinations,
                                read_source, save_destination, save_source, source_of_job)
-from scoi.jobs.store import JobError, JobSpec, find_job_by_name, get_job, insert_job, notify_workers, validate
+from scoi.jobs.spec import JobError, JobSpec
+from scoi.jobs.store import find_job_by_name, get_job, insert_job, notify_workers
+from scoi.jobs.validate import validate
 
 SQL = load("schedules")
 MAX_ERROR_CHARS = 2000

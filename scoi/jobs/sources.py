@@ -23,7 +23,7 @@ so an item is delivered again only if a delivery failed or was cut short (in sco
 database the upsert and the mark commit together).
 
 Secrets are never stored: a URL with a password is refused, as backend options are
-(scoi.jobs.store.check_backend_options); the password comes from the environment
+(scoi.jobs.spec.check_backend_options); the password comes from the environment
 (PGPASSWORD, ~/.pgpass, a libpq service), or the whole URL from a variable (``env:NAME``).
 """
 
@@ -42,8 +42,10 @@ import psycopg
 from psycopg import sql
 
 from scoi.db.queries import load
-from scoi.jobs.store import (EXPORT_FORMATS, JobError, JobSpec, add_items, export_to_file, insert_job,
-                             lock_for_append, notify_workers, read_lines, source_hash, validate)
+from scoi.jobs.export import export_to_file, EXPORT_FORMATS
+from scoi.jobs.spec import read_lines, source_hash, JobError, JobSpec
+from scoi.jobs.store import add_items, insert_job, lock_for_append, notify_workers
+from scoi.jobs.validate import validate
 
 SQL = load("sources")
 #: Column types a source query's text column may have (text, varchar, bpchar, name).

@@ -27,8 +27,9 @@ from typing import Sequence
 
 import psycopg
 
-from scoi.jobs.store import (JobError, JobSpec, add_items, check_backend_options, find_job_by_name, insert_job,
-                             lock_for_append, notify_workers, source_hash, validate)
+from scoi.jobs.spec import check_backend_options, source_hash, JobError, JobSpec
+from scoi.jobs.store import add_items, find_job_by_name, insert_job, lock_for_append, notify_workers
+from scoi.jobs.validate import validate
 
 # The settings a sync run may not change on an existing job (they define its outputs).
 _FIXED = (("src", "src_lang"), ("tgt", "tgt_lang"), ("method", "method"), ("k", "k"), ("model", "model"),

@@ -54,7 +54,8 @@ import psycopg
 
 from scoi.core.prompt import Example, extract_answer, render_prompt, stop_markers
 from scoi.jobs import store
-from scoi.jobs.store import Job, get_job, job_order, listen_for_items
+from scoi.jobs.spec import Job, job_order, storable_text
+from scoi.jobs.store import get_job, listen_for_items
 
 MAX_ERROR_CHARS = 4000
 #: What writing a value PostgreSQL cannot hold raises: DataError from the server (NUL, a
@@ -167,14 +168,14 @@ class GenerateResult(NamedTuple):
 
 def _error_text(exc: BaseException) -> str:
     """The error for ``last_error``: cut, and storable (a message may quote model output)."""
-    text = store.storable_text(f"{type(exc).__name__}: {exc}")[0]
+    text = storable_text(f"{type(exc).__name__}: {exc}")[0]
     return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS] + " ..."
 
 
 def _generated(prepared: Prepared, gen: Any) -> Generated:
     """A backend's Generation as the database can store it: the raw text cleaned of what
-    PostgreSQL refuses (store.storable_text), the answer extracted from it, the change noted."""
-    raw, note = store.storable_text(gen.text)
+    PostgreSQL refuses (storable_text), the answer extracted from it, the change noted."""
+    raw, note = storable_text(gen.text)
     warning = f"output cleaned: {note}" if note else None
     return Generated(prepared, extract_answer(raw), raw, gen.seconds * 1000, warning)
 

@@ -1,5 +1,5 @@
 -- Batch translation jobs (migration 0003): submit, claim, complete, export, retry, cancel,
--- sync, scores. Read by scoi/jobs/store.py alone (the worker and eval call its functions).
+-- sync, scores. Read by scoi/jobs/store.py and scoi/jobs/export.py (the worker and eval call its functions).
 
 -- name: insert_job
 INSERT INTO job (name, src_lang, tgt_lang, method, k, model, template, params, signature,
