@@ -1,10 +1,13 @@
-"""Create a job: validate it, then store its row and items in one transaction and wake the
-workers. Every way of making a job (``scoi job submit``, table sources, schedules,
-experiment cells) goes through here.
+"""Create a job: the one place a job row is made. ``scoi job submit`` (lines or a table
+source), schedules, ``scoi job sync``'s first run and experiment cells all go through
+:func:`new_job`, so a job is stored, with what goes with it, in one transaction and the
+workers are woken at commit.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Sequence
 
 import psycopg
@@ -12,6 +15,19 @@ import psycopg
 from scoi.jobs.spec import JobError, JobSpec
 from scoi.jobs.store import add_items, insert_job, notify_workers
 from scoi.jobs.validate import validate
+
+
+@contextmanager
+def new_job(conn: psycopg.Connection, spec: JobSpec, *, input_path: str | None = None,
+            references_path: str | None = None) -> Iterator[int]:
+    """Insert the job row in a transaction and yield its id: the caller's block adds the
+    items, source, destination or schedule in the same transaction, so a failure leaves
+    nothing. Validation comes first, and is the caller's (:func:`validate`), because some
+    callers read their source between the two."""
+    with conn.transaction():
+        job_id = insert_job(conn, spec, input_path, references_path)
+        yield job_id
+        notify_workers(conn)
 
 
 def submit(conn: psycopg.Connection, spec: JobSpec, sources: Sequence[str],
@@ -24,11 +40,9 @@ def submit(conn: psycopg.Connection, spec: JobSpec, sources: Sequence[str],
     if not sources:
         raise JobError("the input has no lines")
     validate(conn, spec)
-    with conn.transaction():
-        job_id = insert_job(conn, spec, input_path, references_path)
+    with new_job(conn, spec, input_path=input_path, references_path=references_path) as job_id:
         add_items(conn, job_id, 0, sources, references, spec.max_attempts)
-        notify_workers(conn)
     return job_id
 
 
-__all__ = ["submit"]
+__all__ = ["new_job", "submit"]

@@ -268,3 +268,7 @@ ORDER BY g.idx;
 -- name: latest_scores
 SELECT metric, score, signature, n_items, created_at FROM job_latest_score
 WHERE job_id = %(id)s ORDER BY metric;
+
+-- name: known_keys
+-- The source keys a job holds already: a table source adds only the others.
+SELECT source_key FROM job_item WHERE job_id = %(job_id)s AND source_key IS NOT NULL;
