@@ -66,10 +66,10 @@ class JobSpec:
         methods, ``rbm25_variant`` for rbm25; nothing for the others, so their params and
         signatures stay as they were."""
         from scoi.core.methods import EMBEDDING_METHODS
-        from scoi.embedder import DEFAULT_MODEL, model_name
+        from scoi.hub import DEFAULT_EMBEDDER, model_name
 
         if self.method in EMBEDDING_METHODS:
-            return {"embedder": model_name(self.embedder or DEFAULT_MODEL)}
+            return {"embedder": model_name(self.embedder or DEFAULT_EMBEDDER)}
         return {"rbm25_variant": self.rbm25_variant} if self.method == "rbm25" else {}
 
     def signature(self) -> str:
