@@ -144,7 +144,8 @@ def main() -> None:
 
     import psycopg
 
-    from scoi.jobs.store import JobSpec, submit
+    from scoi.jobs.create import submit
+    from scoi.jobs.spec import JobSpec
     from scoi.jobs.worker import Worker, WorkerOptions
     from tests.tiny_model import build_tiny_model
 

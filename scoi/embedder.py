@@ -18,10 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from scoi.hub import from_disk_or_hub
+from scoi.hub import DEFAULT_EMBEDDER as DEFAULT_MODEL, from_disk_or_hub, model_name
 
-#: the paper's Fuzzy embedder (docs/method.md §7)
-DEFAULT_MODEL = "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
 DEFAULT_BATCH = 64
 
 HOW_TO_PROVIDE = ("Pass a local directory holding a sentence-transformers model instead "
@@ -30,13 +28,6 @@ HOW_TO_PROVIDE = ("Pass a local directory holding a sentence-transformers model 
 
 class EmbedderError(RuntimeError):
     """An embedder that cannot be loaded (not on disk offline, not a sentence-transformers model)."""
-
-
-def model_name(model: str) -> str:
-    """The name an embedder is stored under: a local directory's absolute path, else the
-    hub name as given (so the same model given two ways is one embedder)."""
-    local = Path(model).expanduser()
-    return str(local.resolve()) if local.is_dir() else model
 
 
 class Embedder:

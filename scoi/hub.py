@@ -11,12 +11,25 @@ from __future__ import annotations
 import socket
 import threading
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Callable, Iterator, TypeVar
 from urllib.parse import urlparse
 
 from scoi.config import environment, hf_endpoint, hf_offline
 
-__all__ = ["from_disk_or_hub", "hub_reachable", "offline"]
+#: the paper's Fuzzy embedder (docs/method.md §7): the embedder of fuzzy / fuzzy-ann by default
+DEFAULT_EMBEDDER = "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
+
+
+def model_name(model: str) -> str:
+    """The name an embedder is stored under: a local directory's absolute path, else the
+    hub name as given (so the same model given two ways is one embedder). Here, not in
+    scoi.embedder, so a job's settings are named without importing numpy."""
+    local = Path(model).expanduser()
+    return str(local.resolve()) if local.is_dir() else model
+
+
+__all__ = ["DEFAULT_EMBEDDER", "from_disk_or_hub", "hub_reachable", "model_name", "offline"]
 
 T = TypeVar("T")
 

@@ -87,7 +87,9 @@ def _translate_and_score(url: str, model: str, k: int, tests: list[tuple[str, st
                          say: Callable[[str], None]) -> tuple[list[dict[str, Any]], dict[str, int]]:
     from scoi.db import connect
     from scoi.jobs.eval import compare
-    from scoi.jobs.store import JobSpec, get_job, submit
+    from scoi.jobs.create import submit
+    from scoi.jobs.spec import JobSpec
+    from scoi.jobs.store import get_job
     from scoi.jobs.worker import Worker, WorkerOptions
 
     jobs = {}

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import typer
 
-from scoi.cli.common import BACKEND_OPT_HELP, console, database_url, emit_json, fail, parse_key_values, print_rows, say
+from scoi.cli.common import console, database_url, emit_json, fail, print_rows, say
+from scoi.cli.job_options import EXPERIMENT, JobOptions, job_options
 from scoi.core.limits import LIMITS
 
 experiment_app = typer.Typer(help="Compare selection methods on a test file with references (the paper's table).",
@@ -49,7 +50,8 @@ def _report(url: str, name: str, *, comet: str | None, samples: int, partial: bo
     """Score the experiment's jobs where needed, store and print its table."""
     from scoi.jobs.eval import EvalError
     from scoi.jobs.experiment import get_experiment, results
-    from scoi.jobs.store import JobError, connect
+    from scoi.jobs.spec import JobError
+    from scoi.jobs.store import connect
 
     with connect(url) as conn:
         try:
@@ -63,13 +65,11 @@ def _report(url: str, name: str, *, comet: str | None, samples: int, partial: bo
 
 
 @experiment_app.command("run")
+@job_options(EXPERIMENT)
 def run(
     name: str = typer.Argument(..., help="Experiment name; rerun with the same options to resume."),
     input_file: Path = typer.Option(..., "--input", "-i", help="Test sentences, one per line."),
     references: Path = typer.Option(..., "--references", "-r", help="Reference translations, line-aligned."),
-    src: str = typer.Option(..., "--src", help="Source language code, e.g. fr."),
-    tgt: str = typer.Option(..., "--tgt", help="Target language code, e.g. en."),
-    model: str = typer.Option(..., "--model", "-m", help="Backend spec: hf:DIR, gguf:FILE, openai:MODEL, ..."),
     methods: str = typer.Option("zero,random,bm25,rbm25,poly-topk,dpp,scoi", "--methods",
                                 help="Comma-separated methods, one table row each (random: mean of --random-seeds; "
                                      "rbm25:ctq / rbm25:agrawal: R-BM25 with that variant, rbm25 alone is moses)."),
@@ -80,12 +80,6 @@ def run(
                                                                  "(default: bm25 if compared, else the first)."),
     random_seeds: int = typer.Option(3, "--random-seeds", min=1, max=LIMITS["random_seeds"][1],
                                      help="Seeds of the random method (paper: 3)."),
-    pool: int = typer.Option(100, "--pool", min=1, max=LIMITS["pool"][1], help="Preselected candidates per sentence."),
-    max_new_tokens: int = typer.Option(128, "--max-new-tokens", min=1, max=LIMITS["max_new_tokens"][1],
-                                       help="Generation limit per item."),
-    backend_opt: list[str] = typer.Option([], "--backend-opt", help=BACKEND_OPT_HELP),
-    embedder: str | None = typer.Option(None, "--embedder", help="Embedding model of fuzzy / fuzzy-ann (name or "
-                                                                 "directory, as given to `scoi embed`)."),
     workers: int = typer.Option(1, "--workers", min=0, max=LIMITS["workers"][1],
                                 help="Translate with this many worker processes per job (1: in this process, the "
                                      "model loads once); 0: only queue the jobs, for `scoi worker`s elsewhere."),
@@ -93,6 +87,7 @@ def run(
     samples: int = typer.Option(1000, "--samples", min=10, max=LIMITS["samples"][1],
                                 help="Bootstrap resamples for significance."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the table as JSON."),
+    opts: JobOptions = JobOptions(),
 ) -> None:
     """Queue one job per grid cell (or resume them), translate them, print the table.
 
@@ -103,16 +98,18 @@ def run(
     """
     from scoi.db.engine import resolve_read_url
     from scoi.jobs.experiment import ExperimentSpec, create_or_resume, run_jobs
-    from scoi.jobs.store import JobError, connect, read_lines
+    from scoi.jobs.spec import read_lines, JobError
+    from scoi.jobs.store import connect
 
     try:
         sources, refs = read_lines(input_file), read_lines(references)
     except JobError as e:
         fail(str(e))
-    spec = ExperimentSpec(name=name, src=src.lower(), tgt=tgt.lower(), model=model, methods=_split(methods, "methods"),
-                          ks=_ints(ks, "k"), orders=_split(orders, "orders"), templates=_split(templates, "templates"),
-                          baseline=baseline, random_seeds=random_seeds, pool=pool, max_new_tokens=max_new_tokens,
-                          backend_options=parse_key_values(backend_opt, "--backend-opt"), embedder=embedder)
+    spec = ExperimentSpec(name=name, src=opts.src.lower(), tgt=opts.tgt.lower(), model=opts.model,
+                          methods=_split(methods, "methods"), ks=_ints(ks, "k"), orders=_split(orders, "orders"),
+                          templates=_split(templates, "templates"), baseline=baseline, random_seeds=random_seeds,
+                          pool=opts.pool, max_new_tokens=opts.max_new_tokens, backend_options=opts.backend_options(),
+                          embedder=opts.embedder)
     url = database_url()
     log = (lambda msg: None) if json_out else (lambda msg: say(msg, err=True))
     with connect(url) as conn:

@@ -23,7 +23,8 @@ def gaps(
     """Words and tree terms that no selected example covers and no pool example contains,
     ranked by how many sentences lack them: what your memory lacks."""
     from scoi.gaps import GapError, job_gaps, schedule_gaps, sentence_gaps
-    from scoi.jobs.store import JobError, connect, read_lines
+    from scoi.jobs.spec import read_lines, JobError
+    from scoi.jobs.store import connect
 
     if sum([bool(job), schedule is not None, file is not None]) != 1:
         fail("give one of --job JOB (repeatable), --schedule NAME or --file FILE")

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import typer
 
-from scoi.cli.common import (PARSER_HELP, given_parsers, BACKEND_OPT_HELP, DEST_COLUMN_HELP, DEST_KEY_HELP,
-                             DEST_TABLE_HELP, DEST_URL_HELP, EMBEDDER_HELP, METHOD_HELP, ORDER_HELP, RBM25_HELP,
-                             SOURCE_SQL_HELP, SOURCE_TIMEOUT_HELP, SOURCE_URL_HELP,
-                             console, database_url, emit_json, err_console, fail, parse_key_values, print_rows, say,
+from scoi.cli.common import (BACKEND_OPT_HELP, DEST_COLUMN_HELP, DEST_KEY_HELP, DEST_TABLE_HELP, DEST_URL_HELP,
+                             METHOD_HELP, SOURCE_SQL_HELP, SOURCE_TIMEOUT_HELP, SOURCE_URL_HELP, console,
+                             database_url, emit_json, err_console, fail, parse_key_values, print_rows, say,
                              table_cells)
+from scoi.cli.job_options import JobOptions, job_options
 from scoi.core.limits import LIMITS
 from scoi.core.names import printable
 
@@ -41,7 +41,7 @@ def _connect():
 
 
 def _read_inputs(input_file: Path, references: Path | None) -> tuple[list[str], list[str] | None]:
-    from scoi.jobs.store import JobError, read_lines
+    from scoi.jobs.spec import read_lines, JobError
 
     try:
         sources = read_lines(input_file)
@@ -52,7 +52,8 @@ def _read_inputs(input_file: Path, references: Path | None) -> tuple[list[str], 
 
 
 def _job(conn, ref: str):
-    from scoi.jobs.store import JobError, get_job
+    from scoi.jobs.spec import JobError
+    from scoi.jobs.store import get_job
 
     try:
         return get_job(conn, ref)
@@ -62,11 +63,9 @@ def _job(conn, ref: str):
 
 # --------------------------------------------------------------------------- job submit
 @job_app.command("submit")
+@job_options()
 def submit(
     input_file: Path | None = typer.Option(None, "--input", "-i", help="Text file, one source sentence per line."),
-    src: str = typer.Option(..., "--src", help="Source language code, e.g. fr."),
-    tgt: str = typer.Option(..., "--tgt", help="Target language code, e.g. en."),
-    model: str = typer.Option(..., "--model", "-m", help="Backend spec: hf:DIR, gguf:FILE, openai:MODEL, ..."),
     source_sql: str | None = typer.Option(None, "--source-sql", help=SOURCE_SQL_HELP + " Instead of --input."),
     source_url: str | None = typer.Option(None, "--source-url", help=SOURCE_URL_HELP),
     source_timeout: float = typer.Option(30.0, "--source-timeout", help=SOURCE_TIMEOUT_HELP),
@@ -74,30 +73,15 @@ def submit(
     dest_key: str | None = typer.Option(None, "--dest-key", help=DEST_KEY_HELP),
     dest_column: str | None = typer.Option(None, "--dest-column", help=DEST_COLUMN_HELP),
     dest_url: str | None = typer.Option(None, "--dest-url", help=DEST_URL_HELP),
-    method: str = typer.Option("scoi", "--method", help=METHOD_HELP),
-    k: int = typer.Option(4, "-k", "--k", min=0, max=LIMITS["k"][1], help="Examples per prompt."),
     references: Path | None = typer.Option(None, "--references", "-r", help="Reference translations, line-aligned."),
     name: str | None = typer.Option(None, "--name", help="Unique job name (usable instead of the id)."),
-    template: str = typer.Option("xglm", "--template", help="xglm | alpaca | path of a Jinja2 template."),
-    max_attempts: int = typer.Option(3, "--max-attempts", min=1, max=LIMITS["max_attempts"][1],
-                                     help="Attempts per item before it fails."),
-    pool: int = typer.Option(100, "--pool", min=1, max=LIMITS["pool"][1], help="Preselected candidates per sentence."),
-    corpus: list[str] = typer.Option([], "--corpus", help="Pick examples from this corpus only (repeatable)."),
-    fill: str = typer.Option("none", "--fill", help="none | random: fill up to k with random examples."),
-    order: str = typer.Option("reverse", "--order", help=ORDER_HELP),
-    seed: int = typer.Option(0, "--seed", min=LIMITS["seed"][0], max=LIMITS["seed"][1],
-                             help="Seed for random selection / order."),
-    max_new_tokens: int = typer.Option(128, "--max-new-tokens", min=1, max=LIMITS["max_new_tokens"][1],
-                                       help="Generation limit per item."),
-    backend_opt: list[str] = typer.Option([], "--backend-opt", help=BACKEND_OPT_HELP),
-    embedder: str | None = typer.Option(None, "--embedder", help=EMBEDDER_HELP),
-    rbm25_variant: str = typer.Option("moses", "--rbm25-variant", help=RBM25_HELP),
-    parser: list[str] = typer.Option([], "--parser", help=PARSER_HELP),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the job as JSON."),
+    opts: JobOptions = JobOptions(),
 ) -> None:
     """Create a job with one item per input line (or per row of --source-sql); `scoi worker`
     translates them (and upserts them into --dest-table)."""
-    from scoi.jobs.store import JobError, JobSpec, submit as submit_job
+    from scoi.jobs.create import submit as submit_job
+    from scoi.jobs.spec import JobError
 
     if (input_file is None) == (source_sql is None):
         fail("give exactly one source: --input FILE or --source-sql \"SELECT key, text FROM ...\"")
@@ -107,10 +91,7 @@ def submit(
         fail("--dest-key, --dest-column and --dest-url go with --dest-table")
     if source_sql is not None and references is not None:
         fail("--references goes with --input (line-aligned), not with --source-sql")
-    spec = JobSpec(src=src, tgt=tgt, model=model, method=method, k=k, template=template, name=name,
-                   max_attempts=max_attempts, pool=pool, fill=fill, corpora=corpus or None, order=order, seed=seed,
-                   max_new_tokens=max_new_tokens, backend_options=parse_key_values(backend_opt, "--backend-opt"),
-                   embedder=embedder, rbm25_variant=rbm25_variant, parsers=given_parsers(parser))
+    spec = opts.spec(name)
     with _connect() as conn:
         try:
             if source_sql is not None:
@@ -159,7 +140,7 @@ def sync(
     file adds exactly those. Follow with `scoi worker --burst --job NAME`.
     """
     from scoi.jobs.sync import sync as sync_job
-    from scoi.jobs.store import JobError, JobSpec
+    from scoi.jobs.spec import JobError, JobSpec
 
     sources, refs = _read_inputs(input_file, references)
     given = {a for a, v in (("src", src), ("tgt", tgt), ("model", model), ("method", method), ("k", k),
@@ -249,7 +230,8 @@ def export_cmd(
     json_out: bool = typer.Option(False, "--json", help="With -o: last line of stdout is a JSON summary."),
 ) -> None:
     """One row per item in input order: index, source, output, reference, status, ..."""
-    from scoi.jobs.store import EXPORT_FORMATS, JobError, export_rows, export_target, export_to_file, write_export
+    from scoi.jobs.export import export_rows, export_target, export_to_file, write_export, EXPORT_FORMATS
+    from scoi.jobs.spec import JobError
 
     if fmt not in EXPORT_FORMATS:
         fail(f"unknown format {fmt!r}; expected one of {', '.join(EXPORT_FORMATS)}")

@@ -14,10 +14,9 @@ from typing import Any
 
 import typer
 
-from scoi.cli.common import (PARSER_HELP, given_parsers, BACKEND_OPT_HELP, DEST_COLUMN_HELP, DEST_KEY_HELP,
-                             DEST_TABLE_HELP, DEST_URL_HELP, METHOD_HELP, ORDER_HELP, SOURCE_SQL_HELP,
-                             SOURCE_TIMEOUT_HELP, SOURCE_URL_HELP, database_url, emit_json, fail,
-                             parse_key_values, print_rows, say)
+from scoi.cli.common import (DEST_COLUMN_HELP, DEST_KEY_HELP, DEST_TABLE_HELP, DEST_URL_HELP, SOURCE_SQL_HELP,
+                             SOURCE_TIMEOUT_HELP, SOURCE_URL_HELP, database_url, emit_json, fail, print_rows, say)
+from scoi.cli.job_options import JobOptions, job_options
 from scoi.core.limits import LIMITS
 
 schedule_app = typer.Typer(help="Recurring translation jobs, stored in PostgreSQL and run by `scoi worker`.",
@@ -30,7 +29,8 @@ def _when(value: datetime | None) -> str:
 
 def _run(action, *args: Any, **kwargs: Any) -> Any:
     """Call a scoi.jobs.schedules function on a connection; a JobError is a clear exit 1."""
-    from scoi.jobs.store import JobError, connect
+    from scoi.jobs.spec import JobError
+    from scoi.jobs.store import connect
 
     url = database_url()
     with connect(url) as conn:
@@ -41,28 +41,11 @@ def _run(action, *args: Any, **kwargs: Any) -> Any:
 
 
 @schedule_app.command("add")
+@job_options()
 def add(
     name: str = typer.Argument(..., help="Schedule name (its job gets the same name)."),
     cron: str = typer.Option(..., "--cron", help="Five cron fields, e.g. \"15 2 * * *\" (02:15 every day)."),
     tz: str = typer.Option("UTC", "--timezone", help="Time zone the cron fields are read in (IANA name)."),
-    src: str = typer.Option(..., "--src", help="Source language code, e.g. fr."),
-    tgt: str = typer.Option(..., "--tgt", help="Target language code, e.g. en."),
-    model: str = typer.Option(..., "--model", "-m", help="Backend spec: hf:DIR, gguf:FILE, openai:MODEL, ..."),
-    method: str = typer.Option("scoi", "--method", help=METHOD_HELP),
-    k: int = typer.Option(4, "-k", "--k", min=0, max=LIMITS["k"][1], help="Examples per prompt."),
-    template: str = typer.Option("xglm", "--template", help="xglm | alpaca | path of a Jinja2 template."),
-    max_attempts: int = typer.Option(3, "--max-attempts", min=1, max=LIMITS["max_attempts"][1],
-                                     help="Attempts per item before it fails."),
-    pool: int = typer.Option(100, "--pool", min=1, max=LIMITS["pool"][1], help="Preselected candidates per sentence."),
-    corpus: list[str] = typer.Option([], "--corpus", help="Pick examples from this corpus only (repeatable)."),
-    fill: str = typer.Option("none", "--fill", help="none | random: fill up to k with random examples."),
-    order: str = typer.Option("reverse", "--order", help=ORDER_HELP),
-    seed: int = typer.Option(0, "--seed", min=LIMITS["seed"][0], max=LIMITS["seed"][1],
-                             help="Seed for random selection / order."),
-    max_new_tokens: int = typer.Option(128, "--max-new-tokens", min=1, max=LIMITS["max_new_tokens"][1],
-                                       help="Generation limit per item."),
-    backend_opt: list[str] = typer.Option([], "--backend-opt", help=BACKEND_OPT_HELP),
-    parser: list[str] = typer.Option([], "--parser", help=PARSER_HELP),
     input_file: Path | None = typer.Option(None, "--input", "-i",
                                            help="Source: a text file; each run adds its new lines."),
     source_sql: str | None = typer.Option(None, "--source-sql", help=SOURCE_SQL_HELP),
@@ -76,6 +59,7 @@ def add(
                                           help="Destination: a file, rewritten when the job has nothing left."),
     dest_format: str = typer.Option("tsv", "--dest-format", help="Format of --dest-file: tsv | jsonl."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the schedule as JSON."),
+    opts: JobOptions = JobOptions(),
 ) -> None:
     """Add a schedule: what to translate, from where, to where, and when.
 
@@ -85,7 +69,6 @@ def add(
     """
     from scoi.jobs.schedules import add_schedule
     from scoi.jobs.sources import Destination, Source
-    from scoi.jobs.store import JobSpec
 
     if (input_file is None) == (source_sql is None):
         fail("give exactly one source: --input FILE or --source-sql \"SELECT key, text FROM ...\"")
@@ -102,10 +85,7 @@ def add(
         dest = Destination("table", table=dest_table, key=dest_key, column=dest_column, url=dest_url)
     elif dest_file is not None:
         dest = Destination("file", path=str(dest_file.resolve()), format=dest_format)
-    spec = JobSpec(src=src, tgt=tgt, model=model, method=method, k=k, template=template, name=name,
-                   max_attempts=max_attempts, pool=pool, fill=fill, corpora=list(corpus) or None, order=order,
-                   seed=seed, max_new_tokens=max_new_tokens, backend_options=parse_key_values(backend_opt, "--backend-opt"),
-                   parsers=given_parsers(parser))
+    spec = opts.spec(name)
     url = database_url()
     out = _run(add_schedule, name, cron, spec, source, dest, url, tz=tz)
     if json_out:

@@ -1,6 +1,6 @@
-"""Batch translation jobs in PostgreSQL: submit (store), work (worker; supervisor for
-several processes), grow from a file (sync) or on a cron line (schedules), score (eval),
-compare methods (experiment).
+"""Batch translation jobs in PostgreSQL: describe (spec), check (validate), create (create),
+queue (store), export (export), work (worker; supervisor for several processes), grow from
+a file (sync) or on a cron line (schedules), score (eval), compare methods (experiment).
 
     from scoi.jobs import JobSpec, submit, Worker, WorkerOptions
     job_id = submit(conn, JobSpec("fr", "en", model="hf:/models/gemma"), lines)
@@ -18,9 +18,10 @@ _EXPORTS = {
     "scoi.jobs.eval": ("EvalError", "Score", "compare", "evaluate"),
     "scoi.jobs.experiment": ("ExperimentSpec", "create_or_resume", "get_experiment", "results", "run_jobs"),
     "scoi.jobs.sync": ("SyncResult", "sync"),
-    "scoi.jobs.store": ("EXPORT_FORMATS", "Job", "JobError", "JobSpec", "cancel", "connect", "export_rows",
-                        "export_to_file", "get_job", "list_jobs", "read_lines", "retry", "status", "submit",
-                        "write_export"),
+    "scoi.jobs.spec": ("Job", "JobError", "JobSpec", "read_lines"),
+    "scoi.jobs.create": ("submit",),
+    "scoi.jobs.export": ("EXPORT_FORMATS", "export_rows", "export_to_file", "write_export"),
+    "scoi.jobs.store": ("cancel", "connect", "get_job", "list_jobs", "retry", "status"),
     "scoi.jobs.supervisor": ("SupervisorError", "run_pool", "run_worker"),
     "scoi.jobs.worker": ("Worker", "WorkerOptions", "WorkerStats"),
 }

@@ -18,7 +18,8 @@ import psycopg
 
 from scoi.hub import offline
 from scoi.jobs.significance import DEFAULT_SAMPLES, paired_bootstrap_means, paired_bootstrap_sacrebleu
-from scoi.jobs.store import Job, insert_score, latest_score_rows, latest_segment_scores, scored_items
+from scoi.jobs.spec import Job
+from scoi.jobs.store import insert_score, latest_score_rows, latest_segment_scores, scored_items
 
 METRICS = ("bleu", "chrf", "comet")
 COMET_SCALE = 100  # stored x100, as docs/method.md §8 reports COMET

@@ -22,7 +22,9 @@ from psycopg.rows import dict_row
 from scoi.db.queries import load
 from scoi.jobs.eval import METRICS, compare
 from scoi.jobs.significance import DEFAULT_SAMPLES
-from scoi.jobs.store import Job, JobError, JobSpec, check_backend_options, find_job_by_name, get_job, submit
+from scoi.jobs.create import submit
+from scoi.jobs.spec import check_backend_options, Job, JobError, JobSpec
+from scoi.jobs.store import find_job_by_name, get_job
 
 SQL = load("experiment")
 

@@ -29,7 +29,10 @@ from scoi.core.cron import CronError, check_cron, due_tick, next_tick
 from scoi.db.queries import load
 from scoi.jobs.sources import (Destination, Source, SourceInterrupted, append_from_source, deliver, destinations,
                                read_source, save_destination, save_source, source_of_job)
-from scoi.jobs.store import JobError, JobSpec, find_job_by_name, get_job, insert_job, notify_workers, validate
+from scoi.jobs.spec import JobError, JobSpec
+from scoi.jobs.create import new_job
+from scoi.jobs.store import find_job_by_name, get_job, notify_workers
+from scoi.jobs.validate import validate
 
 SQL = load("schedules")
 MAX_ERROR_CHARS = 2000
@@ -80,8 +83,7 @@ def add_schedule(conn: psycopg.Connection, name: str, cron: str, spec: JobSpec, 
     if find_job_by_name(conn, name) is not None:
         raise JobError(f"a job named {name!r} exists already, and a schedule's job takes the schedule's name; "
                        "pick another schedule name")
-    with conn.transaction():
-        job_id = insert_job(conn, spec, source.path if source.kind == "file" else None, None)
+    with new_job(conn, spec, input_path=source.path if source.kind == "file" else None) as job_id:
         save_source(conn, job_id, source)
         if destination is not None:
             save_destination(conn, job_id, destination)

@@ -23,7 +23,7 @@ so an item is delivered again only if a delivery failed or was cut short (in sco
 database the upsert and the mark commit together).
 
 Secrets are never stored: a URL with a password is refused, as backend options are
-(scoi.jobs.store.check_backend_options); the password comes from the environment
+(scoi.jobs.spec.check_backend_options); the password comes from the environment
 (PGPASSWORD, ~/.pgpass, a libpq service), or the whole URL from a variable (``env:NAME``).
 """
 
@@ -42,8 +42,11 @@ import psycopg
 from psycopg import sql
 
 from scoi.db.queries import load
-from scoi.jobs.store import (EXPORT_FORMATS, JobError, JobSpec, add_items, export_to_file, insert_job,
-                             lock_for_append, notify_workers, read_lines, source_hash, validate)
+from scoi.jobs.create import new_job
+from scoi.jobs.export import EXPORT_FORMATS, export_to_file
+from scoi.jobs.spec import JobError, JobSpec, read_lines
+from scoi.jobs.store import append_new
+from scoi.jobs.validate import validate
 
 SQL = load("sources")
 #: Column types a source query's text column may have (text, varchar, bpchar, name).
@@ -334,23 +337,9 @@ def append_from_source(conn: psycopg.Connection, job_id: int, max_attempts: int,
     already: ``rows``), and checked, before anything is written or locked."""
     if rows is None:
         rows = read_source(source, default_url)
-    next_idx, hashes = lock_for_append(conn, job_id)
-    keyed = source.kind == "sql"
-    known = {r[0] for r in conn.execute(SQL["known_keys"], {"job_id": job_id})} if keyed else hashes
-    texts: list[str] = []
-    keys: list[str] = []
-    for key, text in rows:
-        if not text:
-            continue  # a blank (or NULL) text: added once it has one
-        mark = key if keyed else source_hash(text)
-        if mark in known:
-            continue
-        known.add(mark)
-        texts.append(text)
-        keys.append(key)
-    if texts:
-        add_items(conn, job_id, next_idx, texts, None, max_attempts, keys=keys if keyed else None)
-    return Appended(added=len(texts), skipped=len(rows) - len(texts))
+    keys = [key for key, _ in rows] if source.kind == "sql" else None
+    _, added = append_new(conn, job_id, max_attempts, [text or "" for _, text in rows], keys=keys)
+    return Appended(added=added, skipped=len(rows) - added)
 
 
 def submit_from_source(conn: psycopg.Connection, spec: JobSpec, source: Source, destination: Destination | None,
@@ -365,15 +354,13 @@ def submit_from_source(conn: psycopg.Connection, spec: JobSpec, source: Source, 
     rows = read_source(source, default_url)  # on a connection of its own, before any write
     if destination is not None:
         destination.check(default_url, source, [k for k, text in rows if text and k is not None])
-    with conn.transaction():
-        job_id = insert_job(conn, spec, source.path if source.kind == "file" else None, None)
+    with new_job(conn, spec, input_path=source.path if source.kind == "file" else None) as job_id:
         save_source(conn, job_id, source)
         if destination is not None:
             save_destination(conn, job_id, destination)
         appended = append_from_source(conn, job_id, spec.max_attempts, source, default_url, rows)
         if not appended.added:
             raise SourceError("the source has no rows with text to translate; nothing was stored")
-        notify_workers(conn)
     return job_id, appended
 
 

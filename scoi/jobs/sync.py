@@ -27,8 +27,10 @@ from typing import Sequence
 
 import psycopg
 
-from scoi.jobs.store import (JobError, JobSpec, add_items, check_backend_options, find_job_by_name, insert_job,
-                             lock_for_append, notify_workers, source_hash, validate)
+from scoi.jobs.create import new_job
+from scoi.jobs.spec import JobError, JobSpec, check_backend_options
+from scoi.jobs.store import append_new, find_job_by_name, notify_workers
+from scoi.jobs.validate import validate
 
 # The settings a sync run may not change on an existing job (they define its outputs).
 _FIXED = (("src", "src_lang"), ("tgt", "tgt_lang"), ("method", "method"), ("k", "k"), ("model", "model"),
@@ -63,7 +65,6 @@ def sync(conn: psycopg.Connection, spec: JobSpec, sources: Sequence[str],
     if references is not None and len(references) != len(sources):
         raise JobError(f"the references have {len(references)} lines but the input has {len(sources)}; "
                        "they must be aligned line by line")
-    refs = list(references) if references is not None else [None] * len(sources)
     existing = find_job_by_name(conn, spec.name)
     if existing is None and check is not None and not {"src", "tgt", "model"} <= set(check):
         raise JobError(f"job {spec.name!r} does not exist yet: its first sync needs --src, --tgt and --model")
@@ -71,33 +72,19 @@ def sync(conn: psycopg.Connection, spec: JobSpec, sources: Sequence[str],
         validate(conn, spec)
     else:
         _check_same_settings(spec, existing, check)
-    with conn.transaction():
-        created = False
-        if existing is None:
-            # Two first runs at once: the second one's INSERT fails on the unique name
-            # (a clear error); it succeeds the next night.
-            job_id = insert_job(conn, spec, input_path, references_path)
-            created = True
-        else:
-            job_id = existing.id
-        next_idx, known = lock_for_append(conn, job_id)
-        new_src: list[str] = []
-        new_ref: list[str | None] = []
-        for src, ref in zip(sources, refs):
-            if not src:
-                continue
-            h = source_hash(src)
-            if h in known:
-                continue
-            known.add(h)
-            new_src.append(src)
-            new_ref.append(ref)
-        max_attempts = spec.max_attempts if existing is None else existing.max_attempts
-        if new_src:
-            add_items(conn, job_id, next_idx, new_src, new_ref if references is not None else None, max_attempts)
-            notify_workers(conn)
-    return SyncResult(job_id=job_id, name=spec.name, created=created, added=len(new_src),
-                      skipped=len(sources) - len(new_src), first_index=next_idx if new_src else None)
+    if existing is None:
+        # Two first runs at once: the second one's INSERT fails on the unique name
+        # (a clear error); it succeeds the next night.
+        with new_job(conn, spec, input_path=input_path, references_path=references_path) as job_id:
+            next_idx, added = append_new(conn, job_id, spec.max_attempts, sources, references)
+    else:
+        job_id = existing.id
+        with conn.transaction():
+            next_idx, added = append_new(conn, job_id, existing.max_attempts, sources, references)
+            if added:
+                notify_workers(conn)
+    return SyncResult(job_id=job_id, name=spec.name, created=existing is None, added=added,
+                      skipped=len(sources) - added, first_index=next_idx if added else None)
 
 
 def _check_same_settings(spec: JobSpec, job, check: Sequence[str] | None) -> None:

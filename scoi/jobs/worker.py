@@ -9,7 +9,7 @@ alone (scoi/db/sql/jobs.sql):
   the item is still ``running`` under that claim, so a worker that was presumed dead and
   whose item was re-claimed cannot write a second output, and a repeated write is a no-op;
 * each worker registers in ``job_worker`` and holds a session-level advisory lock on a
-  connection of its own for its lifetime; when the process dies (kill -9, machine lost)
+  connection of its own for its lifetime (scoi.jobs.liveness); when the process dies (kill -9, machine lost)
   PostgreSQL drops the lock with the session, and the very next claim — of any worker,
   ``--burst`` ones included — takes that worker's items (its attempt counted, so an item
   that kills every worker still ends failed after ``max_attempts``);
@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import socket
 import threading
@@ -54,7 +53,9 @@ import psycopg
 
 from scoi.core.prompt import Example, extract_answer, render_prompt, stop_markers
 from scoi.jobs import store
-from scoi.jobs.store import Job, get_job, job_order, listen_for_items
+from scoi.jobs.liveness import Liveness
+from scoi.jobs.spec import Job, job_order, storable_text
+from scoi.jobs.store import get_job, listen_for_items
 
 MAX_ERROR_CHARS = 4000
 #: What writing a value PostgreSQL cannot hold raises: DataError from the server (NUL, a
@@ -167,14 +168,14 @@ class GenerateResult(NamedTuple):
 
 def _error_text(exc: BaseException) -> str:
     """The error for ``last_error``: cut, and storable (a message may quote model output)."""
-    text = store.storable_text(f"{type(exc).__name__}: {exc}")[0]
+    text = storable_text(f"{type(exc).__name__}: {exc}")[0]
     return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS] + " ..."
 
 
 def _generated(prepared: Prepared, gen: Any) -> Generated:
     """A backend's Generation as the database can store it: the raw text cleaned of what
-    PostgreSQL refuses (store.storable_text), the answer extracted from it, the change noted."""
-    raw, note = store.storable_text(gen.text)
+    PostgreSQL refuses (storable_text), the answer extracted from it, the change noted."""
+    raw, note = storable_text(gen.text)
     warning = f"output cleaned: {note}" if note else None
     return Generated(prepared, extract_answer(raw), raw, gen.seconds * 1000, warning)
 
@@ -201,12 +202,10 @@ class Worker:
         self.id = worker_id or default_worker_id()
         self.log = log or (lambda msg: None)
         self.conn = store.connect(url)
-        self._life_lock = threading.Lock()  # the liveness connection: heartbeat thread and close()
-        self._lock_key = 0
-        self._life = self._register()
+        self.liveness = Liveness(url, self.id, stall_timeout=self.opts.stall_timeout,
+                                 interval=self.opts.heartbeat_interval(), log=self.log)
         self.stats = WorkerStats(worker=self.id)
         self._stop = threading.Event()
-        self._hb_stop = threading.Event()
         self._jobs: dict[int, Job] = {}
         self._selectors: dict[tuple, Any] = {}
         self._backends: dict[tuple, Any] = {}  # a Backend, or the exception its loading raised
@@ -240,46 +239,6 @@ class Worker:
                 signal.signal(s, h)
 
         return restore
-
-    def _register(self) -> psycopg.Connection:
-        """Open the liveness connection and take the worker's lock on it (a fresh random key
-        if another live session holds the one drawn: two workers never share a lock)."""
-        conn = store.connect(self.url)
-        try:
-            for _ in range(5):
-                self._lock_key = random.randint(-2**31, 2**31 - 1)
-                if store.register_worker(conn, self.id, host=socket.gethostname(), pid=os.getpid(),
-                                         key=self._lock_key, stall=float(self.opts.stall_timeout)):
-                    return conn
-            raise RuntimeError(f"worker {self.id}: could not take a liveness lock")
-        except BaseException:
-            conn.close()
-            raise
-
-    def _beat(self) -> None:
-        """One heartbeat on the liveness connection; a lost connection is reopened and the
-        lock taken again (until then the worker reads as dead and its items may go: their
-        results are then refused, never written twice)."""
-        with self._life_lock:
-            if self._life.closed or self._life.broken:
-                conn = store.connect(self.url)
-                if not store.register_worker(conn, self.id, host=socket.gethostname(), pid=os.getpid(),
-                                             key=self._lock_key, stall=float(self.opts.stall_timeout)):
-                    conn.close()  # the old session still holds the lock: it is alive, try again later
-                    raise psycopg.OperationalError("the previous session still holds the worker's lock")
-                self._life = conn
-            store.heartbeat(self._life, self.id)
-
-    def _heartbeat_loop(self) -> None:
-        interval = self.opts.heartbeat_interval()
-        while not self._hb_stop.wait(interval):
-            try:
-                self._beat()
-            except psycopg.Error as e:  # keep trying: a missed beat only risks a re-claim
-                self.log(f"worker {self.id}: heartbeat failed: {e}")
-                with self._life_lock:
-                    if self._life.broken:
-                        self._life.close()
 
     # ------------------------------------------------------------------ queue
     def claim(self, limit: int | None = None) -> list[Claimed]:
@@ -618,9 +577,7 @@ class Worker:
     def run(self) -> WorkerStats:
         """Claim and process batches until stopped (or, with ``burst``, until the queue is empty)."""
         restore = self._install_signals()
-        self._hb_stop.clear()
-        hb = threading.Thread(target=self._heartbeat_loop, name="scoi-heartbeat", daemon=True)
-        hb.start()
+        hb = self.liveness.start()
         started = time.perf_counter()
         error: str | None = None
         interrupted = False
@@ -649,7 +606,7 @@ class Worker:
         finally:
             self.stats.seconds = time.perf_counter() - started
             self.stats.retries = self._backend_retries()
-            self._hb_stop.set()
+            self.liveness.stop()
             try:  # only after an interruption or a crash mid-batch does the worker still hold items
                 if not self.conn.closed and not self.conn.broken:
                     if self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
@@ -740,13 +697,7 @@ class Worker:
             if callable(close):
                 close()
         self.conn.close()
-        with self._life_lock:  # last: the lock ends with this session
-            try:
-                if not self._life.closed and not self._life.broken:
-                    store.unregister_worker(self._life, self.id)
-            except psycopg.Error:
-                pass
-            self._life.close()
+        self.liveness.close()  # last: the lock ends with this session
 
     def __enter__(self) -> Worker:
         return self

@@ -227,7 +227,7 @@ async def run_limited(service: Service, work: Callable[[], T]) -> T:
     """``work()`` in a worker thread under the request time limit, library errors mapped
     to their HTTP answer (the message is the one the CLI prints)."""
     from scoi.backends.base import BackendError
-    from scoi.jobs.store import JobError
+    from scoi.jobs.spec import JobError
     from scoi.selector import SelectionError
 
     timeout = service.config.limits.timeout_s

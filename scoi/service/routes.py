@@ -1,6 +1,6 @@
 """The ``/api`` endpoints: select, prompt, translate, jobs, corpora, configuration.
 
-Each is the CLI's library call (Selector.select, render_prompt, jobs.store.submit /
+Each is the CLI's library call (Selector.select, render_prompt, jobs.create.submit /
 status / list_jobs, scoi.corpora.list_corpora) in a worker thread under the request limit.
 """
 
@@ -120,7 +120,8 @@ def register(api: APIRouter, service: Service) -> None:
     @api.post("/jobs", tags=["jobs"], status_code=201)
     async def submit(body: JobRequest) -> dict[str, Any]:
         """A batch job, one item per sentence, for `scoi worker` to translate."""
-        from scoi.jobs.store import JobSpec, submit as submit_job
+        from scoi.jobs.create import submit as submit_job
+        from scoi.jobs.spec import JobSpec
 
         model = service.config.models.get(body.model)
         if model is None:

@@ -9,7 +9,8 @@ import psycopg
 import pytest
 from sacrebleu.metrics import BLEU, CHRF
 
-from scoi.jobs.store import JobSpec, submit
+from scoi.jobs.create import submit
+from scoi.jobs.spec import JobSpec
 from tests.helpers.cli import last_json, scoi_cli
 from tests.helpers.jobs import demo_test_pairs
 

@@ -15,7 +15,8 @@ import sys
 import psycopg
 import pytest
 
-from scoi.jobs.store import JobSpec, submit
+from scoi.jobs.create import submit
+from scoi.jobs.spec import JobSpec
 from tests.helpers.cli import last_json, scoi_cli
 from tests.helpers.database import scalar
 from tests.helpers.jobs import items

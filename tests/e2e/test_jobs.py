@@ -16,7 +16,9 @@ import time
 import psycopg
 import pytest
 
-from scoi.jobs.store import EXPORT_COLUMNS, JobSpec, submit, write_export
+from scoi.jobs.create import submit
+from scoi.jobs.export import write_export, EXPORT_COLUMNS
+from scoi.jobs.spec import JobSpec
 from scoi.jobs.worker import Worker, WorkerOptions
 from tests.helpers.cli import run_scoi, scoi_cli, scoi_env
 from tests.helpers.fake_openai import FakeOpenAI, closed_port, ok_length
@@ -119,7 +121,8 @@ def test_tsv_export_quotes_tabs_and_newlines(job_db, tmp_path):
 
 
 def test_submit_rejects_bad_input(job_db, tmp_path):
-    from scoi.jobs.store import JobError, get_job
+    from scoi.jobs.spec import JobError
+    from scoi.jobs.store import get_job
 
     src = write_lines(tmp_path / "in.fr", ["Bonjour.", "Merci."])
     ref = write_lines(tmp_path / "ref.en", ["Hello."])

@@ -12,7 +12,8 @@ import json
 import psycopg
 import pytest
 
-from scoi.jobs.store import JobError, JobSpec, submit
+from scoi.jobs.create import submit
+from scoi.jobs.spec import JobError, JobSpec
 from scoi.jobs.worker import Worker, WorkerOptions
 from tests.helpers.cli import run_scoi, scoi_cli
 from tests.helpers.fake_openai import FakeOpenAI, ok_length

@@ -87,3 +87,32 @@ def test_schedule_errors_a_user_sees(db_url):
     for cmd in (["show", "nope"], ["pause", "nope"], ["rm", "nope"], ["run", "nope"]):
         proc = scoi_cli(["schedule", *cmd], db_url)
         assert proc.returncode == 1 and "no schedule 'nope'" in proc.stderr
+
+
+def test_schedule_add_takes_the_job_options_submit_takes(db_url):
+    """``--embedder`` and ``--rbm25-variant`` come from the job options shared with
+    ``job submit``: accepted, checked, and stored with the schedule and its job."""
+    from scoi.embeddings import register_embedder
+
+    _tables(db_url)
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        register_embedder(conn, "tiny-embedder", 4)
+    base = ["--cron", "15 2 * * *", "--src", "fr", "--tgt", "en", "--model", "openai:stub", "-k", "0",
+            "--source-sql", "SELECT id, body FROM documents WHERE body IS NOT NULL"]
+    cases = {"variant": ["--method", "rbm25", "--rbm25-variant", "ctq"],
+             "embedded": ["--method", "fuzzy", "--embedder", "tiny-embedder"]}
+    for name, options in cases.items():
+        proc = scoi_cli(["schedule", "add", name, *base, *options, "--json"], db_url)
+        assert proc.returncode == 0, proc.stderr
+    with psycopg.connect(db_url) as conn:
+        stored = {name: (spec_value, job_value) for name, spec_value, job_value in conn.execute(
+            "SELECT s.name, coalesce(s.spec->>'rbm25_variant', s.spec->>'embedder'), "
+            "coalesce(j.params->>'rbm25_variant', j.params->>'embedder') FROM schedule s JOIN job j ON j.id = s.job_id")}
+    assert stored == {"variant": ("ctq", "ctq"), "embedded": ("tiny-embedder", "tiny-embedder")}
+    # Checked as submit checks them: an unknown variant, an embedder never embedded with.
+    for options, message in ((["--method", "rbm25", "--rbm25-variant", "nope"], "unknown R-BM25 variant 'nope'"),
+                             (["--method", "fuzzy", "--embedder", "other-model"], "none is stored for other-model")):
+        proc = scoi_cli(["schedule", "add", "refused", *base, *options], db_url)
+        assert proc.returncode == 1 and message in " ".join(proc.stderr.split()), proc.stderr
+    assert scalar(db_url, "SELECT count(*) FROM schedule") == 2
+

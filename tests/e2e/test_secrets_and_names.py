@@ -17,7 +17,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from scoi.jobs.store import JobError, JobSpec, submit
+from scoi.jobs.create import submit
+from scoi.jobs.spec import JobError, JobSpec
 from tests.helpers.cli import last_json, run_scoi, scoi_cli
 from tests.helpers.fake_openai import FakeOpenAI
 from tests.helpers.jobs import items, stub_model_args, write_lines

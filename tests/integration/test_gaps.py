@@ -9,7 +9,8 @@ import psycopg
 import pytest
 
 from scoi.gaps import GapError, job_gaps, rank, schedule_gaps, sentence_gaps
-from scoi.jobs.store import JobSpec, submit
+from scoi.jobs.create import submit
+from scoi.jobs.spec import JobSpec
 from scoi.jobs.worker import Worker, WorkerOptions
 from scoi.selector import Selector
 from tests.helpers.cli import cli, last_json

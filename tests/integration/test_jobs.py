@@ -8,7 +8,8 @@ import time
 
 import psycopg
 
-from scoi.jobs.store import JobSpec, submit
+from scoi.jobs.create import submit
+from scoi.jobs.spec import JobSpec
 from scoi.jobs.worker import Generated, Worker, WorkerOptions
 from tests.helpers.fake_openai import closed_port
 from tests.helpers.jobs import items, ok_server, prepared

@@ -10,7 +10,9 @@ import time
 
 import psycopg
 
-from scoi.jobs.store import JobSpec, status, submit
+from scoi.jobs.create import submit
+from scoi.jobs.spec import JobSpec
+from scoi.jobs.store import status
 from scoi.jobs.worker import Generated, Worker, WorkerOptions
 from tests.helpers.jobs import items, prepared
 

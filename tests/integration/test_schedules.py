@@ -16,7 +16,8 @@ from psycopg.conninfo import make_conninfo
 
 from scoi.jobs import schedules as S
 from scoi.jobs.sources import Destination, Source
-from scoi.jobs.store import JobError, JobSpec, connect
+from scoi.jobs.spec import JobError, JobSpec
+from scoi.jobs.store import connect
 from scoi.jobs.worker import Worker, WorkerOptions
 from tests.helpers.database import fresh_database, scalar
 from tests.helpers.jobs import items, ok_server

@@ -14,8 +14,9 @@ import pytest
 
 from scoi.jobs import schedules as S
 from scoi.jobs.sources import Source, SourceError, cancelled_on, read_query, read_source, reader_url
-from scoi.jobs.store import JobSpec, claim_items, connect
-from scoi.jobs.store import submit as submit_job
+from scoi.jobs.spec import JobSpec
+from scoi.jobs.store import claim_items, connect
+from scoi.jobs.create import submit as submit_job
 
 UTC = timezone.utc
 SLOW = "SELECT id, body FROM documents WHERE pg_sleep(600) IS NOT NULL"

@@ -17,7 +17,7 @@ def test_supervisor_sums_worker_summaries():
 
 
 def test_rbm25_variant_is_a_job_setting_of_rbm25_jobs_only():
-    from scoi.jobs.store import JobSpec
+    from scoi.jobs.spec import JobSpec
 
     agrawal = JobSpec("fr", "en", "openai:m", method="rbm25", rbm25_variant="agrawal")
     assert agrawal.params()["rbm25_variant"] == "agrawal"

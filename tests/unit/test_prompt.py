@@ -134,7 +134,7 @@ def test_orders():
 def test_job_order_stored_explicitly():
     """New jobs store their order (default reverse, old spelling normalised); rows stored
     without one keep meaning selection order, scoi's default when they were submitted."""
-    from scoi.jobs.store import LEGACY_ORDER, JobSpec, job_order
+    from scoi.jobs.spec import job_order, JobSpec, LEGACY_ORDER
 
     assert JobSpec("fr", "en", model="m").params()["order"] == "reverse"
     assert "order:reverse" in JobSpec("fr", "en", model="m").signature()

@@ -1,5 +1,5 @@
 -- Batch translation jobs (migration 0003): submit, claim, complete, export, retry, cancel,
--- sync, scores. Read by scoi/jobs/store.py alone (the worker and eval call its functions).
+-- sync, scores. Read by scoi/jobs/store.py and scoi/jobs/export.py (the worker and eval call its functions).
 
 -- name: insert_job
 INSERT INTO job (name, src_lang, tgt_lang, method, k, model, template, params, signature,
@@ -268,3 +268,7 @@ ORDER BY g.idx;
 -- name: latest_scores
 SELECT metric, score, signature, n_items, created_at FROM job_latest_score
 WHERE job_id = %(id)s ORDER BY metric;
+
+-- name: known_keys
+-- The source keys a job holds already: a table source adds only the others.
+SELECT source_key FROM job_item WHERE job_id = %(job_id)s AND source_key IS NOT NULL;

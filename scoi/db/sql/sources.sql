@@ -44,10 +44,6 @@ SELECT job_id, kind, path, format, table_name, key_column, text_column, url, url
        last_delivered_at
 FROM job_destination WHERE job_id = ANY(%(job_ids)s::bigint[]) ORDER BY job_id;
 
--- name: known_keys
--- The source keys a job holds already: a table source adds only the others.
-SELECT source_key FROM job_item WHERE job_id = %(job_id)s AND source_key IS NOT NULL;
-
 -- name: destination_table
 -- Does the destination table exist, may this role write it, what are the types of its key
 -- and text columns (name -> type, and type category: 'S' for strings), and does its key

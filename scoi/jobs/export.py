@@ -1,0 +1,127 @@
+"""A job's items out of the database: rows streamed in input order, written as JSON lines
+or TSV, to a file atomically (through ``PATH.part``) or to a stream.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any, Iterator
+
+import psycopg
+
+from scoi.jobs.spec import JobError
+from scoi.jobs.store import SQL
+
+
+EXPORT_FORMATS = ("jsonl", "tsv")
+
+
+EXPORT_COLUMNS = ("index", "source", "output", "reference", "status", "attempts", "error", "warning",
+                  "selection_id", "select_ms", "generate_ms", "overhead_ms")
+
+
+def export_rows(conn: psycopg.Connection, job_id: int, *, with_prompt: bool = False) -> Iterator[dict[str, Any]]:
+    """One dict per item, in input order (streamed with a server-side cursor)."""
+    with conn.transaction(), conn.cursor(name=f"export_{job_id}") as cur:
+        cur.itersize = 2000
+        cur.execute(SQL["export_items"], {"id": job_id})
+        for (idx, source, output, reference, st, attempts, error, warning, selection_id,
+             select_ms, generate_ms, overhead_ms, raw_output, prompt) in cur:
+            row = {"index": idx, "source": source, "output": output, "reference": reference, "status": st,
+                   "attempts": attempts, "error": error, "warning": warning, "selection_id": selection_id,
+                   "select_ms": select_ms, "generate_ms": generate_ms, "overhead_ms": overhead_ms}
+            if with_prompt:
+                row["prompt"] = prompt
+                row["raw_output"] = raw_output
+            yield row
+
+
+_JSON_UNSAFE = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"}
+
+
+def _json_line(row: dict[str, Any]) -> str:
+    """One JSON line; the characters some readers take as line breaks (U+2028, U+2029,
+    U+0085 — models emit them) are escaped, so each row stays on one physical line."""
+    text = json.dumps(row, ensure_ascii=False)
+    for ch, esc in _JSON_UNSAFE.items():
+        text = text.replace(ch, esc)
+    return text + "\n"
+
+
+def write_export(rows: Iterator[dict[str, Any]], fmt: str, out: Any) -> int:
+    """Write rows as JSON lines or TSV (csv module, tab-delimited, a header line; a field
+    holding a tab, a newline or a quote is quoted, so any TSV reader gets it back)."""
+    if fmt not in EXPORT_FORMATS:
+        raise JobError(f"unknown export format {fmt!r}; expected one of {', '.join(EXPORT_FORMATS)}")
+    if fmt == "jsonl":
+        n = 0
+        for row in rows:
+            out.write(_json_line(row))
+            n += 1
+        return n
+    writer: csv.DictWriter | None = None
+    n = 0
+    for row in rows:
+        if writer is None:  # the header follows the rows' keys (with_prompt adds two)
+            writer = csv.DictWriter(out, fieldnames=list(row), delimiter="\t", lineterminator="\n")
+            writer.writeheader()
+        writer.writerow(row)
+        n += 1
+    if writer is None:
+        csv.writer(out, delimiter="\t", lineterminator="\n").writerow(EXPORT_COLUMNS)
+    return n
+
+
+def export_target(path: Path) -> Path:
+    """Where an export to ``path`` is written: ``path`` itself (a symbolic link resolved) when it
+    is a new file in an existing folder or a regular file; anything else is a JobError. A
+    device (``/dev/full``, ``/dev/null``), a FIFO or a directory is refused, never replaced by
+    the rename that makes the export atomic: ``-o -`` writes to stdout, for a pipe."""
+    target = Path(os.path.realpath(path))
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        if not target.parent.is_dir():
+            raise JobError(f"cannot export to {path}: folder {target.parent} does not exist") from None
+        return target
+    except OSError as e:
+        raise JobError(f"cannot export to {path}: {e.strerror or e}") from None
+    if stat.S_ISDIR(mode):
+        raise JobError(f"cannot export to {path}: it is a directory; give a file path (or -o - for stdout)")
+    if not stat.S_ISREG(mode):
+        raise JobError(f"cannot export to {path}: not a regular file (a device, FIFO or socket), which the export "
+                       "would replace; use -o - to write to stdout and redirect that")
+    return target
+
+
+def export_to_file(conn: psycopg.Connection, job_id: int, fmt: str, path: Path, *,
+                   with_prompt: bool = False) -> int:
+    """Write the export to ``path`` (see :func:`export_target`) through ``PATH.part`` in the
+    same folder, renamed over ``path`` at the end, so readers never see a half-written
+    export; the number of rows. On any failure the ``.part`` file is removed."""
+    target = export_target(path)
+    tmp = target.with_name(target.name + ".part")
+    try:  # O_EXCL | O_NOFOLLOW: never write through whatever sits at PATH.part
+        if os.path.lexists(tmp) and stat.S_ISREG(os.lstat(tmp).st_mode):
+            os.unlink(tmp)  # left by an export that was killed
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+    except OSError as e:
+        raise JobError(f"cannot export to {path}: cannot create {tmp}: {e.strerror or e}") from None
+    try:
+        with open(fd, "w", encoding="utf-8", newline="") as fh:
+            n = write_export(export_rows(conn, job_id, with_prompt=with_prompt), fmt, fh)
+        export_target(path)  # still a regular file or absent: checked again just before the rename
+        tmp.replace(target)
+    except BaseException as e:
+        tmp.unlink(missing_ok=True)
+        if isinstance(e, OSError):
+            raise JobError(f"cannot export to {path}: {e.strerror or e}") from None
+        raise
+    return n
+
+
+__all__ = ["EXPORT_COLUMNS", "EXPORT_FORMATS", "export_rows", "export_target", "export_to_file", "write_export"]

