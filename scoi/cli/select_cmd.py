@@ -140,7 +140,7 @@ def select(
 def _print_read(result) -> None:
     """With a replica configured: where the query read, and the replica's position (stderr)."""
     if result.read is not None:
-        err_console.print(result.read.describe(), highlight=False, markup=False)
+        err_console.print(result.read.describe(), highlight=False, markup=False, soft_wrap=True)  # one line, whatever the width
 
 
 def _print_result(result) -> None:

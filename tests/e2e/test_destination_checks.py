@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import psycopg
 
-from tests.helpers.cli import last_json, scoi_cli
+from tests.helpers.cli import last_json, refused, scoi_cli
 from tests.helpers.database import scalar
 from tests.helpers.jobs import ok_server, stub_model_args
 
@@ -28,14 +28,6 @@ def submit(url: str, stub_url: str, query: str, table: str, key: str, column: st
     return scoi_cli(["job", "submit", "--source-sql", query, "--src", "fr", "--tgt", "en", "--model", "openai:stub",
                      *stub_model_args(stub_url), "--dest-table", table, "--dest-key", key, "--dest-column", column,
                      *extra], url)
-
-
-def refused(proc, *words: str) -> None:
-    assert proc.returncode == 1, (proc.stdout, proc.stderr)
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
-    for w in words:
-        assert w in lines[0], lines[0]
 
 
 def no_job(url: str) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.helpers.cli import run_scoi, scoi_cli
+from tests.helpers.cli import refused, run_scoi, scoi_cli
 from tests.helpers.database import scalar
 
 DOCS = "SELECT id, body FROM documents"
@@ -48,16 +48,6 @@ def server_dir():
 def submit(url: str, query: str, *extra: str):
     return scoi_cli(["job", "submit", "--source-sql", query, "--src", "fr", "--tgt", "en", "--model", "openai:fake",
                      "--method", "zero", "-k", "0", *extra], url)
-
-
-def refused(proc, *words: str) -> str:
-    """The command failed with one line holding ``words``; that line."""
-    assert proc.returncode == 1, (proc.stdout, proc.stderr)
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
-    for w in words:
-        assert w in lines[0], lines[0]
-    return lines[0]
 
 
 def canary(url: str) -> list[int]:

@@ -69,3 +69,14 @@ def scoi_cli(args: list[str], url: str) -> subprocess.CompletedProcess:
     stdout, stderr): for tests where a separate process is not the point."""
     result = cli(args, url)
     return subprocess.CompletedProcess(args, result.exit_code, result.stdout, result.stderr)
+
+
+def refused(proc: subprocess.CompletedProcess, *words: str) -> str:
+    """The command failed (exit 1) with exactly one line on stderr, no traceback, holding
+    every one of ``words``; that line."""
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    for w in words:
+        assert w in lines[0], lines[0]
+    return lines[0]

@@ -117,8 +117,11 @@ def test_fuzzy_and_fuzzy_ann_selection(server_url, template_url, model_dir) -> N
                 top = np.sort(sims)[::-1][:5]
                 # exact search by SQL = numpy over every eligible sentence (cosine values)
                 assert [1 - d for _, d, _ in exact] == pytest.approx(list(top), abs=1e-5)
-                # the index on a 300-sentence table with ef_search 100 finds the exact top 5
-                assert [p.pair_id for p in res.selected] == [pid for pid, _, _ in exact]
+                # the index on a 300-sentence table with ef_search 100 finds the exact top 5; two
+                # sentences whose cosines differ by < 1e-5 may swap (the selector encodes the
+                # query with one BLAS thread, this test with several: last-bit differences)
+                assert {p.pair_id for p in res.selected} == {pid for pid, _, _ in exact}
+                assert [p.coverage for p in res.selected] == pytest.approx([1 - d for _, d, _ in exact], abs=1e-5)
                 assert len(res.candidates) == 5 and res.certified is None
                 assert "hnsw:cosine,ef_search=100" in res.signature.split("|")
         # A pool sentence embedded later than the pool's corpus: a clear error, not a silent skip.
