@@ -95,19 +95,13 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
         if found is not None:
             return found
         pairs_of: dict[int, list[int]] = {}
-
-        def fetch_pairs(ids: list[int]) -> None:
-            for sid, _, ps in cur.execute(SQL["blocks_exact"], {
-                    "ids": int_array(ids), "score_ids": "{}", "qids": "{}", "ws": "{}", "ka": ka, "kc": kc,
-                    "lang": lang, "tgt": tgt, "corpora": corpora}):
-                pairs_of[sid] = ps or []
-            st.round_trips += 1
-
+        fetch_pairs = _pair_fetcher(cur, pairs_of, {"ka": ka, "kc": kc, "lang": lang, "tgt": tgt, "corpora": corpora},
+                                    st)
         return _top_pairs(cand, scores, pairs_of, n, fetch_pairs)
     terms: list[_Token] = []
     for tid, df, cnt, meta, _, _, ids, tfdl in rows:
         directory = decode_dir(meta)
-        w = float(np.log(1 + (n_docs - df + 0.5) / (df + 0.5)) * cnt)
+        w = _idf(n_docs, df) * cnt
         tok = _Token(tid, w, directory, w * block_bounds(directory, ka, kc))
         st.bytes += len(meta)
         st.blocks_total += len(directory)
@@ -225,15 +219,10 @@ def preselect_many(conn: psycopg.Connection, *, lang: str, tgt: str, token_lists
         decoded: dict[int, tuple[float, np.ndarray, np.ndarray]] = {}
         for tid, df, _, meta, _, _, ids, tfdl in rows:
             sids, packed = decode_ids(decode_dir(meta), ids, tfdl)
-            idf = float(np.log(1 + (n_docs - df + 0.5) / (df + 0.5)))
+            idf = _idf(n_docs, df)
             decoded[tid] = (idf, sids, factor[packed])
         pairs: dict[int, list[int]] = {}
-
-        def fetch(sids: list[int]) -> None:
-            for sid, _, ps in cur.execute(SQL["blocks_exact"], {
-                    "ids": int_array(sids), "score_ids": "{}", "qids": "{}", "ws": "{}", "ka": ka, "kc": kc,
-                    "lang": lang, "tgt": tgt, "corpora": corpora}):
-                pairs[sid] = ps or []
+        fetch = _pair_fetcher(cur, pairs, {"ka": ka, "kc": kc, "lang": lang, "tgt": tgt, "corpora": corpora})
 
         scored: list[tuple[int, np.ndarray, np.ndarray]] = []
         heads: set[int] = set()
@@ -270,7 +259,7 @@ def _score_all(rows: list[Any], n_docs: int, factor: np.ndarray, st: Stats) -> t
     posting lists of ``blocks_terms`` rows: the lists' bytes are concatenated and decoded
     in one numpy pass (per token, only its weight is computed in Python), then summed by
     sentence in the same order as :func:`_accumulate` (the same floats)."""
-    ws = [float(np.log(1 + (n_docs - df + 0.5) / (df + 0.5)) * cnt) for _, df, cnt, *_ in rows]
+    ws = [_idf(n_docs, df) * cnt for _, df, cnt, *_ in rows]
     metas, ids, tfdl = (b"".join(r[i] for r in rows) for i in (3, 6, 7))
     rec = np.frombuffer(metas, dtype=DIR)
     first = rec["first"].astype(np.int64)
@@ -323,6 +312,24 @@ def _best(scores: np.ndarray, k: int) -> tuple[np.ndarray, float]:
     top = sub >= kth
     others = sub[~top]
     return idx[top], float(max(others.max() if len(others) else floor, floor))
+
+
+def _idf(n_docs: int, df: int) -> float:
+    """BM25's (Lucene's) idf: ln(1 + (N - df + 0.5) / (df + 0.5))."""
+    return float(np.log(1 + (n_docs - df + 0.5) / (df + 0.5)))
+
+
+def _pair_fetcher(cur: psycopg.Cursor, into: dict[int, list[int]], params: dict[str, Any],
+                  st: Stats | None = None) -> Callable[[list[int]], None]:
+    """A function that stores in ``into`` the pair ids (of the direction and corpora in
+    ``params``) of the sentences it is given: one ``blocks_exact`` round trip, no scoring."""
+    def fetch(ids: list[int]) -> None:
+        for sid, _, ps in cur.execute(SQL["blocks_exact"], {
+                "ids": int_array(ids), "score_ids": "{}", "qids": "{}", "ws": "{}", **params}):
+            into[sid] = ps or []
+        if st is not None:
+            st.round_trips += 1
+    return fetch
 
 
 def _factors(ka: float, kc: float) -> np.ndarray:
