@@ -16,9 +16,10 @@ from typing import Callable, Iterator, TypeVar
 from urllib.parse import urlparse
 
 from scoi.config import environment, hf_endpoint, hf_offline
+from scoi.core import defaults
 
 #: the paper's Fuzzy embedder (docs/method.md §7): the embedder of fuzzy / fuzzy-ann by default
-DEFAULT_EMBEDDER = "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
+DEFAULT_EMBEDDER = defaults.EMBEDDER
 
 
 def model_name(model: str) -> str:

@@ -16,6 +16,7 @@ from scoi.cli.common import (BACKEND_OPT_HELP, DEST_COLUMN_HELP, DEST_KEY_HELP, 
                              database_url, emit_json, err_console, fail, parse_key_values, print_rows, say,
                              table_cells)
 from scoi.cli.job_options import JobOptions, job_options
+from scoi.core import defaults
 from scoi.core.limits import LIMITS
 from scoi.core.names import printable
 
@@ -129,7 +130,7 @@ def sync(
     k: int | None = typer.Option(None, "-k", "--k", min=0, max=LIMITS["k"][1], help="Examples per prompt (default 4)."),
     references: Path | None = typer.Option(None, "--references", "-r", help="Reference translations, line-aligned."),
     template: str | None = typer.Option(None, "--template", help="xglm | alpaca | PATH (default xglm)."),
-    max_attempts: int = typer.Option(3, "--max-attempts", min=1, max=LIMITS["max_attempts"][1],
+    max_attempts: int = typer.Option(defaults.MAX_ATTEMPTS, "--max-attempts", min=1, max=LIMITS["max_attempts"][1],
                                      help="Attempts per item (first run)."),
     backend_opt: list[str] = typer.Option([], "--backend-opt", help=BACKEND_OPT_HELP + " First run only."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: what was added, as JSON."),
@@ -145,8 +146,9 @@ def sync(
     sources, refs = _read_inputs(input_file, references)
     given = {a for a, v in (("src", src), ("tgt", tgt), ("model", model), ("method", method), ("k", k),
                             ("template", template)) if v is not None}
-    spec = JobSpec(src=src or "", tgt=tgt or "", model=model or "", method=method or "scoi",
-                   k=4 if k is None else k, template=template or "xglm", name=name, max_attempts=max_attempts,
+    spec = JobSpec(src=src or "", tgt=tgt or "", model=model or "", method=method or defaults.METHOD,
+                   k=defaults.K if k is None else k, template=template or defaults.TEMPLATE, name=name,
+                   max_attempts=max_attempts,
                    backend_options=parse_key_values(backend_opt, "--backend-opt"))
     with _connect() as conn:
         try:
