@@ -16,10 +16,6 @@ from typing import Callable, Iterator, TypeVar
 from urllib.parse import urlparse
 
 from scoi.config import environment, hf_endpoint, hf_offline
-from scoi.core import defaults
-
-#: the paper's Fuzzy embedder (docs/method.md §7): the embedder of fuzzy / fuzzy-ann by default
-DEFAULT_EMBEDDER = defaults.EMBEDDER
 
 
 def model_name(model: str) -> str:
@@ -30,7 +26,7 @@ def model_name(model: str) -> str:
     return str(local.resolve()) if local.is_dir() else model
 
 
-__all__ = ["DEFAULT_EMBEDDER", "from_disk_or_hub", "hub_reachable", "model_name", "offline"]
+__all__ = ["from_disk_or_hub", "hub_reachable", "model_name", "offline"]
 
 T = TypeVar("T")
 

@@ -454,10 +454,10 @@ class Selector:
         """The stored embedder the fuzzy methods use (``embedder``, default the paper's):
         refused when no sentence was embedded with it."""
         if self._embedder_row is None:
-            from scoi.embedder import DEFAULT_MODEL, model_name
+            from scoi.hub import model_name
             from scoi.embeddings import find_embedder
 
-            name = model_name(self.embedder_model or DEFAULT_MODEL)
+            name = model_name(self.embedder_model or defaults.EMBEDDER)
             row = find_embedder(self.conn, name)
             if row is None:
                 raise SelectionError(f"no sentence is embedded with {name}; the fuzzy methods need embeddings: "
