@@ -76,7 +76,8 @@ def run(
                                      "rbm25:ctq / rbm25:agrawal: R-BM25 with that variant, rbm25 alone is moses)."),
     ks: str = typer.Option(str(defaults.K), "--k", help="Comma-separated numbers of examples, e.g. 1,4."),
     orders: str = typer.Option(defaults.ORDER, "--orders", help="Comma-separated example orders (reverse, selection)."),
-    templates: str = typer.Option(defaults.TEMPLATE, "--templates", help="Comma-separated prompt templates (xglm, alpaca, FILE)."),
+    templates: str = typer.Option(defaults.TEMPLATE, "--templates",
+                                  help="Comma-separated prompt templates (xglm, alpaca, FILE)."),
     baseline: str | None = typer.Option(None, "--baseline", help="Method the others are tested against "
                                                                  "(default: bm25 if compared, else the first)."),
     random_seeds: int = typer.Option(3, "--random-seeds", min=1, max=LIMITS["random_seeds"][1],

@@ -207,7 +207,8 @@ class Worker:
         self.liveness = Liveness(url, self.id, stall_timeout=self.opts.stall_timeout,
                                  interval=self.opts.heartbeat_interval(), log=self.log)
         self.stats = WorkerStats(worker=self.id)
-        self.caches = WorkerCaches(self.conn, url, read_url=read_url, log=lambda msg: self.log(f"worker {self.id}: {msg}"))
+        self.caches = WorkerCaches(self.conn, url, read_url=read_url,
+                                   log=lambda msg: self.log(f"worker {self.id}: {msg}"))
         self._stop = threading.Event()
         self._last_write_ms = 0.0
         #: the current batch's claim (ms), part of its items' overhead (the prefetch loop
