@@ -264,8 +264,8 @@ class Selector:
         Queries must be analysed exactly as those sentences were, or their terms are not
         comparable: mixed or old ('moses') schemes, another pipeline or another installed
         version are refused with the command that fixes them. A method that reads no tree
-        (scoi.core.methods: ``trees`` false) runs whatever the trees are, without parsing the query when the
-        stored scheme cannot be used (``NO_TREES``).
+        (its registry entry's ``trees`` is false) runs whatever the trees are, without
+        parsing the query when the stored scheme cannot be used (``NO_TREES``).
         """
         from scoi.analysis import NO_TREES, choose_parser
 

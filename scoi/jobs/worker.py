@@ -168,7 +168,7 @@ class GenerateResult(NamedTuple):
     seconds: float  # wall time of the backend call (0 when the backend could not load)
 
 
-def error_text(exc: BaseException) -> str:
+def _error_text(exc: BaseException) -> str:
     """The error for ``last_error``: cut, and storable (a message may quote model output)."""
     text = storable_text(f"{type(exc).__name__}: {exc}")[0]
     return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS] + " ..."
@@ -323,7 +323,7 @@ class Worker:
             wants_examples = method(job.method).examples and job.k > 0
             selector, sel_key = self.caches.selector(job) if wants_examples else (None, None)
         except Exception as e:  # noqa: BLE001 - the error is stored with each item
-            return PrepareResult(None, [], [Failed(it, error_text(e)) for it in group])
+            return PrepareResult(None, [], [Failed(it, _error_text(e)) for it in group])
         shared_ms = 0.0  # the batch's parse, split over its items
         analyses: dict[str, Any] = {}
         if selector is not None:
@@ -350,7 +350,7 @@ class Worker:
                     # zero-shot prompt in a few-shot job).
                     self.caches.drop_selector(sel_key)
                     selector = None
-                failed.append(Failed(it, error_text(e)))
+                failed.append(Failed(it, _error_text(e)))
         return PrepareResult(job, prepared, failed)
 
     def _prepare_item(self, job: Job, selector: Any, item: Claimed, analysis: Any, shared_ms: float) -> Prepared:
@@ -373,7 +373,7 @@ class Worker:
         try:
             backend = self.caches.backend(job)
         except Exception as e:  # noqa: BLE001
-            return GenerateResult([], [Failed(p.item, error_text(e), p) for p in prepared], 0.0)
+            return GenerateResult([], [Failed(p.item, _error_text(e), p) for p in prepared], 0.0)
         g0 = time.perf_counter()
         try:
             gens = backend.generate([p.prompt for p in prepared],
@@ -382,7 +382,7 @@ class Worker:
             if len(gens) != len(prepared):
                 raise RuntimeError(f"backend returned {len(gens)} generations for {len(prepared)} prompts")
         except Exception as e:  # noqa: BLE001
-            return GenerateResult([], [Failed(p.item, error_text(e), p) for p in prepared],
+            return GenerateResult([], [Failed(p.item, _error_text(e), p) for p in prepared],
                                   time.perf_counter() - g0)
         seconds = time.perf_counter() - g0
         return GenerateResult([_generated(p, g) for p, g in zip(prepared, gens)], [], seconds)
@@ -434,7 +434,7 @@ class Worker:
                 with self.conn.transaction():
                     written += self._complete([g], overhead)
             except REFUSED_VALUE as e:
-                refused.append(Failed(g.prepared.item, f"the output could not be stored: {error_text(e)}",
+                refused.append(Failed(g.prepared.item, f"the output could not be stored: {_error_text(e)}",
                                       g.prepared))
         return written, refused
 
@@ -555,7 +555,7 @@ class Worker:
             interrupted = True
             raise
         except BaseException as e:
-            error = f"worker {self.id} crashed: {error_text(e)}"
+            error = f"worker {self.id} crashed: {_error_text(e)}"
             raise
         finally:
             self.stats.seconds = time.perf_counter() - started
@@ -599,4 +599,4 @@ class Worker:
 
 
 __all__ = ["Claimed", "Failed", "GenerateResult", "Generated", "PrepareResult", "Prepared", "Worker", "WorkerOptions",
-           "WorkerStats", "default_worker_id", "error_text"]
+           "WorkerStats", "default_worker_id"]
