@@ -307,18 +307,18 @@ def cancel_cmd(job: str = typer.Argument(..., help="Job id or name."),
 # --------------------------------------------------------------------------- worker
 def worker(
     burst: bool = typer.Option(False, "--burst", help="Exit once no item is claimable (cron, CI)."),
-    batch_size: int = typer.Option(8, "--batch-size", min=1, max=LIMITS["batch_size"][1],
+    batch_size: int = typer.Option(defaults.WORKER_BATCH, "--batch-size", min=1, max=LIMITS["batch_size"][1],
                                    help="Items claimed and generated together."),
     concurrency: int = typer.Option(1, "--concurrency", min=1, max=LIMITS["workers"][1],
                                     help="Worker processes to run (each loads the model)."),
-    stall_timeout: float = typer.Option(300.0, "--stall-timeout", min=0.1,
+    stall_timeout: float = typer.Option(defaults.STALL_TIMEOUT, "--stall-timeout", min=0.1,
                                         help="Seconds without heartbeat before a live but stuck worker's item is "
                                              "re-claimed (a dead worker's go at once); use one value "
                                              "for all workers (each beats every min(timeout/3, 10) s)."),
     job: str | None = typer.Option(None, "--job", help="Only this job's items (id or name)."),
     max_items: int | None = typer.Option(None, "--max-items", min=1, max=LIMITS["limit"][1],
                                          help="Stop after claiming this many items."),
-    poll: float = typer.Option(2.0, "--poll", min=0.05, help="Idle wait between claims, seconds."),
+    poll: float = typer.Option(defaults.POLL_SECONDS, "--poll", min=0.05, help="Idle wait between claims, seconds."),
     prefetch: bool = typer.Option(True, "--prefetch/--no-prefetch",
                                   help="Select the next batch's examples while this batch generates (same "
                                        "results; --no-prefetch when the model needs every core)."),

@@ -1,6 +1,7 @@
-"""The default of every selection and job setting, declared once: the CLI options, the
-service's request models, ``JobSpec``, ``Selector``, ``Bm25Params`` and the worker (reading
-a stored job's params) all take them from here, so a default cannot drift between them.
+"""The default of every selection, job and worker setting, declared once: the CLI options,
+the service's request models, ``JobSpec``, ``Selector``, ``Bm25Params`` and the worker
+(reading a stored job's params, and its own options) all take them from here, so a default
+cannot drift between them.
 
 Plain constants, importable without numpy (the CLI builds its options from them). A
 changed default changes what a new job or selection means, and its signature shows it.
@@ -25,3 +26,6 @@ TEMPLATE = "xglm"             # prompt template
 ORDER = "reverse"             # example order in the prompt: the published one
 MAX_NEW_TOKENS = 128          # generation limit per item
 MAX_ATTEMPTS = 3              # attempts per job item before it fails
+WORKER_BATCH = 8              # items a worker claims and generates together
+STALL_TIMEOUT = 300.0         # seconds without heartbeat before a stuck worker's item is claimed again
+POLL_SECONDS = 2.0            # a worker's idle wait between claims (LISTEN wakes it earlier)

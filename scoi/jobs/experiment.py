@@ -222,7 +222,7 @@ def list_experiments(conn: psycopg.Connection) -> list[dict[str, Any]]:
         return cur.execute(SQL["list_experiments"]).fetchall()
 
 
-def run_jobs(url: str, experiment: Experiment, *, workers: int = 1, batch_size: int = 8,
+def run_jobs(url: str, experiment: Experiment, *, workers: int = 1, batch_size: int = defaults.WORKER_BATCH,
              log: Callable[[str], None] | None = None, read_url: str | None = None) -> dict[str, int]:
     """Translate the experiment's queued items, job after job: in this process with one
     worker (the model loads once), or with a pool of ``workers`` processes per job.

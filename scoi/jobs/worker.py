@@ -67,11 +67,11 @@ REFUSED_VALUE = (psycopg.DataError, UnicodeEncodeError)
 
 @dataclass
 class WorkerOptions:
-    batch_size: int = 8
-    stall_timeout: float = 300.0   # seconds without heartbeat before an item is re-claimed
+    batch_size: int = defaults.WORKER_BATCH
+    stall_timeout: float = defaults.STALL_TIMEOUT  # seconds without heartbeat before an item is re-claimed
     burst: bool = False            # exit when nothing is claimable
     job_id: int | None = None      # only this job's items
-    poll_seconds: float = 2.0      # idle wait between claims (LISTEN wakes earlier)
+    poll_seconds: float = defaults.POLL_SECONDS  # idle wait between claims (LISTEN wakes earlier)
     heartbeat_seconds: float | None = None  # default: stall_timeout / 3, at most 10 s
     max_items: int | None = None   # stop after claiming this many (benchmarks)
     prefetch: bool = True          # claim and prepare the next batch while this one generates
