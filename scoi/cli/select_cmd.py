@@ -20,6 +20,15 @@ EF_HELP = "fuzzy-ann: HNSW candidates searched per query (pgvector hnsw.ef_searc
 VERBOSE_HELP = ("Print where the command's time went (imports, server, migration check, spaCy, query) to stderr, "
                 "and, with SCOI_READ_DATABASE_URL, where the query read and how far behind the replica was.")
 
+# The options scoi select and scoi prompt share, declared once (typer reads them, never changes them).
+SRC = typer.Option(..., "--src", help="Source language code.")
+TGT = typer.Option(..., "--tgt", help="Target language code.")
+K = typer.Option(defaults.K, "-k", "--k", min=0, max=LIMITS["k"][1], help="Number of examples.")
+METHOD = typer.Option(defaults.METHOD, "--method", help=METHOD_HELP)
+RBM25_VARIANT = typer.Option(defaults.RBM25_VARIANT, "--rbm25-variant", help=RBM25_HELP)
+EMBEDDER = typer.Option(None, "--embedder", help=EMBEDDER_HELP)
+POOL = typer.Option(defaults.POOL, "--pool", min=1, max=LIMITS["pool"][1], help="Candidates preselected by BM25.")
+
 
 def _selector(src: str, tgt: str, k: int, method: str, pool: int, similarity: str, word_overlap: str,
               fill: str, seed: int, corpus: list[str], steps: Steps, rbm25_variant: str = defaults.RBM25_VARIANT,
@@ -67,17 +76,17 @@ def _query_steps(steps: Steps, result) -> None:
 
 def select(
     text: str | None = typer.Argument(None, help="Sentence to translate (source language)."),
-    src: str = typer.Option(..., "--src", help="Source language code."),
-    tgt: str = typer.Option(..., "--tgt", help="Target language code."),
-    k: int = typer.Option(defaults.K, "-k", "--k", min=0, max=LIMITS["k"][1], help="Number of examples."),
-    method: str = typer.Option(defaults.METHOD, "--method", help=METHOD_HELP),
-    rbm25_variant: str = typer.Option(defaults.RBM25_VARIANT, "--rbm25-variant", help=RBM25_HELP),
-    embedder: str | None = typer.Option(None, "--embedder", help=EMBEDDER_HELP),
-    ef_search: int = typer.Option(defaults.EF_SEARCH, "--ef-search", min=1, max=LIMITS["ef_search"][1], help=EF_HELP),
+    src: str = SRC,
+    tgt: str = TGT,
+    k: int = K,
+    method: str = METHOD,
+    rbm25_variant: str = RBM25_VARIANT,
+    embedder: str | None = EMBEDDER,
+    ef_search: int = typer.Option(defaults.EF_SEARCH, "--ef-search", min=1, max=LIMITS["ef_search"][1],
+                                  help=EF_HELP),
     parser: list[str] = typer.Option([], "--parser", help=PARSER_HELP + " The source's must be the one its "
                                                                         "stored sentences were parsed with."),
-    pool: int = typer.Option(defaults.POOL, "--pool", min=1, max=LIMITS["pool"][1],
-                             help="Candidates preselected by BM25."),
+    pool: int = POOL,
     similarity: str = typer.Option(defaults.SIMILARITY, "--similarity", help="Term similarity: distance | cosine."),
     word_overlap: str = typer.Option(defaults.WORD_OVERLAP, "--word-overlap", help="Word coverage: set | multiset."),
     fill: str = typer.Option(defaults.FILL, "--fill", help="With fewer than k candidates: none | random."),
@@ -164,16 +173,15 @@ def _print_result(result) -> None:
 
 def prompt(
     text: str = typer.Argument(..., help="Sentence to translate (source language)."),
-    src: str = typer.Option(..., "--src", help="Source language code."),
-    tgt: str = typer.Option(..., "--tgt", help="Target language code."),
-    k: int = typer.Option(defaults.K, "-k", "--k", min=0, max=LIMITS["k"][1], help="Number of examples."),
-    method: str = typer.Option(defaults.METHOD, "--method", help=METHOD_HELP),
-    rbm25_variant: str = typer.Option(defaults.RBM25_VARIANT, "--rbm25-variant", help=RBM25_HELP),
-    embedder: str | None = typer.Option(None, "--embedder", help=EMBEDDER_HELP),
+    src: str = SRC,
+    tgt: str = TGT,
+    k: int = K,
+    method: str = METHOD,
+    rbm25_variant: str = RBM25_VARIANT,
+    embedder: str | None = EMBEDDER,
     template: str = typer.Option(defaults.TEMPLATE, "--template", help="xglm | alpaca | path to a Jinja2 template."),
     order: str = typer.Option(defaults.ORDER, "--order", help=ORDER_HELP),
-    pool: int = typer.Option(defaults.POOL, "--pool", min=1, max=LIMITS["pool"][1],
-                             help="Candidates preselected by BM25."),
+    pool: int = POOL,
     seed: int = typer.Option(defaults.SEED, "--seed", min=LIMITS["seed"][0], max=LIMITS["seed"][1],
                              help="Seed for random selection and order."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP),
