@@ -73,12 +73,12 @@ def render(app: typer.Typer | None = None) -> str:
             out.append(summary.split("\n\n")[0].replace("\n", " ") + "\n")
         if getattr(cmd, "commands", None):
             out.append("\nCommands: " + ", ".join(f"`{name} {c}`" for c in cmd.commands) + ".\n")
-        args = argument_names(cmd)
-        usage = " ".join([name, *(f"[{a}]" for a in args), "[OPTIONS]"])
+        args = [f"[{a}]" for a in argument_names(cmd)] + (["COMMAND"] if getattr(cmd, "commands", None) else [])
+        usage = " ".join([name, *args, "[OPTIONS]"])
         out.append(f"\n    {usage}\n")
         options = [p for p in cmd.params if p.param_type_name == "option"]
         if options:
-            out.append("\n| Option | Default | |\n|---|---|---|\n")
+            out.append("\n| Option | Default | What it does |\n|---|---|---|\n")
             for p in options:
                 names = ", ".join(f"`{o}`" for o in (*p.opts, *p.secondary_opts))
                 out.append(f"| {names} | {_default(p)} | {_cell(p.help or '')} |\n")
