@@ -51,7 +51,10 @@ class WorkerCaches:
     def selector(self, job: Job) -> tuple[Any, tuple]:
         """The job's selector (scoi.selector.Selector, its parser loaded) and its cache key."""
         settings = selector_settings(job)
-        key = tuple((n, tuple(v) if isinstance(v, list) else v) for n, v in settings.items())
+        # The treeless methods share one selector per settings (its method is only the
+        # first job's: each selection names its own).
+        key = (*((n, tuple(v) if isinstance(v, list) else v) for n, v in settings.items() if n != "method"),
+               not method(job.method).trees)
         sel = self._selectors.get(key)
         if sel is None:
             t0 = time.perf_counter()
