@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from scoi.hub import DEFAULT_EMBEDDER as DEFAULT_MODEL, from_disk_or_hub, model_name
+from scoi.core.defaults import EMBEDDER as DEFAULT_MODEL
+from scoi.hub import from_disk_or_hub, model_name
 
 DEFAULT_BATCH = 64
 

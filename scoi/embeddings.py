@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from psycopg import sql
 
+from scoi.core import defaults
 from scoi.db import connect
 from scoi.db.queries import load
 
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 
 SQL = load("embed")
 DEFAULT_BATCH = 256
-DEFAULT_EF_SEARCH = 40  # pgvector's default hnsw.ef_search
+DEFAULT_EF_SEARCH = defaults.EF_SEARCH  # pgvector's default hnsw.ef_search
 
 Progress = Callable[[int], None]
 

@@ -17,9 +17,6 @@ from urllib.parse import urlparse
 
 from scoi.config import environment, hf_endpoint, hf_offline
 
-#: the paper's Fuzzy embedder (docs/method.md §7): the embedder of fuzzy / fuzzy-ann by default
-DEFAULT_EMBEDDER = "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
-
 
 def model_name(model: str) -> str:
     """The name an embedder is stored under: a local directory's absolute path, else the
@@ -29,7 +26,7 @@ def model_name(model: str) -> str:
     return str(local.resolve()) if local.is_dir() else model
 
 
-__all__ = ["DEFAULT_EMBEDDER", "from_disk_or_hub", "hub_reachable", "model_name", "offline"]
+__all__ = ["from_disk_or_hub", "hub_reachable", "model_name", "offline"]
 
 T = TypeVar("T")
 

@@ -22,15 +22,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from psycopg import sql
 
-from scoi import __version__
 from scoi.analysis import Scheme
 from scoi.config import read_max_lag_from_env
-from scoi.core.greedy import EMBEDDING_METHODS, METHODS, Candidate, check_args, select as greedy_select
+from scoi.core import defaults, methods
+from scoi.core.greedy import Candidate, check_args, select as greedy_select
 from scoi.core.limits import LIMITS
-from scoi.core.methods import TREELESS_METHODS
+from scoi.core.methods import METHODS, method_settings
 from scoi.core.names import is_language_code, printable
 from scoi.core.polynomial import LabelSpace, TermTable, expand
-from scoi.core.rbm25 import DEFAULT_RBM25_VARIANT, check_variant, ctq_tokens
+from scoi.core.rbm25 import check_variant, ctq_tokens
+from scoi.core.signature import corpora_part, method_parts, signature
 from scoi.db.queries import load
 from scoi.db.reads import ReadRoute, ReadStatus
 
@@ -53,9 +54,8 @@ def trees_missing(conn: psycopg.Connection, src: str, method: str) -> str | None
     """Why ``method`` cannot run with source ``src`` for lack of trees (some of its stored
     sentences have none: no parser at ingest), or None: checked when a job is submitted."""
     from scoi.analysis import install_hint
-    from scoi.core.methods import TREELESS_METHODS
 
-    if method in TREELESS_METHODS:
+    if not methods.method(method).trees:
         return None
     if not any(r[3] == "none" for r in conn.execute(SQL["lang_schemes"], {"lang": src.lower()}).fetchall()):
         return None
@@ -83,8 +83,8 @@ class Bm25Params:
     measured trade-offs (docs/preselection.md).
     """
 
-    k1: float = 1.5
-    b: float = 0.75
+    k1: float = defaults.BM25_K1
+    b: float = defaults.BM25_B
     budget: int = 6000         # postings read at least
     budget_frac: float = 0.02  # ... or this share of N, whichever is larger
     depth: int = 600           # sentences re-scored exactly at least
@@ -192,10 +192,11 @@ class Selector:
 
     def __init__(self, src: str, tgt: str, *, url: str | None = None, read_url: str | None = None,
                  read_max_lag: float | None = None, corpora: list[str] | None = None,
-                 k: int = 4, method: str = "scoi", pool: int = 100, similarity: str = "distance",
-                 word_overlap: str = "set", fill: str = "none", seed: int = 0,
-                 bm25: Bm25Params | None = None, parser: str | None = None, rbm25_variant: str = DEFAULT_RBM25_VARIANT,
-                 embedder: str | None = None, ef_search: int = 40) -> None:
+                 k: int = defaults.K, method: str = defaults.METHOD, pool: int = defaults.POOL,
+                 similarity: str = defaults.SIMILARITY, word_overlap: str = defaults.WORD_OVERLAP,
+                 fill: str = defaults.FILL, seed: int = defaults.SEED, bm25: Bm25Params | None = None,
+                 parser: str | None = None, rbm25_variant: str = defaults.RBM25_VARIANT,
+                 embedder: str | None = None, ef_search: int = defaults.EF_SEARCH) -> None:
         check_args(method, similarity, word_overlap, k)
         check_variant(rbm25_variant)
         for code, option in ((src, "--src"), (tgt, "--tgt")):
@@ -242,7 +243,7 @@ class Selector:
         self.labels = LabelSpace(labels)
         self.terms = TermTable(self.labels)
         self._analyzer = None
-        if method in EMBEDDING_METHODS:
+        if methods.method(method).embeddings:
             self.embedder_row()  # fail now, not at the first sentence, when nothing is embedded
         self._thread: futures.ThreadPoolExecutor | None = None
         self._pools: dict[tuple[str, ...], list[CandidateRow]] = {}  # prepare_pools: pools ready for select
@@ -263,13 +264,13 @@ class Selector:
         Queries must be analysed exactly as those sentences were, or their terms are not
         comparable: mixed or old ('moses') schemes, another pipeline or another installed
         version are refused with the command that fixes them. A method that reads no tree
-        (TREELESS_METHODS) runs whatever the trees are, without parsing the query when the
-        stored scheme cannot be used (``NO_TREES``).
+        (its registry entry's ``trees`` is false) runs whatever the trees are, without
+        parsing the query when the stored scheme cannot be used (``NO_TREES``).
         """
         from scoi.analysis import NO_TREES, choose_parser
 
         rows = self.conn.execute(SQL["lang_schemes"], {"lang": self.src}).fetchall()
-        treeless = method in TREELESS_METHODS
+        treeless = not methods.method(method).trees
         if not rows:  # nothing stored yet (empty corpora): the parser ingest would use
             return choose_parser(self.src, override, required=not treeless).scheme, None
         try:
@@ -453,10 +454,10 @@ class Selector:
         """The stored embedder the fuzzy methods use (``embedder``, default the paper's):
         refused when no sentence was embedded with it."""
         if self._embedder_row is None:
-            from scoi.embedder import DEFAULT_MODEL, model_name
+            from scoi.hub import model_name
             from scoi.embeddings import find_embedder
 
-            name = model_name(self.embedder_model or DEFAULT_MODEL)
+            name = model_name(self.embedder_model or defaults.EMBEDDER)
             row = find_embedder(self.conn, name)
             if row is None:
                 raise SelectionError(f"no sentence is embedded with {name}; the fuzzy methods need embeddings: "
@@ -483,7 +484,7 @@ class Selector:
         from scoi.embeddings import nearest, pool_embeddings
 
         t0 = time.perf_counter()
-        if method == "fuzzy":
+        if methods.method(method).bm25_pool:
             vectors = pool_embeddings(self.conn, self.embedder_row(), [r.pair_id for r in rows], self.src)
         else:
             found = nearest(self.conn, self.embedder_row(), query, lang=self.src, tgt=self.tgt,
@@ -513,12 +514,13 @@ class Selector:
         method = method or self.method
         check_args(method, self.similarity, self.word_overlap, k)
         self.conn, self.read_status = self.reads.choose()  # the replica, or the primary (scoi.db.reads)
-        if not self.scheme.has_trees and method not in TREELESS_METHODS:
+        entry = methods.method(method)
+        if not self.scheme.has_trees and entry.trees:
             raise SelectionError(self._no_trees(method))
         t0 = time.perf_counter()
         tokens = self.analyzer.tokenize(text) if analysis is None else analysis[0]
-        by_embedding = method in EMBEDDING_METHODS
-        pool = (None if method in ("zero", "fuzzy-ann") or not tokens
+        by_embedding = entry.embeddings
+        pool = (None if not entry.bm25_pool or not tokens
                 else self._preselect_thread().submit(self._timed_pool, tokens))
         try:
             # The fuzzy methods need no tree: the query's embedding instead (overlapping the pool too).
@@ -536,7 +538,7 @@ class Selector:
         t2 = time.perf_counter()
         q, q_ids, cands, table = self.coverage_inputs(terms, rows)
         pick_tokens = tokens
-        if method == "rbm25" and self.rbm25_variant != "moses":  # docs/method.md §7.1: the variant's tokens
+        if "rbm25_variant" in entry.settings and self.rbm25_variant != "moses":  # docs/method.md §7.1: its tokens
             tokenize = _tokens_13a if self.rbm25_variant == "agrawal" else ctq_tokens
             pick_tokens, cands = tokenize(text), [c._replace(tokens=tokenize(r.src)) for c, r in zip(cands, rows)]
         picks = greedy_select(q, pick_tokens, cands, k=k, method=method, similarity=self.similarity,
@@ -545,7 +547,7 @@ class Selector:
         selected = [Picked(rows[p.index].pair_id, rows[p.index].src, rows[p.index].tgt, p.criterion, p.coverage)
                     for p in picks]
         t3 = time.perf_counter()
-        if self.fill == "random" and method != "zero" and len(selected) < k:
+        if self.fill == "random" and entry.examples and len(selected) < k:
             selected += self._fill(k - len(selected), [p.pair_id for p in selected])
         params = self.params(method, k)
         result = SelectionResult(
@@ -582,30 +584,23 @@ class Selector:
         rows = self.fetch([(i, 0.0) for i in ids])
         return [Picked(r.pair_id, r.src, r.tgt, "fill", None) for r in rows]
 
+    def method_settings(self, method: str) -> dict[str, str | int]:
+        """The settings only ``method`` reads, as params and the signature name them."""
+        embedder = self.embedder_row().name if methods.method(method).embeddings else None
+        return method_settings(method, rbm25_variant=self.rbm25_variant, embedder=embedder,
+                               ef_search=self.ef_search)
+
     def params(self, method: str, k: int) -> dict[str, Any]:
-        variant = {"rbm25_variant": self.rbm25_variant} if method == "rbm25" else {}
-        if method in EMBEDDING_METHODS:
-            variant["embedder"] = self.embedder_row().name
-        if method == "fuzzy-ann":
-            variant["ef_search"] = self.ef_search
-        return {"method": method, **variant, "k": k, "pool": self.pool, "similarity": self.similarity,
-                "word_overlap": self.word_overlap, "fill": self.fill, "seed": self.seed,
-                "corpora": self.corpora, "bm25": asdict(self.bm25)}
+        return {"method": method, **self.method_settings(method), "k": k, "pool": self.pool,
+                "similarity": self.similarity, "word_overlap": self.word_overlap, "fill": self.fill,
+                "seed": self.seed, "corpora": self.corpora, "bm25": asdict(self.bm25)}
 
     def signature(self, method: str, k: int) -> str:
-        """Every setting that changes the result, sacrebleu style."""
-        b = self.bm25
-        variant = [f"rbm25:{self.rbm25_variant}"] if method == "rbm25" else []
-        if method in EMBEDDING_METHODS:
-            variant.append(f"embedder:{self.embedder_row().name}")
-        if method == "fuzzy-ann":
-            variant.append(f"hnsw:cosine,ef_search={self.ef_search}")
-        parts = [f"{self.src}-{self.tgt}", f"method:{method}", *variant, f"k:{k}", f"pool:{self.pool}",
-                 f"sim:{self.similarity}", f"words:{self.word_overlap}", f"fill:{self.fill}", f"seed:{self.seed}",
-                 f"bm25:{b.signature()}",
-                 f"corpora:{','.join(self.corpora) if self.corpora else 'all'}",
-                 f"parser:{self.scheme}", f"scoi:{__version__}"]
-        return "|".join(parts)
+        """Every setting that changes the result (scoi.core.signature)."""
+        return signature(self.src, self.tgt, {
+            "method": method, **method_parts(self.method_settings(method)), "k": k, "pool": self.pool,
+            "sim": self.similarity, "words": self.word_overlap, "fill": self.fill, "seed": self.seed,
+            "bm25": self.bm25.signature(), "corpora": corpora_part(self.corpora), "parser": self.scheme})
 
     def close(self) -> None:
         if self._thread is not None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import typer
 
+from scoi.core import defaults
 from scoi.core.methods import method_help
 from scoi.core.names import printable
 
@@ -249,7 +250,7 @@ def parse_key_values(items: list[str], option: str) -> dict[str, Any]:
 # --------------------------------------------------------------------------- option help shared by commands
 METHOD_HELP = method_help()
 EMBEDDER_HELP = ("Embedding model of --method fuzzy / fuzzy-ann (the --model given to `scoi embed`; default: "
-                 "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2).")
+                 f"{defaults.EMBEDDER}).")
 RBM25_HELP = ("R-BM25 variant (--method rbm25): moses (default: CTQ Scorer's re-ranking over Moses tokens, "
               "scoi's; better end to end) | ctq (CTQ Scorer's code exactly, its tokenizer too: the published "
               "numbers) | agrawal (Agrawal et al.'s release).")

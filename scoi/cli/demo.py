@@ -99,7 +99,7 @@ def _translate_and_score(url: str, model: str, k: int, tests: list[tuple[str, st
             jobs[method] = submit(conn, spec, [s for s, _ in tests], references=[t for _, t in tests])
     say(f"\n3. translating {len(tests)} sentences x 2 methods with {model} (jobs {list(jobs.values())})")
     for job_id in jobs.values():
-        with Worker(url, WorkerOptions(burst=True, job_id=job_id, batch_size=8)) as w:
+        with Worker(url, WorkerOptions(burst=True, job_id=job_id)) as w:
             w.run()
     with connect(url) as conn:
         columns, table = compare(conn, [get_job(conn, j) for j in jobs.values()])

@@ -7,6 +7,7 @@ import sys
 import typer
 
 from scoi.cli.common import console, database_url, emit_json, run_batches
+from scoi.core import defaults
 from scoi.core.limits import LIMITS
 
 MODEL_HELP = ("sentence-transformers model: a local directory (SentenceTransformer.save) or a Hugging Face "
@@ -14,8 +15,7 @@ MODEL_HELP = ("sentence-transformers model: a local directory (SentenceTransform
 
 
 def embed(
-    model: str = typer.Option("sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2", "--model",
-                              help=MODEL_HELP),
+    model: str = typer.Option(defaults.EMBEDDER, "--model", help=MODEL_HELP),
     lang: list[str] = typer.Option([], "--lang", help="Only sentences of this language (repeatable; default: all)."),
     batch_size: int = typer.Option(256, "--batch-size", min=1, max=LIMITS["batch_size"][1],
                                    help="Sentences per encode call and transaction."),

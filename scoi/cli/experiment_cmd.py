@@ -8,6 +8,7 @@ import typer
 
 from scoi.cli.common import console, database_url, emit_json, fail, print_rows, say
 from scoi.cli.job_options import EXPERIMENT, JobOptions, job_options
+from scoi.core import defaults
 from scoi.core.limits import LIMITS
 
 experiment_app = typer.Typer(help="Compare selection methods on a test file with references (the paper's table).",
@@ -73,9 +74,10 @@ def run(
     methods: str = typer.Option("zero,random,bm25,rbm25,poly-topk,dpp,scoi", "--methods",
                                 help="Comma-separated methods, one table row each (random: mean of --random-seeds; "
                                      "rbm25:ctq / rbm25:agrawal: R-BM25 with that variant, rbm25 alone is moses)."),
-    ks: str = typer.Option("4", "--k", help="Comma-separated numbers of examples, e.g. 1,4."),
-    orders: str = typer.Option("reverse", "--orders", help="Comma-separated example orders (reverse, selection)."),
-    templates: str = typer.Option("xglm", "--templates", help="Comma-separated prompt templates (xglm, alpaca, FILE)."),
+    ks: str = typer.Option(str(defaults.K), "--k", help="Comma-separated numbers of examples, e.g. 1,4."),
+    orders: str = typer.Option(defaults.ORDER, "--orders", help="Comma-separated example orders (reverse, selection)."),
+    templates: str = typer.Option(defaults.TEMPLATE, "--templates",
+                                  help="Comma-separated prompt templates (xglm, alpaca, FILE)."),
     baseline: str | None = typer.Option(None, "--baseline", help="Method the others are tested against "
                                                                  "(default: bm25 if compared, else the first)."),
     random_seeds: int = typer.Option(3, "--random-seeds", min=1, max=LIMITS["random_seeds"][1],

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from scoi.cli.common import METHOD_HELP, Steps, console, database_url, emit_json, fail, print_rows
+from scoi.core import defaults
 
 
 def gaps(
@@ -15,8 +16,8 @@ def gaps(
     file: Path | None = typer.Option(None, "--file", help="Sentences, one per line, selected now (nothing stored)."),
     src: str | None = typer.Option(None, "--src", help="With --file: source language code."),
     tgt: str | None = typer.Option(None, "--tgt", help="With --file: target language code."),
-    method: str = typer.Option("scoi", "--method", help="With --file: " + METHOD_HELP),
-    k: int = typer.Option(4, "-k", "--k", min=0, help="With --file: examples per sentence."),
+    method: str = typer.Option(defaults.METHOD, "--method", help="With --file: " + METHOD_HELP),
+    k: int = typer.Option(defaults.K, "-k", "--k", min=0, help="With --file: examples per sentence."),
     limit: int = typer.Option(30, "--limit", min=1, help="Rows per kind (words, terms)."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
@@ -38,7 +39,8 @@ def gaps(
             from scoi.cli.select_cmd import _selector
 
             sentences = read_lines(file)
-            sel = _selector(src, tgt, k, method, 100, "distance", "set", "none", 0, [], Steps())
+            sel = _selector(src, tgt, k, method, defaults.POOL, defaults.SIMILARITY, defaults.WORD_OVERLAP,
+                            defaults.FILL, defaults.SEED, [], Steps())
             with sel:
                 report = sentence_gaps(sel, sentences, scope=str(file), k=k, method=method, limit=limit)
         else:

@@ -14,6 +14,7 @@ import typer
 
 from scoi.cli.common import (BACKEND_OPT_HELP, EMBEDDER_HELP, METHOD_HELP, ORDER_HELP, PARSER_HELP, RBM25_HELP,
                              given_parsers, parse_key_values)
+from scoi.core import defaults
 from scoi.core.limits import LIMITS
 
 
@@ -25,19 +26,19 @@ class JobOptions:
     src: str = ""
     tgt: str = ""
     model: str = ""
-    method: str = "scoi"
-    k: int = 4
-    template: str = "xglm"
-    max_attempts: int = 3
-    pool: int = 100
+    method: str = defaults.METHOD
+    k: int = defaults.K
+    template: str = defaults.TEMPLATE
+    max_attempts: int = defaults.MAX_ATTEMPTS
+    pool: int = defaults.POOL
     corpus: list[str] | None = None
-    fill: str = "none"
-    order: str = "reverse"
-    seed: int = 0
-    max_new_tokens: int = 128
+    fill: str = defaults.FILL
+    order: str = defaults.ORDER
+    seed: int = defaults.SEED
+    max_new_tokens: int = defaults.MAX_NEW_TOKENS
     backend_opt: list[str] | None = None
     embedder: str | None = None
-    rbm25_variant: str = "moses"
+    rbm25_variant: str = defaults.RBM25_VARIANT
     parser: list[str] | None = None
 
     def backend_options(self) -> dict[str, Any]:

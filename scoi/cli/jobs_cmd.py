@@ -16,6 +16,7 @@ from scoi.cli.common import (BACKEND_OPT_HELP, DEST_COLUMN_HELP, DEST_KEY_HELP, 
                              database_url, emit_json, err_console, fail, parse_key_values, print_rows, say,
                              table_cells)
 from scoi.cli.job_options import JobOptions, job_options
+from scoi.core import defaults
 from scoi.core.limits import LIMITS
 from scoi.core.names import printable
 
@@ -125,11 +126,13 @@ def sync(
     src: str | None = typer.Option(None, "--src", help="Source language code (needed on the first run)."),
     tgt: str | None = typer.Option(None, "--tgt", help="Target language code (needed on the first run)."),
     model: str | None = typer.Option(None, "--model", "-m", help="Backend spec (needed on the first run)."),
-    method: str | None = typer.Option(None, "--method", help=METHOD_HELP + " Default scoi."),
-    k: int | None = typer.Option(None, "-k", "--k", min=0, max=LIMITS["k"][1], help="Examples per prompt (default 4)."),
+    method: str | None = typer.Option(None, "--method", help=METHOD_HELP + f" Default {defaults.METHOD}."),
+    k: int | None = typer.Option(None, "-k", "--k", min=0, max=LIMITS["k"][1],
+                                 help=f"Examples per prompt (default {defaults.K})."),
     references: Path | None = typer.Option(None, "--references", "-r", help="Reference translations, line-aligned."),
-    template: str | None = typer.Option(None, "--template", help="xglm | alpaca | PATH (default xglm)."),
-    max_attempts: int = typer.Option(3, "--max-attempts", min=1, max=LIMITS["max_attempts"][1],
+    template: str | None = typer.Option(None, "--template",
+                                        help=f"xglm | alpaca | PATH (default {defaults.TEMPLATE})."),
+    max_attempts: int = typer.Option(defaults.MAX_ATTEMPTS, "--max-attempts", min=1, max=LIMITS["max_attempts"][1],
                                      help="Attempts per item (first run)."),
     backend_opt: list[str] = typer.Option([], "--backend-opt", help=BACKEND_OPT_HELP + " First run only."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: what was added, as JSON."),
@@ -145,8 +148,9 @@ def sync(
     sources, refs = _read_inputs(input_file, references)
     given = {a for a, v in (("src", src), ("tgt", tgt), ("model", model), ("method", method), ("k", k),
                             ("template", template)) if v is not None}
-    spec = JobSpec(src=src or "", tgt=tgt or "", model=model or "", method=method or "scoi",
-                   k=4 if k is None else k, template=template or "xglm", name=name, max_attempts=max_attempts,
+    spec = JobSpec(src=src or "", tgt=tgt or "", model=model or "", method=method or defaults.METHOD,
+                   k=defaults.K if k is None else k, template=template or defaults.TEMPLATE, name=name,
+                   max_attempts=max_attempts,
                    backend_options=parse_key_values(backend_opt, "--backend-opt"))
     with _connect() as conn:
         try:
@@ -303,18 +307,18 @@ def cancel_cmd(job: str = typer.Argument(..., help="Job id or name."),
 # --------------------------------------------------------------------------- worker
 def worker(
     burst: bool = typer.Option(False, "--burst", help="Exit once no item is claimable (cron, CI)."),
-    batch_size: int = typer.Option(8, "--batch-size", min=1, max=LIMITS["batch_size"][1],
+    batch_size: int = typer.Option(defaults.WORKER_BATCH, "--batch-size", min=1, max=LIMITS["batch_size"][1],
                                    help="Items claimed and generated together."),
     concurrency: int = typer.Option(1, "--concurrency", min=1, max=LIMITS["workers"][1],
                                     help="Worker processes to run (each loads the model)."),
-    stall_timeout: float = typer.Option(300.0, "--stall-timeout", min=0.1,
+    stall_timeout: float = typer.Option(defaults.STALL_TIMEOUT, "--stall-timeout", min=0.1,
                                         help="Seconds without heartbeat before a live but stuck worker's item is "
                                              "re-claimed (a dead worker's go at once); use one value "
                                              "for all workers (each beats every min(timeout/3, 10) s)."),
     job: str | None = typer.Option(None, "--job", help="Only this job's items (id or name)."),
     max_items: int | None = typer.Option(None, "--max-items", min=1, max=LIMITS["limit"][1],
                                          help="Stop after claiming this many items."),
-    poll: float = typer.Option(2.0, "--poll", min=0.05, help="Idle wait between claims, seconds."),
+    poll: float = typer.Option(defaults.POLL_SECONDS, "--poll", min=0.05, help="Idle wait between claims, seconds."),
     prefetch: bool = typer.Option(True, "--prefetch/--no-prefetch",
                                   help="Select the next batch's examples while this batch generates (same "
                                        "results; --no-prefetch when the model needs every core)."),

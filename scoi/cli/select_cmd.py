@@ -8,7 +8,9 @@ import typer
 
 from scoi.cli.common import (EMBEDDER_HELP, METHOD_HELP, ORDER_HELP, PARSER_HELP, RBM25_HELP, Steps, console,
                              database_url, emit_json, err_console, fail, parser_options, table_cells)
+from scoi.core import defaults
 from scoi.core.limits import LIMITS
+from scoi.core.methods import INDEX, REGISTRY
 
 BATCH = 64  # --file: queries parsed (nlp.pipe) and preselected together
 
@@ -18,13 +20,21 @@ EF_HELP = "fuzzy-ann: HNSW candidates searched per query (pgvector hnsw.ef_searc
 VERBOSE_HELP = ("Print where the command's time went (imports, server, migration check, spaCy, query) to stderr, "
                 "and, with SCOI_READ_DATABASE_URL, where the query read and how far behind the replica was.")
 
+# The options scoi select and scoi prompt share, declared once (typer reads them, never changes them).
+SRC = typer.Option(..., "--src", help="Source language code.")
+TGT = typer.Option(..., "--tgt", help="Target language code.")
+K = typer.Option(defaults.K, "-k", "--k", min=0, max=LIMITS["k"][1], help="Number of examples.")
+METHOD = typer.Option(defaults.METHOD, "--method", help=METHOD_HELP)
+RBM25_VARIANT = typer.Option(defaults.RBM25_VARIANT, "--rbm25-variant", help=RBM25_HELP)
+EMBEDDER = typer.Option(None, "--embedder", help=EMBEDDER_HELP)
+POOL = typer.Option(defaults.POOL, "--pool", min=1, max=LIMITS["pool"][1], help="Candidates preselected by BM25.")
+
 
 def _selector(src: str, tgt: str, k: int, method: str, pool: int, similarity: str, word_overlap: str,
-              fill: str, seed: int, corpus: list[str], steps: Steps, rbm25_variant: str = "moses",
-              embedder: str | None = None, ef_search: int = 40, parser: list[str] | None = None):
+              fill: str, seed: int, corpus: list[str], steps: Steps, rbm25_variant: str = defaults.RBM25_VARIANT,
+              embedder: str | None = None, ef_search: int = defaults.EF_SEARCH, parser: list[str] | None = None):
     """A Selector with its analyser loaded, each start-up step timed in ``steps``."""
     from scoi.analysis import ParserNotAvailable, import_spacy, load_trees, needs_torch
-    from scoi.core.greedy import EMBEDDING_METHODS
     from scoi.embedder import EmbedderError
     from scoi.embeddings import EmbeddingError
     from scoi.selector import SelectionError, Selector
@@ -47,7 +57,7 @@ def _selector(src: str, tgt: str, k: int, method: str, pool: int, similarity: st
         steps.step(f"pipeline load ({sel.scheme})")
         sel.analyzer  # noqa: B018 - builds the Moses normaliser and tokeniser
         steps.step("Moses set-up")
-        if method in EMBEDDING_METHODS:
+        if method in REGISTRY and REGISTRY[method].embeddings:
             sel.embedder()  # loads the model now: a model that cannot load fails before any query
             steps.step("embedder load")
     except (SelectionError, ValueError, ParserNotAvailable, EmbedderError, EmbeddingError) as e:
@@ -66,20 +76,21 @@ def _query_steps(steps: Steps, result) -> None:
 
 def select(
     text: str | None = typer.Argument(None, help="Sentence to translate (source language)."),
-    src: str = typer.Option(..., "--src", help="Source language code."),
-    tgt: str = typer.Option(..., "--tgt", help="Target language code."),
-    k: int = typer.Option(4, "-k", "--k", min=0, max=LIMITS["k"][1], help="Number of examples."),
-    method: str = typer.Option("scoi", "--method", help=METHOD_HELP),
-    rbm25_variant: str = typer.Option("moses", "--rbm25-variant", help=RBM25_HELP),
-    embedder: str | None = typer.Option(None, "--embedder", help=EMBEDDER_HELP),
-    ef_search: int = typer.Option(40, "--ef-search", min=1, max=LIMITS["ef_search"][1], help=EF_HELP),
+    src: str = SRC,
+    tgt: str = TGT,
+    k: int = K,
+    method: str = METHOD,
+    rbm25_variant: str = RBM25_VARIANT,
+    embedder: str | None = EMBEDDER,
+    ef_search: int = typer.Option(defaults.EF_SEARCH, "--ef-search", min=1, max=LIMITS["ef_search"][1],
+                                  help=EF_HELP),
     parser: list[str] = typer.Option([], "--parser", help=PARSER_HELP + " The source's must be the one its "
                                                                         "stored sentences were parsed with."),
-    pool: int = typer.Option(100, "--pool", min=1, max=LIMITS["pool"][1], help="Candidates preselected by BM25."),
-    similarity: str = typer.Option("distance", "--similarity", help="Term similarity: distance | cosine."),
-    word_overlap: str = typer.Option("set", "--word-overlap", help="Word coverage: set | multiset."),
-    fill: str = typer.Option("none", "--fill", help="With fewer than k candidates: none | random."),
-    seed: int = typer.Option(0, "--seed", min=LIMITS["seed"][0], max=LIMITS["seed"][1],
+    pool: int = POOL,
+    similarity: str = typer.Option(defaults.SIMILARITY, "--similarity", help="Term similarity: distance | cosine."),
+    word_overlap: str = typer.Option(defaults.WORD_OVERLAP, "--word-overlap", help="Word coverage: set | multiset."),
+    fill: str = typer.Option(defaults.FILL, "--fill", help="With fewer than k candidates: none | random."),
+    seed: int = typer.Option(defaults.SEED, "--seed", min=LIMITS["seed"][0], max=LIMITS["seed"][1],
                              help="Seed for random selection and fills."),
     corpus: list[str] = typer.Option([], "--corpus", help="Only use these corpora (repeatable)."),
     file: Path | None = typer.Option(None, "--file", help="One query per line; one JSON object per query."),
@@ -103,7 +114,7 @@ def select(
             fail(str(e))
     sel = _selector(src, tgt, k, method, pool, similarity, word_overlap, fill, seed, corpus, steps, rbm25_variant,
                     embedder, ef_search, parser)
-    if show_sql and method == "fuzzy-ann":
+    if show_sql and REGISTRY[method].candidates == INDEX:  # the HNSW search, not a BM25 pool
         from scoi.embeddings import ann_sql
 
         console.print(ann_sql(sel.conn, sel.embedder_row()), highlight=False, markup=False)
@@ -162,16 +173,16 @@ def _print_result(result) -> None:
 
 def prompt(
     text: str = typer.Argument(..., help="Sentence to translate (source language)."),
-    src: str = typer.Option(..., "--src", help="Source language code."),
-    tgt: str = typer.Option(..., "--tgt", help="Target language code."),
-    k: int = typer.Option(4, "-k", "--k", min=0, max=LIMITS["k"][1], help="Number of examples."),
-    method: str = typer.Option("scoi", "--method", help=METHOD_HELP),
-    rbm25_variant: str = typer.Option("moses", "--rbm25-variant", help=RBM25_HELP),
-    embedder: str | None = typer.Option(None, "--embedder", help=EMBEDDER_HELP),
-    template: str = typer.Option("xglm", "--template", help="xglm | alpaca | path to a Jinja2 template."),
-    order: str = typer.Option("reverse", "--order", help=ORDER_HELP),
-    pool: int = typer.Option(100, "--pool", min=1, max=LIMITS["pool"][1], help="Candidates preselected by BM25."),
-    seed: int = typer.Option(0, "--seed", min=LIMITS["seed"][0], max=LIMITS["seed"][1],
+    src: str = SRC,
+    tgt: str = TGT,
+    k: int = K,
+    method: str = METHOD,
+    rbm25_variant: str = RBM25_VARIANT,
+    embedder: str | None = EMBEDDER,
+    template: str = typer.Option(defaults.TEMPLATE, "--template", help="xglm | alpaca | path to a Jinja2 template."),
+    order: str = typer.Option(defaults.ORDER, "--order", help=ORDER_HELP),
+    pool: int = POOL,
+    seed: int = typer.Option(defaults.SEED, "--seed", min=LIMITS["seed"][0], max=LIMITS["seed"][1],
                              help="Seed for random selection and order."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP),
 ) -> None:
@@ -179,7 +190,8 @@ def prompt(
     from scoi.core.prompt import Example, render_prompt
 
     steps = Steps()
-    sel = _selector(src, tgt, k, method, pool, "distance", "set", "none", seed, [], steps, rbm25_variant, embedder)
+    sel = _selector(src, tgt, k, method, pool, defaults.SIMILARITY, defaults.WORD_OVERLAP, defaults.FILL, seed, [],
+                    steps, rbm25_variant, embedder)
     result = sel.select(text)
     _query_steps(steps, result)
     try:

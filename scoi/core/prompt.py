@@ -54,6 +54,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
+from scoi.core import defaults
+
 __all__ = [
     "LANGUAGE_NAMES",
     "DEFAULT_ORDER",
@@ -145,7 +147,7 @@ TEMPLATE_NAMES: tuple[str, ...] = ("xglm", "alpaca")
 ORDERS: tuple[str, ...] = ("reverse", "selection", "random")
 
 #: The order used when none is given: the published one.
-DEFAULT_ORDER = "reverse"
+DEFAULT_ORDER = defaults.ORDER
 
 #: Older spellings still accepted (jobs stored before the rename hold ``reversed``).
 ORDER_ALIASES: dict[str, str] = {"reversed": "reverse"}
@@ -301,7 +303,7 @@ def render_prompt(
     examples: Sequence[Example],
     src_lang: str,
     tgt_lang: str,
-    template: str = "xglm",
+    template: str = defaults.TEMPLATE,
     order: str = DEFAULT_ORDER,
     seed: int = 0,
 ) -> str:

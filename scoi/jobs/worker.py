@@ -23,11 +23,12 @@ alone (scoi/db/sql/jobs.sql):
   cleaned and noted in the item's ``warning``, and a value the database still refuses fails
   that item alone.
 
-Selectors (one per direction and selection settings) and backends (one per model spec and
-options) are built once per worker and reused for every batch; with ``read_url`` the
-selectors read from that streaming replica (scoi.db.reads), while claims, results and
-recorded selections stay on ``url``; with ``job_id`` they are
-loaded before the first claim, so no item waits locked while a model loads.
+Selectors and backends are built once per worker and reused for every batch
+(scoi.jobs.caches); with ``read_url`` the selectors read from that streaming replica
+(scoi.db.reads), while claims, results and recorded selections stay on ``url``; with
+``job_id`` they are loaded before the first claim, so no item waits locked while a model
+loads. With ``prefetch`` the next batch is claimed and prepared while this one generates
+(scoi.jobs.prefetch).
 
 Per-item cost is kept low by working per batch: the batch's sentences are parsed in one
 spaCy call, and the batch's selections are recorded (scoi.recording) in the same
@@ -37,25 +38,26 @@ only together with the item result that used it.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
 import threading
 import time
 import uuid
-from concurrent import futures
 from dataclasses import asdict, dataclass, field
 from itertools import groupby
 from typing import Any, Callable, NamedTuple
 
 import psycopg
 
+from scoi.core import defaults
+from scoi.core.methods import method
 from scoi.core.prompt import Example, extract_answer, render_prompt, stop_markers
 from scoi.jobs import store
+from scoi.jobs.caches import WorkerCaches
 from scoi.jobs.liveness import Liveness
 from scoi.jobs.spec import Job, job_order, storable_text
-from scoi.jobs.store import get_job, listen_for_items
+from scoi.jobs.store import listen_for_items
 
 MAX_ERROR_CHARS = 4000
 #: What writing a value PostgreSQL cannot hold raises: DataError from the server (NUL, a
@@ -65,11 +67,11 @@ REFUSED_VALUE = (psycopg.DataError, UnicodeEncodeError)
 
 @dataclass
 class WorkerOptions:
-    batch_size: int = 8
-    stall_timeout: float = 300.0   # seconds without heartbeat before an item is re-claimed
+    batch_size: int = defaults.WORKER_BATCH
+    stall_timeout: float = defaults.STALL_TIMEOUT  # seconds without heartbeat before an item is re-claimed
     burst: bool = False            # exit when nothing is claimable
     job_id: int | None = None      # only this job's items
-    poll_seconds: float = 2.0      # idle wait between claims (LISTEN wakes earlier)
+    poll_seconds: float = defaults.POLL_SECONDS  # idle wait between claims (LISTEN wakes earlier)
     heartbeat_seconds: float | None = None  # default: stall_timeout / 3, at most 10 s
     max_items: int | None = None   # stop after claiming this many (benchmarks)
     prefetch: bool = True          # claim and prepare the next batch while this one generates
@@ -205,20 +207,25 @@ class Worker:
         self.liveness = Liveness(url, self.id, stall_timeout=self.opts.stall_timeout,
                                  interval=self.opts.heartbeat_interval(), log=self.log)
         self.stats = WorkerStats(worker=self.id)
+        self.caches = WorkerCaches(self.conn, url, read_url=read_url,
+                                   log=lambda msg: self.log(f"worker {self.id}: {msg}"))
         self._stop = threading.Event()
-        self._jobs: dict[int, Job] = {}
-        self._selectors: dict[tuple, Any] = {}
-        self._backends: dict[tuple, Any] = {}  # a Backend, or the exception its loading raised
         self._last_write_ms = 0.0
-        self._claim_ms = 0.0  # the current batch's claim, part of its items' overhead
+        #: the current batch's claim (ms), part of its items' overhead (the prefetch loop
+        #: sets it back when it claims the next batch early)
+        self.claim_ms = 0.0
         self._last_stall_check = 0.0
-        self._setup_seconds = 0.0  # loading selectors/parsers/models: not per-item overhead
         self._next_schedule_check = 0.0
 
     # ------------------------------------------------------------------ control
     def request_stop(self) -> None:
         """Finish the current batch, then return from ``run``."""
         self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        """Whether a stop was requested (the current batch is the last)."""
+        return self._stop.is_set()
 
     def _install_signals(self) -> Callable[[], None]:
         if threading.current_thread() is not threading.main_thread():
@@ -259,11 +266,12 @@ class Worker:
         items = sorted((Claimed(*r) for r in rows), key=lambda c: (c.job_id, c.idx))
         self.stats.claimed += len(items)
         if items:  # an empty claim is idle time, not an item's
-            self._claim_ms = (time.perf_counter() - t0) * 1000
-            self.stats.add_phase("claim", self._claim_ms)
+            self.claim_ms = (time.perf_counter() - t0) * 1000
+            self.stats.add_phase("claim", self.claim_ms)
         return items
 
-    def _wait_for_work(self) -> None:
+    def wait_for_work(self) -> None:
+        """Idle until an item is queued (LISTEN), a stop is requested or ``poll_seconds`` pass."""
         deadline = time.monotonic() + self.opts.poll_seconds
         while not self._stop.is_set():
             left = deadline - time.monotonic()
@@ -271,61 +279,6 @@ class Worker:
                 return
             for _ in self.conn.notifies(timeout=min(left, 0.5), stop_after=1):
                 return
-
-    # ------------------------------------------------------------------ resources
-    def job(self, job_id: int) -> Job:
-        job = self._jobs.get(job_id)
-        if job is None:
-            job = self._jobs[job_id] = get_job(self.conn, job_id)
-        return job
-
-    def selector(self, job: Job):
-        p = job.params
-        from scoi.core.methods import TREELESS_METHODS
-
-        # A method that reads no tree runs on a source stored without trees: its own selector.
-        treeless = job.method in TREELESS_METHODS
-        parser = (p.get("parsers") or {}).get(job.src_lang)
-        key = (job.src_lang, job.tgt_lang, p.get("pool", 100), p.get("fill", "none"), p.get("seed", 0),
-               tuple(p.get("corpora") or ()), p.get("embedder"), p.get("rbm25_variant", "moses"), treeless, parser)
-        sel = self._selectors.get(key)
-        if sel is None:
-            t0 = time.perf_counter()
-            from scoi.selector import Selector
-
-            sel = Selector(job.src_lang, job.tgt_lang, url=self.url, read_url=self.read_url,
-                           corpora=p.get("corpora") or None,
-                           method=job.method if treeless else "scoi", pool=p.get("pool", 100),
-                           fill=p.get("fill", "none"), seed=p.get("seed", 0), parser=parser,
-                           embedder=p.get("embedder"), rbm25_variant=p.get("rbm25_variant", "moses"))
-            sel.analyzer  # load the parser now, not inside the first item's timing
-            self._selectors[key] = sel
-            self._setup_seconds += time.perf_counter() - t0
-        return sel, key
-
-    def backend(self, job: Job):
-        from scoi.backends.loader import load_backend
-
-        options = job.params.get("backend_options") or {}
-        key = (job.model, json.dumps(options, sort_keys=True))
-        backend = self._backends.get(key)
-        if backend is None:
-            self.log(f"worker {self.id}: loading {job.model}")
-            t0 = time.perf_counter()
-            try:
-                backend = load_backend(job.model, **options)
-            except Exception as e:  # noqa: BLE001 - kept, so every item gets the same error quickly
-                backend = e
-            self._backends[key] = backend
-            self._setup_seconds += time.perf_counter() - t0
-        if isinstance(backend, BaseException):
-            raise backend.with_traceback(None)
-        return backend
-
-    def _backend_retries(self) -> int:
-        """Retries the loaded backends made (an HTTP backend counts them in ``retries``; a
-        local model has none): a server restart shows in the summary, not only in timings."""
-        return sum(getattr(b, "retries", 0) for b in self._backends.values() if not isinstance(b, BaseException))
 
     # ------------------------------------------------------------------ work
     def process(self, items: list[Claimed]) -> None:
@@ -348,7 +301,7 @@ class Worker:
     def generate_batch(self, preps: list[PrepareResult]) -> tuple[list[Generated], list[Failed], float]:
         """Step 2 for each job's prepared items: the answers, the failures, and the seconds
         that are not overhead (generation, and one-off loading of models)."""
-        setup0 = self._setup_seconds
+        setup0 = self.caches.setup_seconds
         gen_wall = 0.0
         done: list[Generated] = []
         failed: list[Failed] = []
@@ -360,15 +313,15 @@ class Worker:
             done += gen.done
             failed += gen.failed
             gen_wall += gen.seconds
-        return done, failed, gen_wall + self._setup_seconds - setup0
+        return done, failed, gen_wall + self.caches.setup_seconds - setup0
 
     def prepare(self, job_id: int, group: list[Claimed]) -> PrepareResult:
         """Select each item's examples and render its prompt. The group's sentences are
         parsed in one spaCy call (about twice as fast per sentence as one call each)."""
         try:
-            job = self.job(job_id)
-            wants_examples = job.method != "zero" and job.k > 0
-            selector, sel_key = self.selector(job) if wants_examples else (None, None)
+            job = self.caches.job(job_id)
+            wants_examples = method(job.method).examples and job.k > 0
+            selector, sel_key = self.caches.selector(job) if wants_examples else (None, None)
         except Exception as e:  # noqa: BLE001 - the error is stored with each item
             return PrepareResult(None, [], [Failed(it, _error_text(e)) for it in group])
         shared_ms = 0.0  # the batch's parse, split over its items
@@ -378,7 +331,7 @@ class Worker:
             unique = list(dict.fromkeys(it.source for it in group if it.source))
             try:
                 analyses = dict(zip(unique, selector.analyze_batch(unique)))
-                if job.method not in ("fuzzy-ann",):  # the group's pools in a few round trips
+                if method(job.method).bm25_pool:  # the group's pools in a few round trips
                     selector.prepare_pools([a[0] for a in analyses.values()])
             except Exception:  # noqa: BLE001 - each item is then parsed (and fails) on its own
                 pass
@@ -389,14 +342,13 @@ class Worker:
         for it in group:
             try:
                 if wants_examples and selector is None:  # dropped after a database error below
-                    selector, sel_key = self.selector(job)
+                    selector, sel_key = self.caches.selector(job)
                 prepared.append(self._prepare_item(job, selector, it, analyses.get(it.source), shared_ms))
             except Exception as e:  # noqa: BLE001
                 if isinstance(e, psycopg.Error) and selector is not None:
                     # A broken connection: the next item gets a new selector (never a
                     # zero-shot prompt in a few-shot job).
-                    self._selectors.pop(sel_key, None)
-                    selector.close()
+                    self.caches.drop_selector(sel_key)
                     selector = None
                 failed.append(Failed(it, _error_text(e)))
         return PrepareResult(job, prepared, failed)
@@ -410,7 +362,7 @@ class Worker:
         tp = time.perf_counter()
         select_ms = (tp - ts) * 1000 + shared_ms
         prompt = render_prompt(item.source, examples, job.src_lang, job.tgt_lang, template=job.template,
-                               order=job_order(job.params), seed=job.params.get("seed", 0))
+                               order=job_order(job.params), seed=job.params.get("seed", defaults.SEED))
         self.stats.add_phase("select", (tp - ts) * 1000)
         self.stats.add_phase("prompt", (time.perf_counter() - tp) * 1000)
         return Prepared(item, res, selector.labels if selector is not None else None, prompt, select_ms)
@@ -419,13 +371,13 @@ class Worker:
         """One backend call for the prepared items; a failure fails them all, keeping
         their prompts."""
         try:
-            backend = self.backend(job)
+            backend = self.caches.backend(job)
         except Exception as e:  # noqa: BLE001
             return GenerateResult([], [Failed(p.item, _error_text(e), p) for p in prepared], 0.0)
         g0 = time.perf_counter()
         try:
             gens = backend.generate([p.prompt for p in prepared],
-                                    max_new_tokens=int(job.params.get("max_new_tokens", 128)),
+                                    max_new_tokens=int(job.params.get("max_new_tokens", defaults.MAX_NEW_TOKENS)),
                                     stop=stop_markers(job.template))
             if len(gens) != len(prepared):
                 raise RuntimeError(f"backend returned {len(gens)} generations for {len(prepared)} prompts")
@@ -443,8 +395,8 @@ class Worker:
         # Per-item overhead: this batch's claim and wall time except generation (and one-off
         # loading of parsers and models), plus the previous batch's result write (this
         # batch's write cannot time itself), split evenly over the batch.
-        overhead = (self._claim_ms + (time.perf_counter() - t0 - gen_wall) * 1000 + self._last_write_ms) / n
-        self._claim_ms = 0.0
+        overhead = (self.claim_ms + (time.perf_counter() - t0 - gen_wall) * 1000 + self._last_write_ms) / n
+        self.claim_ms = 0.0
         w0 = time.perf_counter()
         with self.conn.transaction():  # one commit for the whole batch
             self._record_selections([g.prepared for g in done] + [f.prepared for f in failed if f.prepared])
@@ -566,11 +518,11 @@ class Worker:
 
     def preload(self, job_id: int) -> None:
         """Build the job's selector (with its parser) and backend before claiming anything."""
-        job = self.job(job_id)
+        job = self.caches.job(job_id)
         try:
-            if job.method != "zero" and job.k > 0:
-                self.selector(job)
-            self.backend(job)
+            if method(job.method).examples and job.k > 0:
+                self.caches.selector(job)
+            self.caches.backend(job)
         except Exception:  # noqa: BLE001 - each item will carry the error when processed
             pass
 
@@ -586,15 +538,17 @@ class Worker:
                 self.preload(self.opts.job_id)
             listen_for_items(self.conn)
             if self.opts.prefetch:
-                self._run_pipelined()
+                from scoi.jobs.prefetch import run_pipelined
+
+                run_pipelined(self)
             else:
                 while not self._stop.is_set():
                     self.run_schedules()
                     items = self.claim()
                     if not items:
-                        if self._queue_done():
+                        if self.queue_done():
                             break
-                        self._wait_for_work()
+                        self.wait_for_work()
                         continue
                     self.process(items)
         except KeyboardInterrupt:
@@ -605,7 +559,7 @@ class Worker:
             raise
         finally:
             self.stats.seconds = time.perf_counter() - started
-            self.stats.retries = self._backend_retries()
+            self.stats.retries = self.caches.backend_retries()
             self.liveness.stop()
             try:  # only after an interruption or a crash mid-batch does the worker still hold items
                 if not self.conn.closed and not self.conn.broken:
@@ -618,84 +572,22 @@ class Worker:
             hb.join(timeout=5)
         return self.stats
 
-    def _queue_done(self) -> bool:
+    def queue_done(self) -> bool:
         """After an empty claim: stop (burst, or max_items reached) rather than wait."""
         return self.opts.burst or (self.opts.max_items is not None and self.stats.claimed >= self.opts.max_items)
 
-    def _run_pipelined(self) -> None:
-        """The loop with prefetch: while batch N generates (on a model server, a GPU or
-        another core), batch N+1 is already claimed and its examples are selected in a
-        thread (parsing, and preselection on the selector's own connection), so selection
-        costs wall time only where it outlasts generation. The thread runs only while the
-        batch generates (joined before the batch is stored: the worker's connection and the
-        selector's label space are never used by both at once), and selections are the
-        same. On stop, the prefetched batch goes back to the queue, its attempt uncounted."""
-        with futures.ThreadPoolExecutor(1, thread_name_prefix="scoi-prepare") as pool:
-            current: tuple[list[Claimed], list[PrepareResult], float] | None = None
-            # Batches grow 1, 2, 4, ... up to batch_size: the first batch has no generation
-            # to hide its selection behind (all of it is its items' overhead), so it is one
-            # item, and each next batch's selection runs behind a batch half its size.
-            ramp = 1
-            try:
-                while True:
-                    if current is None:
-                        if self._stop.is_set():
-                            return
-                        self.run_schedules()
-                        items = self.claim(ramp)
-                        if not items:
-                            if self._queue_done():
-                                return
-                            self._wait_for_work()
-                            ramp = 1  # after idling, the next batch again has nothing to hide behind
-                            continue
-                        t0 = time.perf_counter()
-                        setup0 = self._setup_seconds
-                        preps = self._submit_prepare(pool, items).result()
-                        # loading the job's parser and selector is one-off, not per-item overhead
-                        current = (items, preps, t0 + self._setup_seconds - setup0)
-                    items, preps, t0 = current
-                    claim_ms = self._claim_ms
-                    c0 = time.perf_counter()
-                    ramp = min(2 * ramp, self.opts.batch_size)
-                    following = self.claim(ramp) if not self._stop.is_set() else []
-                    claim_s = time.perf_counter() - c0 if following else 0.0
-                    next_claim_ms = self._claim_ms if following else 0.0
-                    current, pending = None, self._submit_prepare(pool, following) if following else None
-                    self._claim_ms = claim_ms
-                    done, failed, not_overhead = self.generate_batch(preps)
-                    w0 = time.perf_counter()
-                    next_preps = pending.result() if pending is not None else []
-                    wait_s = time.perf_counter() - w0  # the next batch's selection outlasting this generation
-                    self.stats.add_phase("prepare_wait", wait_s * 1000)
-                    self.store(items, done, failed, t0, not_overhead + claim_s + wait_s)
-                    self._claim_ms = next_claim_ms
-                    if following:
-                        current = (following, next_preps, time.perf_counter() - wait_s)
-                    if self._stop.is_set():
-                        return
-            finally:
-                if current is not None and self._stop.is_set() and not self.conn.closed and not self.conn.broken:
-                    # stopped with a prefetched batch: hand it back, attempt uncounted
-                    store.release_items(self.conn, self.id, uncount=True, error=None)
-
-    def _submit_prepare(self, pool: futures.ThreadPoolExecutor, items: list[Claimed]) -> futures.Future:
-        """Start step 1 of a batch in the prepare thread; its job rows are read here first,
-        so that thread never uses this worker's connection."""
+    def read_jobs(self, items: list[Claimed]) -> None:
+        """Read the items' job rows into the cache on this thread (the prepare thread then
+        never uses this worker's connection); a job that cannot be read fails its items
+        in prepare()."""
         for job_id in {it.job_id for it in items}:
             try:
-                self.job(job_id)
+                self.caches.job(job_id)
             except Exception:  # noqa: BLE001 - prepare() fails the items with this error
                 pass
-        return pool.submit(self.prepare_batch, items)
 
     def close(self) -> None:
-        for sel in self._selectors.values():
-            sel.close()
-        for backend in self._backends.values():
-            close = getattr(backend, "close", None)
-            if callable(close):
-                close()
+        self.caches.close()
         self.conn.close()
         self.liveness.close()  # last: the lock ends with this session
 

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from scoi import __version__
+from scoi.core import defaults
 from scoi.db.queries import load
 from scoi.service.config import TEMPLATES, TOKEN_ENV, ServeConfig
 from scoi.service.selectors import Busy, SelectorPool
@@ -57,8 +58,8 @@ class SelectRequest(_Strict):
     text: str = Field(min_length=1, description="The sentence to translate (source language).")
     src: Lang
     tgt: Lang
-    method: Choice = "scoi"
-    k: int = Field(4, ge=0)
+    method: Choice = defaults.METHOD
+    k: int = Field(defaults.K, ge=0)
     explain: bool = Field(True, description="Candidates as objects with score and text (scoi select --explain).")
     coverage: bool = Field(False, description="Add which pick covers which word and tree term, and the pool.")
     tree: bool = Field(True, description="With coverage: the dependency tree as displaCy SVG.")
@@ -68,16 +69,16 @@ class PromptRequest(_Strict):
     text: str = Field(min_length=1)
     src: Lang
     tgt: Lang
-    method: Choice = "scoi"
-    k: int = Field(4, ge=0)
-    template: Choice = Field("xglm", description=f"One of {', '.join(TEMPLATES)}.")
-    order: Choice = "reverse"
-    seed: int = 0
+    method: Choice = defaults.METHOD
+    k: int = Field(defaults.K, ge=0)
+    template: Choice = Field(defaults.TEMPLATE, description=f"One of {', '.join(TEMPLATES)}.")
+    order: Choice = defaults.ORDER
+    seed: int = defaults.SEED
 
 
 class TranslateRequest(PromptRequest):
     model: Choice = Field(description="A model name the server was started with (GET /api/config).")
-    max_new_tokens: int = Field(128, ge=1, le=1024)
+    max_new_tokens: int = Field(defaults.MAX_NEW_TOKENS, ge=1, le=1024)
 
 
 class JobRequest(_Strict):
@@ -87,19 +88,19 @@ class JobRequest(_Strict):
     tgt: Lang
     model: Choice
     name: str | None = Field(None, min_length=1, max_length=200)
-    method: Choice = "scoi"
-    k: int = Field(4, ge=0)
-    template: Choice = "xglm"
-    order: Choice = "reverse"
-    max_new_tokens: int = Field(128, ge=1, le=1024)
+    method: Choice = defaults.METHOD
+    k: int = Field(defaults.K, ge=0)
+    template: Choice = defaults.TEMPLATE
+    order: Choice = defaults.ORDER
+    max_new_tokens: int = Field(defaults.MAX_NEW_TOKENS, ge=1, le=1024)
 
 
 class GapsRequest(_Strict):
     sentences: list[str] = Field(min_length=1)
     src: Lang
     tgt: Lang
-    method: Choice = "scoi"
-    k: int = Field(4, ge=0)
+    method: Choice = defaults.METHOD
+    k: int = Field(defaults.K, ge=0)
     limit: int = Field(50, ge=1, le=1000)
 
 

@@ -13,11 +13,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from scoi.core import defaults
+from scoi.core.prompt import TEMPLATE_NAMES
+
 TOKEN_ENV = "SCOI_SERVE_TOKEN"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 #: Prompt templates a request may choose (never a template file: those are the operator's).
-TEMPLATES = ("xglm", "alpaca")
+TEMPLATES = TEMPLATE_NAMES  # the built-in templates the service offers
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -54,7 +57,7 @@ class ServeConfig:
     token: str | None = None
     models: dict[str, ModelConfig] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
-    pool: int = 100
+    pool: int = defaults.POOL
 
     def check(self) -> None:
         """Refuse to listen beyond this machine without a token."""

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import psycopg
 
+from scoi.core import defaults
 from scoi.selector import Selector
 
 T = TypeVar("T")
@@ -26,7 +27,7 @@ class Busy(RuntimeError):
 class SelectorPool:
     """Selectors by (src, tgt), built on first use (or by :meth:`warm`)."""
 
-    def __init__(self, url: str, *, pool: int = 100, statement_timeout_s: float = 30.0) -> None:
+    def __init__(self, url: str, *, pool: int = defaults.POOL, statement_timeout_s: float = 30.0) -> None:
         self.url, self.pool = url, pool
         self.statement_timeout_ms = int(statement_timeout_s * 1000)
         self._entries: dict[tuple[str, str], tuple[Selector, threading.Lock]] = {}

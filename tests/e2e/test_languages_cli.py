@@ -83,6 +83,6 @@ def test_jobs_on_a_source_without_trees(tmp_path, db_url):
     with psycopg.connect(db_url) as conn:
         job = get_job(conn, job_id)
     with Worker(db_url) as worker:  # the selector the worker builds for the job
-        sel, _ = worker.selector(job)
+        sel, _ = worker.caches.selector(job)
         picked = sel.select("Ein Hund fängt einen Ball.", k=job.k, method=job.method).selected
     assert picked[0].tgt == "A dog catches a ball in the water."

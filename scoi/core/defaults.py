@@ -1,0 +1,31 @@
+"""The default of every selection, job and worker setting, declared once: the CLI options,
+the service's request models, ``JobSpec``, ``Selector``, ``Bm25Params`` and the worker
+(reading a stored job's params, and its own options) all take them from here, so a default
+cannot drift between them.
+
+Plain constants, importable without numpy (the CLI builds its options from them). A
+changed default changes what a new job or selection means, and its signature shows it.
+"""
+
+from __future__ import annotations
+
+METHOD = "scoi"               # the selection method (scoi.core.methods)
+K = 4                         # examples per prompt
+POOL = 100                    # pairs preselected by BM25 per sentence
+FILL = "none"                 # with fewer than k picks: none | random
+SEED = 0                      # random selection, random fills, random example order
+SIMILARITY = "distance"       # term similarity of the coverage criteria
+WORD_OVERLAP = "set"          # word coverage: set | multiset
+RBM25_VARIANT = "moses"       # rbm25: scoi's variant (docs/method.md, R-BM25)
+#: fuzzy / fuzzy-ann: the paper's Fuzzy embedder
+EMBEDDER = "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
+EF_SEARCH = 40                # fuzzy-ann: HNSW candidates searched per query (pgvector's default)
+BM25_K1 = 1.5                 # BM25 preselection: term-frequency saturation
+BM25_B = 0.75                 # ... and length normalisation
+TEMPLATE = "xglm"             # prompt template
+ORDER = "reverse"             # example order in the prompt: the published one
+MAX_NEW_TOKENS = 128          # generation limit per item
+MAX_ATTEMPTS = 3              # attempts per job item before it fails
+WORKER_BATCH = 8              # items a worker claims and generates together
+STALL_TIMEOUT = 300.0         # seconds without heartbeat before a stuck worker's item is claimed again
+POLL_SECONDS = 2.0            # a worker's idle wait between claims (LISTEN wakes it earlier)
