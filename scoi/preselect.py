@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scoi.core.bm25blocks import DIR, Directory, block_bounds, bound_at_dl, decode_dir
+from scoi.core.bm25blocks import BLOCK, DIR, Directory, block_bounds, bound_at_dl, decode_dir
 from scoi.db.literals import int_array
 from scoi.db.queries import load
 
@@ -172,7 +172,7 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
         want = {t.id: np.unique(np.searchsorted(t.dir.last, cand[at[k] > 0])) for k, t in todo}
         got = {tid: (ids, tfdl) for tid, ids, tfdl in cur.execute(SQL["blocks_fetch"], {
             "ids": int_array([tid for tid, nos in want.items() for _ in range(len(nos))]),
-            "block_nos": int_array(np.concatenate(list(want.values())).tolist())})}
+            "block_nos": int_array(np.concatenate(list(want.values())).tolist()), "block": BLOCK})}
         st.round_trips += 1
         for k, t in todo:
             ids, tfdl = got.get(t.id, (b"", b""))

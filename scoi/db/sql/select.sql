@@ -210,10 +210,15 @@ GROUP BY b.token_id;
 
 -- name: blocks_fetch
 -- These blocks (token id, block number; every one exists: the directory named it), each
--- token's concatenated in the order asked.
-SELECT u.token_id, string_agg(b.ids, ''::bytea ORDER BY u.ord), string_agg(b.tfdl, ''::bytea ORDER BY u.ord)
+-- token's concatenated in the order asked. A block is cut from the row that holds it
+-- (migration 0022: the last row from its number down); the blocks before it in a row are
+-- full, so it starts at offset (number - row's number) blocks.
+SELECT u.token_id, string_agg(substr(r.ids, 1 + 4 * %(block)s * (u.block_no - r.block_no), 4 * %(block)s), ''::bytea ORDER BY u.ord),
+       string_agg(substr(r.tfdl, 1 + 2 * %(block)s * (u.block_no - r.block_no), 2 * %(block)s), ''::bytea ORDER BY u.ord)
 FROM unnest(%(ids)s::int[], %(block_nos)s::int[]) WITH ORDINALITY AS u(token_id, block_no, ord)
-JOIN bm25_block b ON b.token_id = u.token_id AND b.block_no = u.block_no
+CROSS JOIN LATERAL (SELECT b.block_no, b.ids, b.tfdl FROM bm25_block b
+                    WHERE b.token_id = u.token_id AND b.block_no <= u.block_no
+                    ORDER BY b.block_no DESC LIMIT 1) r
 GROUP BY u.token_id;
 
 -- name: blocks_exact
