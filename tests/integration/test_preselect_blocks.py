@@ -207,3 +207,31 @@ def test_many_queries_at_once_equal_one_by_one(server_url, template_url):
                 assert all(same(a, b) for a, b in zip(many, one)), (read_all, corpora)
                 docs, pairs_of = c.truth(corpora=None if corpora is None else ["b"])
                 assert all(same(a, reference(docs, pairs_of, q, 15)) for a, q in zip(many, queries))
+
+
+def test_migration_0022_groups_and_ungroups_stored_blocks(server_url, template_url):
+    """0022 on a database written one row per block: full groups of 8 become one row, the
+    lists read the same; downgrade splits them back."""
+    from scoi.db.engine import dispose_engines, get_engine
+    from scoi.db.migrate import downgrade, upgrade
+
+    frs = [["de", f"w{i % 7}"] + ["la"] * (i % 3 == 0) for i in range(2200)]
+    q = ["de", "la", "w2"]
+    with corpus(server_url) as c:
+        c.add(frs[:1500])
+        c.add(frs[1500:])
+        docs, pairs_of = c.truth()
+        exp = reference(docs, pairs_of, q, 30)
+        lists = "SELECT token_id, string_agg(ids, ''::bytea ORDER BY block_no) FROM bm25_block GROUP BY 1 ORDER BY 1"
+        before = c.conn.execute(lists).fetchall()
+        engine = get_engine(c.url)
+        downgrade(engine, "0021")
+        assert c.conn.execute("SELECT max(length(tfdl)) FROM bm25_block").fetchone()[0] == 256
+        assert c.conn.execute(lists).fetchall() == before
+        assert same(blocks(c.conn, q, 30), exp)
+        upgrade(engine)
+        dispose_engines()
+        assert c.conn.execute("SELECT count(*) FROM bm25_block WHERE length(tfdl) = 2048").fetchone()[0] >= 2
+        assert c.conn.execute(lists).fetchall() == before
+        blocks_equal_postings(c.conn)
+        assert same(blocks(c.conn, q, 30), exp)
