@@ -22,7 +22,7 @@ and pairs, whatever ingest commits meanwhile.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -334,13 +334,19 @@ class _AllLists:
 def _stream_all(cur: psycopg.Cursor, lang: str, tokens: list[str], read_all: int, k1: float, b: float,
                 st: Stats) -> tuple[bool, _AllLists | None]:
     """Stream every posting list of ``tokens`` (``blocks_stream``, one row per chunk of
-    blocks) and sum them as they come, in (df, id, chunk) order: rows that come early wait
-    in a buffer (the server sends them in that order; nothing depends on it). Returns
-    whether any token is in the index, and the sums (None if the lists hold more than
-    ``read_all`` postings: nothing was read)."""
+    blocks) and sum them as they come (:func:`sum_chunks`). Returns whether any token is
+    in the index, and the sums (None if the lists hold more than ``read_all`` postings:
+    nothing was read)."""
     rows = cur.stream(SQL["blocks_stream"], {"lang": lang, "tokens": tokens, "read_all": read_all, "chunk": CHUNK,
                                              "rec": DIR.itemsize})
     st.round_trips += 1
+    return sum_chunks(rows, k1, b, st)
+
+
+def sum_chunks(rows: Iterable[tuple[Any, ...]], k1: float, b: float, st: Stats) -> tuple[bool, _AllLists | None]:
+    """Sum ``blocks_stream`` rows in (token rank, chunk) order, whatever order they come
+    in: early rows wait in a buffer (the server sends them in that order; nothing depends
+    on it). See :func:`_stream_all` for what it returns."""
     known, out = False, None
     waiting: dict[tuple[int, int], tuple[Any, ...]] = {}
     at = (1, 0)
