@@ -21,7 +21,7 @@ import psycopg
 
 from ingest.runs import add_run_counts
 from scoi.analysis import MAX_EXAMPLE_TOKENS, Analysis
-from scoi.core.bm25blocks import BLOCK, DIR, decode_dir, decode_postings, pack
+from scoi.core.bm25blocks import BLOCK, DIR, GROUP, decode_dir, decode_postings, open_from, pack
 from scoi.core.polynomial import LabelSpace, parse_key
 from scoi.db.literals import (VECTOR_WIDTH, bytea_array, copy_text, int_array, opt_int_array, signature, sparsevec,
                               text_array)
@@ -78,34 +78,36 @@ def token_bounds(tids: list[int], by_length: list[tuple[int, list[int]]],
 
 
 def write_blocks(cur: psycopg.Cursor, tids: np.ndarray, sids: np.ndarray, tfs: np.ndarray, dls: np.ndarray) -> None:
-    """Add postings to the posting blocks (migration 0016) in the cursor's transaction.
+    """Add postings to the posting blocks (migrations 0016, 0022) in the cursor's transaction.
 
-    Each token's last block, if not full, is read back and rewritten with the new
-    postings, more blocks follow, and the token's directory row is replaced: readers keep
-    seeing the previous row versions until commit (MVCC), and a crash leaves the previous
-    blocks intact. The new sentence ids are larger than every stored one (drawn from the
-    sequence under the ingest lock), so appending keeps each list in id order.
+    Each token's open blocks (its last ones not in a full group: at most ``GROUP - 1``
+    full and a partial one) are read back and rewritten with the new postings, a group
+    that fills becomes one row, more blocks follow, and the token's directory records
+    from there on are replaced: readers keep seeing the previous row versions until
+    commit (MVCC), and a crash leaves the previous blocks intact. The new sentence ids are
+    larger than every stored one (drawn from the sequence under the ingest lock), so
+    appending keeps each list in id order.
     """
     if not len(tids):
         return
     touched = np.unique(tids).tolist()
+    layout = {"block": BLOCK, "group": GROUP, "rec": DIR.itemsize}
     base: dict[int, int] = {}
     tails: list[tuple[np.ndarray, ...]] = []
     rewritten: list[tuple[int, int]] = []
-    for tid, n_blocks, tail_n, last, ids, tfdl in cur.execute(_SQL["block_tails"], {"ids": touched}):
-        if tail_n < BLOCK:
-            t_sids, t_tfs, t_dls = decode_postings(decode_dir(bytes(last)), bytes(ids), bytes(tfdl))
+    for tid, n_blocks, tail_n, recs, ids, tfdl in cur.execute(_SQL["block_tails"], {"ids": touched, **layout}):
+        base[tid] = open_from(n_blocks, tail_n)
+        if base[tid] < n_blocks:
+            t_sids, t_tfs, t_dls = decode_postings(decode_dir(bytes(recs)), bytes(ids), bytes(tfdl))
             tails.append((np.full(len(t_sids), tid), t_sids, t_tfs, t_dls))
-            base[tid] = n_blocks - 1
-            rewritten.append((tid, n_blocks - 1))
-        else:
-            base[tid] = n_blocks
+            rewritten.append((tid, base[tid]))
     if tails:
         tids, sids, tfs, dls = (np.concatenate([t[i] for t in tails] + [a]) for i, a in enumerate((tids, sids, tfs, dls)))
     order = np.lexsort((sids, tids))
     rows, per_token = pack(tids[order], sids[order], tfs[order], dls[order], base)
     if rewritten:
-        cur.execute(_SQL["delete_blocks"], {"ids": [t for t, _ in rewritten], "block_nos": [b for _, b in rewritten]})
+        cur.execute(_SQL["delete_blocks"], {"ids": [t for t, _ in rewritten], "block_nos": [b for _, b in rewritten],
+                                            **layout})
     with cur.copy(_SQL["copy_blocks"]) as cp:
         for row in rows:
             cp.write_row(row)
@@ -113,7 +115,7 @@ def write_blocks(cur: psycopg.Cursor, tids: np.ndarray, sids: np.ndarray, tfs: n
     cur.execute(_SQL["upsert_dirs"], {
         "ids": ids, "n_blocks": [per_token[t][0] + per_token[t][1] for t in ids],
         "tail_n": [int(np.frombuffer(per_token[t][2][-DIR.itemsize:], dtype=DIR)["n"][0]) for t in ids],
-        "metas": [per_token[t][2] for t in ids]})
+        "metas": [per_token[t][2] for t in ids], **layout})
 
 
 @dataclass

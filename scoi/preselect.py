@@ -22,13 +22,14 @@ and pairs, whatever ingest commits meanwhile.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scoi.core.bm25blocks import DIR, Directory, block_bounds, bound_at_dl, decode_dir
+from scoi.core.bm25blocks import BLOCK, DIR, Directory, block_bounds, bound_at_dl, decode_dir
 from scoi.db.literals import int_array
 from scoi.db.queries import load
 
@@ -80,24 +81,26 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
     st = stats if stats is not None else Stats()
     probe = probe or max(2 * n, 50)
     cur = conn.cursor(binary=True)
+    where = {"lang": lang, "tgt": tgt, "corpora": corpora}
+    known, read = _stream_all(cur, lang, [t.lower() for t in tokens], read_all, k1, b, st)
+    if not known:
+        return []
+    if read is not None:  # every list read: every score is known
+        head, head_scores, rest = read.head(2 * n)
+        found = _top_read_all(cur, head, head_scores, rest, n, st, details, where)
+        if found is not None:
+            return found
+        pairs_of: dict[int, list[int]] = {}
+        cand, scores = read.all_scores()
+        return _top_pairs(cand, scores, pairs_of, n, _pair_fetcher(cur, pairs_of, {"ka": read.ka, "kc": read.kc,
+                                                                                    **where}, st))
     rows = cur.execute(SQL["blocks_terms"], {"lang": lang, "tokens": [t.lower() for t in tokens],
                                              "read_all": read_all, "rare": budget}).fetchall()
     st.round_trips += 1
-    if not rows:
-        return []
     n_docs, total_len = rows[0][4], rows[0][5]
     ka = k1 * (1 - b)
     kc = k1 * b * max(n_docs, 1) / max(total_len, 1)
     factor = _factors(ka, kc)
-    if all(r[6] is not None for r in rows):  # every list read: every score is known
-        cand, scores = _score_all(rows, n_docs, factor, st)
-        found = _top_read_all(cur, cand, scores, n, st, details, {"lang": lang, "tgt": tgt, "corpora": corpora})
-        if found is not None:
-            return found
-        pairs_of: dict[int, list[int]] = {}
-        fetch_pairs = _pair_fetcher(cur, pairs_of, {"ka": ka, "kc": kc, "lang": lang, "tgt": tgt, "corpora": corpora},
-                                    st)
-        return _top_pairs(cand, scores, pairs_of, n, fetch_pairs)
     terms: list[_Token] = []
     for tid, df, cnt, meta, _, _, ids, tfdl in rows:
         directory = decode_dir(meta)
@@ -172,7 +175,7 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
         want = {t.id: np.unique(np.searchsorted(t.dir.last, cand[at[k] > 0])) for k, t in todo}
         got = {tid: (ids, tfdl) for tid, ids, tfdl in cur.execute(SQL["blocks_fetch"], {
             "ids": int_array([tid for tid, nos in want.items() for _ in range(len(nos))]),
-            "block_nos": int_array(np.concatenate(list(want.values())).tolist())})}
+            "block_nos": int_array(np.concatenate(list(want.values())).tolist()), "block": BLOCK})}
         st.round_trips += 1
         for k, t in todo:
             ids, tfdl = got.get(t.id, (b"", b""))
@@ -254,64 +257,136 @@ def preselect_many(conn: psycopg.Connection, *, lang: str, tgt: str, token_lists
     return out  # type: ignore[return-value]
 
 
-def _score_all(rows: list[Any], n_docs: int, factor: np.ndarray, st: Stats) -> tuple[np.ndarray, np.ndarray]:
-    """Every sentence met and its exact score (rounded to 9 decimals), from the whole
-    posting lists of ``blocks_terms`` rows: the lists' bytes are concatenated and decoded
-    in one numpy pass (per token, only its weight is computed in Python), then summed by
-    sentence in the same order as :func:`_accumulate` (the same floats)."""
-    ws = [_idf(n_docs, df) * cnt for _, df, cnt, *_ in rows]
-    metas, ids, tfdl = (b"".join(r[i] for r in rows) for i in (3, 6, 7))
-    rec = np.frombuffer(metas, dtype=DIR)
-    first = rec["first"].astype(np.int64)
-    # ids - lo in one ufunc pass (the big-endian offsets are converted in its buffer)
-    sids = np.add(np.repeat(first - first.min(), rec["n"].astype(np.int64)), np.frombuffer(ids, dtype=">u4"))
-    per_token = np.repeat(np.array(ws), [len(r[6]) // 4 for r in rows])
-    contrib = per_token * factor[np.frombuffer(tfdl, dtype=">u2").astype(np.intp)]
-    st.tokens, st.postings, st.blocks, st.blocks_total = len(rows), len(sids), len(rec), len(rec)
-    st.bytes += len(metas) + len(ids) + len(tfdl)
-    cand, sums = _sums(sids, contrib, 0, int(rec["last"].max() - first.min()))
-    return cand + first.min(), np.round(sums, 9)
+CHUNK = 256  # blocks per streamed row (a multiple of GROUP: a grouped row is never split)
+SLACK = 2e-9  # scores are rounded to 9 decimals: raw sums this close to the k-th may round to a tie
 
 
-def _top_read_all(cur: psycopg.Cursor, cand: np.ndarray, scores: np.ndarray, n: int, st: Stats,
-                  details: dict[int, tuple[Any, ...]] | None, where: dict[str, Any]) -> list[tuple[int, float]] | None:
-    """The top ``n`` pairs of the sentences ``cand`` (exact ``scores``) in one round trip:
-    the best 2n sentences (and any tying the 2n-th) go to ``blocks_top``, which maps them
-    to pairs, keeps the best n and (``details``) returns their texts and terms. None when
-    that cannot be the answer (fewer than n pairs, or the n-th scores no more than the
-    best sentence left out: a tie)."""
-    k = min(len(cand), 2 * n)
-    if not k:
+class _AllLists:
+    """Every posting list of a query, summed by sentence as :func:`_stream_all` receives
+    them (each token's contribution added in (df, id) order, whatever order rows arrive
+    in: the same floats every time). Dense over the lists' id range when the postings
+    fill it well enough (``sums``, index = id - ``lo``), else kept per chunk and summed
+    at the end (a sort)."""
+
+    def __init__(self, row: tuple[Any, ...], k1: float, b: float) -> None:
+        _, _, _, _, _, _, _, n_docs, total_len, lo, hi, total, _, _ = row
+        self.n_docs, self.lo = n_docs, lo
+        self.ka = k1 * (1 - b)
+        self.kc = k1 * b * max(n_docs, 1) / max(total_len, 1)
+        self.factor = _factors(self.ka, self.kc)
+        self.dense = hi - lo < 8 * total
+        self.sums: np.ndarray | None = np.zeros(hi - lo + 1) if self.dense else None
+        self.parts: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def add(self, df: int, cnt: int, meta: bytes, ids: bytes, tfdl: bytes, st: Stats) -> None:
+        """One chunk of a token's list (its blocks' records ``meta`` and postings)."""
+        rec = np.frombuffer(meta, dtype=DIR)
+        first = rec["first"].astype(np.int64) - self.lo
+        sids = np.repeat(first, rec["n"].astype(np.int64)) + np.frombuffer(ids, dtype=">u4")
+        contrib = _idf(self.n_docs, df) * cnt * self.factor[np.frombuffer(tfdl, dtype=">u2").astype(np.intp)]
+        if self.dense:
+            self.sums[sids] += contrib  # a token's ids are distinct: no two writes to one cell
+        else:
+            self.parts.append((sids, contrib))
+        st.postings += len(sids)
+        st.blocks += len(rec)
+        st.bytes += len(meta) + len(ids) + len(tfdl)
+
+    def finish(self) -> None:
+        if not self.dense:
+            sids = np.concatenate([p[0] for p in self.parts]) if self.parts else np.zeros(0, np.int64)
+            contrib = np.concatenate([p[1] for p in self.parts]) if self.parts else np.zeros(0)
+            cand, self.sums = _sums(sids, contrib) if len(sids) else (sids, contrib)
+            self.cand, self.parts = cand + self.lo, []
+
+    def head(self, k: int) -> tuple[np.ndarray, np.ndarray, float | None]:
+        """Sentence ids of the ``k`` best sums and of every sum within rounding of the k-th
+        (scores rounded to 9 decimals: the exact scores), and a rounded bound no lower than
+        any other sentence's score (None: there is no other). A partition of a million sums
+        takes ~10 ms; so first a floor from the maxima of >= k chunks (the k-th largest of
+        them: at least k sums reach it), then a partition of the few sums that reach it."""
+        raw = self.sums
+        ids = (lambda idx: idx + self.lo) if self.dense else (lambda idx: self.cand[idx])
+        if len(raw) <= k:
+            idx = np.flatnonzero(raw > 0)
+            return ids(idx), np.round(raw[idx], 9), None
+        size = max(1, len(raw) // (8 * k))
+        maxima = np.maximum.reduceat(raw, np.arange(0, len(raw), size))
+        floor = np.partition(maxima, len(maxima) - k)[len(maxima) - k]
+        idx = np.flatnonzero(raw >= floor - SLACK)
+        sub = raw[idx]
+        kth = np.partition(sub, len(sub) - k)[len(sub) - k]
+        top = (sub >= kth - SLACK) & (sub > 0)
+        if kth <= SLACK:  # fewer than k sentences met: all of them are in the head
+            return ids(idx[top]), np.round(sub[top], 9), None
+        others = sub[~top]
+        rest = max(float(others.max()) if len(others) else floor, floor)
+        return ids(idx[top]), np.round(sub[top], 9), round(rest, 9)
+
+    def all_scores(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every sentence met (ascending ids) and its exact score."""
+        if self.dense:
+            met = np.flatnonzero(self.sums)
+            return met + self.lo, np.round(self.sums[met], 9)
+        return self.cand, np.round(self.sums, 9)
+
+
+def _stream_all(cur: psycopg.Cursor, lang: str, tokens: list[str], read_all: int, k1: float, b: float,
+                st: Stats) -> tuple[bool, _AllLists | None]:
+    """Stream every posting list of ``tokens`` (``blocks_stream``, one row per chunk of
+    blocks) and sum them as they come (:func:`sum_chunks`). Returns whether any token is
+    in the index, and the sums (None if the lists hold more than ``read_all`` postings:
+    nothing was read)."""
+    rows = cur.stream(SQL["blocks_stream"], {"lang": lang, "tokens": tokens, "read_all": read_all, "chunk": CHUNK,
+                                             "rec": DIR.itemsize})
+    st.round_trips += 1
+    return sum_chunks(rows, k1, b, st)
+
+
+def sum_chunks(rows: Iterable[tuple[Any, ...]], k1: float, b: float, st: Stats) -> tuple[bool, _AllLists | None]:
+    """Sum ``blocks_stream`` rows in (token rank, chunk) order, whatever order they come
+    in: early rows wait in a buffer (the server sends them in that order; nothing depends
+    on it). See :func:`_stream_all` for what it returns."""
+    known, out = False, None
+    waiting: dict[tuple[int, int], tuple[Any, ...]] = {}
+    at = (1, 0)
+    for row in rows:
+        known = True
+        rank, n_tokens, chunk = row[0], row[1], row[2]
+        if chunk is None:  # more than read_all postings
+            continue
+        if out is None:
+            out = _AllLists(row, k1, b)
+        st.tokens = n_tokens
+        waiting[(rank, chunk)] = row
+        while at in waiting:
+            r = waiting.pop(at)
+            out.add(r[4], r[5], r[6], r[12], r[13], st)
+            at = (at[0], at[1] + 1) if at[1] + 1 < r[3] else (at[0] + 1, 0)
+    if out is not None:
+        st.blocks_total = st.blocks
+        out.finish()
+    return known, out
+
+
+def _top_read_all(cur: psycopg.Cursor, head: np.ndarray, scores: np.ndarray, rest: float | None, n: int,
+                  st: Stats, details: dict[int, tuple[Any, ...]] | None,
+                  where: dict[str, Any]) -> list[tuple[int, float]] | None:
+    """The top ``n`` pairs in one round trip from the best sentences ``head`` (exact
+    ``scores``; ``rest``: a bound on every other sentence's, None if none): ``blocks_top``
+    maps them to pairs, keeps the best n and (``details``) returns their texts and terms.
+    None when that cannot be the answer (fewer than n pairs, or the n-th scores no more
+    than the best sentence left out: a tie)."""
+    if not len(head):
         return []
-    if k < len(cand):
-        head, rest = _best(scores, k)
-    else:
-        head, rest = np.arange(len(cand)), None
-    got = cur.execute(SQL["blocks_top"], {**where, "ids": int_array(cand[head].tolist()),
-                                          "scores": scores[head].tolist(), "n": n,
-                                          "details": details is not None}).fetchall()
+    got = cur.execute(SQL["blocks_top"], {**where, "ids": int_array(head.tolist()), "scores": scores.tolist(),
+                                          "n": n, "details": details is not None}).fetchall()
     st.round_trips += 1
     if rest is not None and (len(got) < n or got[-1][1] <= rest):
         return None
     if details is not None:
         details.update((r[0], tuple(r[2:])) for r in got)
     return [(r[0], r[1]) for r in got]
-
-
-def _best(scores: np.ndarray, k: int) -> tuple[np.ndarray, float]:
-    """Indices of the ``k`` best ``scores`` (and any tying the k-th), and a bound no lower
-    than every other score. A partition of a million scores takes ~10 ms; so first a floor
-    from the maxima of >= k chunks (the k-th largest of them: at least k scores reach
-    it), then a partition of the few scores that reach the floor."""
-    size = max(1, len(scores) // (8 * k))
-    maxima = np.maximum.reduceat(scores, np.arange(0, len(scores), size))
-    floor = np.partition(maxima, len(maxima) - k)[len(maxima) - k]
-    idx = np.flatnonzero(scores >= floor)
-    sub = scores[idx]
-    kth = np.partition(sub, len(sub) - k)[len(sub) - k]
-    top = sub >= kth
-    others = sub[~top]
-    return idx[top], float(max(others.max() if len(others) else floor, floor))
 
 
 def _idf(n_docs: int, df: int) -> float:
@@ -332,11 +407,16 @@ def _pair_fetcher(cur: psycopg.Cursor, into: dict[int, list[int]], params: dict[
     return fetch
 
 
+@lru_cache(maxsize=8)
 def _factors(ka: float, kc: float) -> np.ndarray:
-    """tf / (tf + ka + kc dl) for every packed ``tf << 8 | dl`` (a table: one gather per posting)."""
+    """tf / (tf + ka + kc dl) for every packed ``tf << 8 | dl`` (a table: one gather per
+    posting). Kept for the next queries (0.4 ms to build; kc changes only with the corpus);
+    read-only, as it is shared."""
     packed = np.arange(1 << 16)
     tf, dl = (packed >> 8).astype(np.float64), (packed & 255).astype(np.float64)
-    return tf / (tf + ka + kc * dl)
+    table = tf / (tf + ka + kc * dl)
+    table.flags.writeable = False
+    return table
 
 
 def decode_ids(directory: Directory, ids: bytes, tfdl: bytes) -> tuple[np.ndarray, np.ndarray]:

@@ -2,13 +2,22 @@
 and bounds. Pure numpy, no I/O: ingest packs with it, the selector decodes and bounds.
 
 A token's postings, in sentence id order, are cut into blocks of :data:`BLOCK`; only its
-last block may be shorter. A block is one ``bm25_block`` row with two ``bytea`` columns:
+last block may be shorter. A block's postings are two byte strings:
 
 - ``ids``: big-endian uint32 offsets of the sentence ids from the block's first id;
 - ``tfdl``: big-endian uint16 ``tf << 8 | dl`` (tf and dl are at most 120 tokens).
 
 Big-endian because that is what PostgreSQL's ``int4send``/``int2send`` write, so SQL can
-build the same bytes (the migration does). The token's **directory** (``bm25_dir.meta``)
+build the same bytes (the migration does).
+
+A ``bm25_block`` row (``block_no``: its first block) holds either one block, or
+:data:`GROUP` full blocks whose numbers start at a multiple of :data:`GROUP`, their bytes
+concatenated (migration 0022). Reading a whole list costs PostgreSQL about one tuple per
+row, so the full groups make it eight times fewer tuples; a row of a group (6 KiB) still
+fits a page uncompressed (``STORAGE PLAIN``). A token's blocks from :func:`open_from` on
+are its *open* ones (at most ``GROUP - 1`` full blocks and a partial one, one row each):
+ingest reads them back and rewrites them with the new postings, so a group is merged the
+moment it fills. The token's **directory** (``bm25_dir.meta``)
 holds one :data:`DIR` record per block: first and last id, size, and the block's (tf, dl)
 extremes: the largest tf and the shortest sentence holding the token once, twice, or
 three times or more (0: none). The bound of what a block's postings can add is computed
@@ -23,6 +32,7 @@ from typing import NamedTuple
 import numpy as np
 
 BLOCK = 128
+GROUP = 8  # full blocks stored in one row
 DIR = np.dtype([("first", ">i8"), ("last", ">i8"), ("n", ">i2"), ("max_tf", ">i2"),
                 ("dl1", ">i2"), ("dl2", ">i2"), ("dl3", ">i2")])
 
@@ -94,12 +104,19 @@ def bound_at_dl(directory: Directory, sids: np.ndarray, dls: np.ndarray, ka: flo
     return out
 
 
+def open_from(n_blocks: int, tail_n: int) -> int:
+    """The number of a token's first open block: the blocks before it are stored in full
+    groups (one row per :data:`GROUP`), the ones from it on one row each."""
+    return GROUP * ((n_blocks - (tail_n < BLOCK)) // GROUP)
+
+
 def pack(tids: np.ndarray, sids: np.ndarray, tfs: np.ndarray, dls: np.ndarray, base: dict[int, int]
          ) -> tuple[list[tuple[int, int, bytes, bytes]], dict[int, tuple[int, int, bytes]]]:
     """Blocks of postings sorted by (token id, sentence id): the ``bm25_block`` rows
-    (token id, block number, ids, tfdl) and per token (first block number written, blocks
-    written, their :data:`DIR` records as bytes). A token's blocks are numbered from
-    ``base[token]`` (its first block not yet full, or its block count)."""
+    (token id, number of the row's first block, ids, tfdl; a full group of :data:`GROUP`
+    blocks is one row) and per token (first block number written, blocks written, their
+    :data:`DIR` records as bytes). A token's blocks are numbered from ``base[token]`` (its
+    :func:`open_from`: a multiple of :data:`GROUP`), so groups are aligned."""
     if not len(tids):
         return [], {}
     tids = np.asarray(tids, dtype=np.int64)
@@ -122,8 +139,20 @@ def pack(tids: np.ndarray, sids: np.ndarray, tfs: np.ndarray, dls: np.ndarray, b
     tfdl = ((tfs << 8) | dls).astype(">u2").tobytes()
     recs = rec.tobytes()
     btids = tids[bstarts]
-    rows = [(tid, base.get(tid, 0) + b, offsets[4 * s:4 * e], tfdl[2 * s:2 * e])
-            for s, e, tid, b in zip(bstarts.tolist(), bends.tolist(), btids.tolist(), blk[bstarts].tolist())]
+    bnos = np.array([base.get(t, 0) for t in btids.tolist()], dtype=np.int64) + blk[bstarts]
+    if (bnos[blk[bstarts] == 0] % GROUP).any():
+        raise ValueError("pack: a token's blocks must start at a multiple of GROUP")
+    # a full group: GROUP blocks of one token from a multiple of GROUP, the last one full
+    last = np.minimum(np.arange(len(bstarts)) + GROUP - 1, len(bstarts) - 1)
+    whole = ((bnos % GROUP == 0) & (btids[last] == btids) & (bnos[last] == bnos + GROUP - 1)
+             & (bends[last] - bstarts[last] == BLOCK))
+    rows = []
+    i = 0
+    while i < len(bstarts):
+        j = i + GROUP if whole[i] else i + 1
+        s, e = int(bstarts[i]), int(bends[j - 1])
+        rows.append((int(btids[i]), int(bnos[i]), offsets[4 * s:4 * e], tfdl[2 * s:2 * e]))
+        i = j
     uniq, i0, cnt = np.unique(btids, return_index=True, return_counts=True)
     size = DIR.itemsize
     per_token = {tid: (base.get(tid, 0), c, recs[size * i:size * (i + c)])
@@ -131,4 +160,4 @@ def pack(tids: np.ndarray, sids: np.ndarray, tfs: np.ndarray, dls: np.ndarray, b
     return rows, per_token
 
 
-__all__ = ["BLOCK", "DIR", "Directory", "decode_dir", "decode_postings", "block_bounds", "bound_at_dl", "pack"]
+__all__ = ["BLOCK", "GROUP", "DIR", "open_from", "Directory", "decode_dir", "decode_postings", "block_bounds", "bound_at_dl", "pack"]

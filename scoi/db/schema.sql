@@ -38,6 +38,22 @@ CREATE TABLE public.bm25_block (
     ids bytea NOT NULL,
     tfdl bytea NOT NULL
 );
+ALTER TABLE ONLY public.bm25_block ALTER COLUMN ids SET STORAGE PLAIN;
+ALTER TABLE ONLY public.bm25_block ALTER COLUMN tfdl SET STORAGE PLAIN;
+
+-- VIEW bm25_block_unpacked
+
+CREATE VIEW public.bm25_block_unpacked AS
+ SELECT r.token_id,
+    (r.block_no + k.k) AS block_no,
+    substr(r.ids, (1 + ((4 * 128) * k.k)), (4 * 128)) AS ids,
+    substr(r.tfdl, (1 + ((2 * 128) * k.k)), (2 * 128)) AS tfdl
+   FROM (public.bm25_block r
+     CROSS JOIN LATERAL generate_series(0, (((length(r.tfdl) / 2) - 1) / 128)) k(k));
+
+-- COMMENT VIEW bm25_block_unpacked
+
+COMMENT ON VIEW public.bm25_block_unpacked IS 'The posting blocks one row per block of 128 postings (bm25_block stores full groups of 8 in one row).';
 
 -- TABLE bm25_dir
 

@@ -122,8 +122,9 @@ def same(got: list[tuple[int, float]], exp: list[tuple[int, float]], tol: float 
 
 def blocks_equal_postings(conn: psycopg.Connection) -> None:
     """The posting blocks hold exactly the postings of ``posting``, in id order, cut in
-    blocks of 128, with directories that match them (what a rebuild would write)."""
-    from scoi.core.bm25blocks import BLOCK, decode_dir, decode_postings
+    blocks of 128, full groups of 8 stored in one row and the other blocks one row each,
+    with directories that match them (what a rebuild would write)."""
+    from scoi.core.bm25blocks import BLOCK, GROUP, decode_dir, decode_postings, open_from
 
     want: dict[int, list[tuple[int, int, int]]] = {}
     for tid, sid, tf, dl in conn.execute("SELECT token_id, sentence_id, tf, dl FROM posting ORDER BY 1, 2"):
@@ -132,7 +133,11 @@ def blocks_equal_postings(conn: psycopg.Connection) -> None:
         "SELECT token_id, n_blocks, tail_n, meta FROM bm25_dir")}
     assert set(dirs) == set(want), (set(dirs) ^ set(want))
     for tid, (n_blocks, tail_n, d) in dirs.items():
-        rows = conn.execute("SELECT block_no, ids, tfdl FROM bm25_block WHERE token_id = %s ORDER BY block_no",
+        stored = [r[0] for r in conn.execute("SELECT block_no FROM bm25_block WHERE token_id = %s ORDER BY block_no",
+                                             (tid,))]
+        grouped = open_from(n_blocks, tail_n)
+        assert stored == list(range(0, grouped, GROUP)) + list(range(grouped, n_blocks)), tid
+        rows = conn.execute("SELECT block_no, ids, tfdl FROM bm25_block_unpacked WHERE token_id = %s ORDER BY block_no",
                             (tid,)).fetchall()
         assert [r[0] for r in rows] == list(range(n_blocks)) == list(range(len(d))), tid
         got = []

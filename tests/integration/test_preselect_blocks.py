@@ -79,6 +79,52 @@ def test_blocks_span_many_blocks_and_skip_common_ones(server_url, template_url):
             "bm25_blocks": 1, "bm25_dirs": 1}
 
 
+def test_full_groups_of_blocks_are_one_row_and_read_the_same(server_url, template_url):
+    """A token in thousands of sentences, appended in uneven batches: each group of 8 full
+    blocks becomes one row the moment it fills (within a batch or across batches), the
+    other blocks stay one row each, and both the whole-list read and the MaxScore path
+    (which cuts single blocks out of grouped rows) equal plain-Python BM25. scoi db check
+    sees a changed byte inside a grouped row."""
+    frs = [["de", f"w{i % 11}", f"u{i % 401}"] + ["la"] * (i % 4 == 0) + ["de"] * (i % 5 == 0) for i in range(2700)]
+    frs[300], frs[1100] = ["rare", "de"], ["rare", "rare", "la"]  # inside grouped rows of "de" and "la"
+    with corpus(server_url) as c:
+        for lo, hi in ((0, 300), (300, 1400), (1400, 1450), (1450, len(frs))):
+            c.add(frs[lo:hi])
+            blocks_equal_postings(c.conn)
+        n_rows, n_blocks = c.conn.execute(
+            "SELECT (SELECT count(*) FROM bm25_block), (SELECT sum(n_blocks) FROM bm25_dir)").fetchone()
+        assert n_rows < n_blocks
+        docs, pairs_of = c.truth()
+        cut = []
+        for q, n in ((["rare", "de", "la"], 2), (["de", "la", "w3", "de", "u17"], 40), (["la", "w5"], 100)):
+            exp = reference(docs, pairs_of, q, n)
+            assert same(blocks(c.conn, q, n), exp), q
+            stats = Stats()
+            assert same(blocks(c.conn, q, n, read_all=0, budget=0, probe=5, stats=stats), exp), q
+            cut.append(0 < stats.blocks < stats.blocks_total)
+        assert cut[0], "the rare query reads single blocks"
+        # the statement MaxScore reads single blocks with, for every block: cut from its row
+        from scoi.core.bm25blocks import BLOCK
+        from scoi.db.literals import int_array
+        from scoi.preselect import SQL
+
+        want = c.conn.execute("SELECT token_id, block_no, ids, tfdl FROM bm25_block_unpacked "
+                              "ORDER BY token_id, block_no DESC").fetchall()
+        got = {tid: (bytes(ids), bytes(tfdl)) for tid, ids, tfdl in c.conn.execute(SQL["blocks_fetch"], {
+            "ids": int_array([r[0] for r in want]), "block_nos": int_array([r[1] for r in want]), "block": BLOCK})}
+        for tid in {r[0] for r in want}:
+            mine = [r for r in want if r[0] == tid]
+            assert got[tid] == (b"".join(bytes(r[2]) for r in mine), b"".join(bytes(r[3]) for r in mine)), tid
+        from scoi.db.check import run_checks
+
+        assert all(r.ok for r in run_checks(c.url, ["bm25_blocks", "bm25_dirs"]))
+        c.conn.execute("UPDATE bm25_block SET ids = overlay(ids placing '\\x00000001'::bytea from 4 * 128 * 5 + 9) "
+                       "WHERE (token_id, block_no) = (SELECT token_id, 8 FROM bm25_block WHERE length(tfdl) = 2048 "
+                       "AND block_no = 8 LIMIT 1)")
+        assert {r.name: r.violations for r in run_checks(c.url, ["bm25_blocks", "bm25_dirs"])} == {
+            "bm25_blocks": 1, "bm25_dirs": 0}
+
+
 # A process that commits one batch, then stops inside the next batch's transaction right
 # after it deleted the tokens' last blocks and before it writes their replacements.
 CHILD = """
@@ -161,3 +207,56 @@ def test_many_queries_at_once_equal_one_by_one(server_url, template_url):
                 assert all(same(a, b) for a, b in zip(many, one)), (read_all, corpora)
                 docs, pairs_of = c.truth(corpora=None if corpora is None else ["b"])
                 assert all(same(a, reference(docs, pairs_of, q, 15)) for a, q in zip(many, queries))
+
+
+def test_migration_0022_groups_and_ungroups_stored_blocks(server_url, template_url):
+    """0022 on a database written one row per block: full groups of 8 become one row, the
+    lists read the same; downgrade splits them back."""
+    from scoi.db.engine import dispose_engines, get_engine
+    from scoi.db.migrate import downgrade, upgrade
+
+    frs = [["de", f"w{i % 7}", f"u{i}"] + ["la"] * (i % 3 == 0) for i in range(2200)]
+    q = ["de", "la", "w2"]
+    with corpus(server_url) as c:
+        c.add(frs[:1500])
+        c.add(frs[1500:])
+        docs, pairs_of = c.truth()
+        exp = reference(docs, pairs_of, q, 30)
+        lists = "SELECT token_id, string_agg(ids, ''::bytea ORDER BY block_no) FROM bm25_block GROUP BY 1 ORDER BY 1"
+        before = c.conn.execute(lists).fetchall()
+        engine = get_engine(c.url)
+        downgrade(engine, "0021")
+        assert c.conn.execute("SELECT max(length(tfdl)) FROM bm25_block").fetchone()[0] == 256
+        assert c.conn.execute(lists).fetchall() == before
+        assert same(blocks(c.conn, q, 30), exp)
+        upgrade(engine)
+        dispose_engines()
+        assert c.conn.execute("SELECT count(*) FROM bm25_block b JOIN vocab v ON v.id = b.token_id "
+                              "WHERE v.lang = 'fr' AND length(b.tfdl) = 2048").fetchone()[0] >= 2
+        assert c.conn.execute(lists).fetchall() == before
+        blocks_equal_postings(c.conn)
+        assert same(blocks(c.conn, q, 30), exp)
+
+
+def test_streamed_chunks_sum_the_same_in_any_order(server_url, template_url):
+    """The read-all path sums each token's chunks in (df, id, chunk) order whatever order
+    the rows come in: the real rows of a query spanning several chunks, shuffled, give
+    the same floats, and the same pool."""
+    import random
+
+    from scoi.core.bm25blocks import DIR
+    from scoi.preselect import SQL, sum_chunks
+
+    frs = [["de", f"w{i % 13}", f"u{i}"] + ["la"] * (i % 3 == 0) for i in range(2600)]
+    with corpus(server_url) as c:
+        c.add(frs)
+        rows = c.conn.cursor(binary=True).execute(SQL["blocks_stream"], {
+            "lang": "fr", "tokens": ["de", "la", "w4", "la"], "read_all": 2**62, "chunk": 8, "rec": DIR.itemsize}
+        ).fetchall()
+        assert len({(r[0], r[2]) for r in rows}) == len(rows) > 4
+        _, ordered = sum_chunks(rows, 1.5, 0.75, Stats())
+        for seed in range(5):
+            shuffled = rows[:]
+            random.Random(seed).shuffle(shuffled)
+            _, again = sum_chunks(shuffled, 1.5, 0.75, Stats())
+            assert again.sums.tobytes() == ordered.sums.tobytes()

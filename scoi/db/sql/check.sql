@@ -134,24 +134,28 @@ SELECT count(*) FROM bm25_doc d
 WHERE d.sig <> (SELECT bit_or(bm25_token_bit(t)) FROM unnest(d.token_ids) t);
 
 -- name: bm25_blocks
--- posting blocks (migration 0016) that differ from the token's postings, in id order, 128 a block
-SELECT count(*) FROM (
-    SELECT token_id, block_no,
-           string_agg(int4send((sentence_id - first)::int), ''::bytea ORDER BY sentence_id) AS ids,
-           string_agg(int2send((tf::int << 8 | dl)::smallint), ''::bytea ORDER BY sentence_id) AS tfdl
-    FROM (SELECT r.*, min(sentence_id) OVER (PARTITION BY token_id, block_no) AS first
-          FROM (SELECT p.token_id, p.sentence_id, p.tf, p.dl,
-                       (row_number() OVER (PARTITION BY p.token_id ORDER BY p.sentence_id) - 1) / 128 AS block_no
-                FROM posting p) r) x
-    GROUP BY token_id, block_no) want
-FULL JOIN bm25_block b USING (token_id, block_no)
-WHERE (want.ids, want.tfdl) IS DISTINCT FROM (b.ids, b.tfdl);
+-- posting blocks (migrations 0016, 0022; one row per block in bm25_block_unpacked) that
+-- differ from the token's postings, in id order, 128 a block; blocks stored twice; and
+-- rows of several blocks that are not a full group of 8 from a multiple of 8
+SELECT (SELECT count(*) FROM (
+            SELECT token_id, block_no,
+                   string_agg(int4send((sentence_id - first)::int), ''::bytea ORDER BY sentence_id) AS ids,
+                   string_agg(int2send((tf::int << 8 | dl)::smallint), ''::bytea ORDER BY sentence_id) AS tfdl
+            FROM (SELECT r.*, min(sentence_id) OVER (PARTITION BY token_id, block_no) AS first
+                  FROM (SELECT p.token_id, p.sentence_id, p.tf, p.dl,
+                               (row_number() OVER (PARTITION BY p.token_id ORDER BY p.sentence_id) - 1) / 128 AS block_no
+                        FROM posting p) r) x
+            GROUP BY token_id, block_no) want
+        FULL JOIN bm25_block_unpacked b USING (token_id, block_no)
+        WHERE (want.ids, want.tfdl) IS DISTINCT FROM (b.ids, b.tfdl))
+     + (SELECT count(*) FROM (SELECT 1 FROM bm25_block_unpacked GROUP BY token_id, block_no HAVING count(*) > 1) d)
+     + (SELECT count(*) FROM bm25_block WHERE length(tfdl) > 2 * 128 AND (length(tfdl) <> 2 * 8 * 128 OR block_no % 8 <> 0));
 
 -- name: bm25_dirs
 -- block directories (migration 0016) whose block count, last block size or length differ from the blocks
 SELECT count(*) FROM bm25_dir d
 FULL JOIN (SELECT token_id, count(*) AS n, (array_agg(length(tfdl) / 2 ORDER BY block_no DESC))[1] AS tail
-           FROM bm25_block GROUP BY token_id) b USING (token_id)
+           FROM bm25_block_unpacked GROUP BY token_id) b USING (token_id)
 WHERE (d.n_blocks, d.tail_n, length(d.meta)) IS DISTINCT FROM (b.n, b.tail, b.n * 26);
 
 -- name: posting_sig

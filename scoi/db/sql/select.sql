@@ -175,6 +175,41 @@ FROM (SELECT e.pair_id, s.score
 ORDER BY score DESC, pair_id
 LIMIT %(n)s;
 
+-- name: blocks_stream
+-- The block preselection's read when every list is read (the default; scoi/preselect.py,
+-- docs/preselection.md, "Streaming"): the query's tokens' posting lists in chunks of
+-- `chunk` blocks, one row per chunk, for the selector to stream (it decodes a chunk while
+-- the server reads the next). Each row carries what decoding it needs: the token's rank
+-- (df, id order), the number of tokens and of the token's chunks, df and count in the
+-- query, the chunk's directory records, N and the total length, the id range of all the
+-- lists and their postings in all. If that is more than `read_all`, one row without
+-- postings instead. No row: no query token is in the index.
+WITH st AS (SELECT n_docs, total_len FROM bm25_stats WHERE lang = %(lang)s),
+q AS MATERIALIZED (
+    SELECT v.id, v.df, qt.cnt, d.meta, d.n_blocks,
+           row_number() OVER (ORDER BY v.df, v.id) AS rank, count(*) OVER () AS n_tokens, sum(v.df) OVER () AS total,
+           min(('x' || encode(substr(d.meta, 1, 8), 'hex'))::bit(64)::bigint) OVER () AS lo,
+           max(('x' || encode(substr(d.meta, length(d.meta) - %(rec)s + 9, 8), 'hex'))::bit(64)::bigint) OVER () AS hi
+    FROM (SELECT tok, count(*) AS cnt FROM unnest(%(tokens)s::text[]) AS tok GROUP BY tok) qt
+    JOIN vocab v ON v.lang = %(lang)s AND v.token = qt.tok AND v.df > 0
+    JOIN bm25_dir d ON d.token_id = v.id
+    ORDER BY v.df, v.id
+)
+SELECT q.rank, q.n_tokens, c.c, (q.n_blocks - 1) / %(chunk)s + 1, q.df, q.cnt,
+       substr(q.meta, 1 + c.c * %(chunk)s * %(rec)s, %(chunk)s * %(rec)s), st.n_docs, st.total_len, q.lo, q.hi, q.total,
+       b.ids, b.tfdl
+FROM q CROSS JOIN st
+CROSS JOIN LATERAL generate_series(0, (q.n_blocks - 1) / %(chunk)s) AS c(c)
+CROSS JOIN LATERAL (
+    SELECT string_agg(b.ids, ''::bytea ORDER BY b.block_no) AS ids, string_agg(b.tfdl, ''::bytea ORDER BY b.block_no) AS tfdl
+    FROM bm25_block b
+    WHERE b.token_id = q.id AND b.block_no >= c.c * %(chunk)s AND b.block_no < (c.c + 1) * %(chunk)s
+) b
+WHERE q.total <= %(read_all)s
+UNION ALL
+SELECT q.rank, q.n_tokens, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, q.total, NULL, NULL
+FROM q WHERE q.rank = 1 AND q.total > %(read_all)s;
+
 -- name: blocks_terms
 -- The block preselection's first round trip (scoi/preselect.py, docs/preselection.md):
 -- the query's tokens known to the index (df, count in the query, block directory), N and
@@ -210,10 +245,15 @@ GROUP BY b.token_id;
 
 -- name: blocks_fetch
 -- These blocks (token id, block number; every one exists: the directory named it), each
--- token's concatenated in the order asked.
-SELECT u.token_id, string_agg(b.ids, ''::bytea ORDER BY u.ord), string_agg(b.tfdl, ''::bytea ORDER BY u.ord)
+-- token's concatenated in the order asked. A block is cut from the row that holds it
+-- (migration 0022: the last row from its number down); the blocks before it in a row are
+-- full, so it starts at offset (number - row's number) blocks.
+SELECT u.token_id, string_agg(substr(r.ids, 1 + 4 * %(block)s * (u.block_no - r.block_no), 4 * %(block)s), ''::bytea ORDER BY u.ord),
+       string_agg(substr(r.tfdl, 1 + 2 * %(block)s * (u.block_no - r.block_no), 2 * %(block)s), ''::bytea ORDER BY u.ord)
 FROM unnest(%(ids)s::int[], %(block_nos)s::int[]) WITH ORDINALITY AS u(token_id, block_no, ord)
-JOIN bm25_block b ON b.token_id = u.token_id AND b.block_no = u.block_no
+CROSS JOIN LATERAL (SELECT b.block_no, b.ids, b.tfdl FROM bm25_block b
+                    WHERE b.token_id = u.token_id AND b.block_no <= u.block_no
+                    ORDER BY b.block_no DESC LIMIT 1) r
 GROUP BY u.token_id;
 
 -- name: blocks_exact
