@@ -51,7 +51,7 @@ class IngestOptions:
     fmt: str | None = None
     workers: int = 1
     skip_bad: bool = False
-    header: bool | None = None  # TSV first line: True = a header, False = a pair, None = by the README's rule
+    header: bool | None = None  # TSV first line: True = a header, False = a pair, None = by docs/ingest.md's rule
     batch_size: int = DEFAULT_BATCH  # pairs per transaction
     parsers: dict[str, str] = field(default_factory=dict)  # lang -> parser override
     require_parser: bool = False  # refuse a language without a parser (default: store it without trees)

@@ -296,7 +296,7 @@ def _names(lang: str) -> set[str]:
 
 
 def looks_like_header(cols: list[str], src_lang: str = "", tgt_lang: str = "") -> bool:
-    """The header rule (README, Ingest): both cells are column names (src, tgt, source,
+    """The header rule (docs/ingest.md): both cells are column names (src, tgt, source,
     target) or name the run's languages, by code (fr) or by English or native name
     (French, Français), case-insensitive: ``French<TAB>English`` for --src fr --tgt en."""
     allowed = _GENERIC | _names(src_lang) | _names(tgt_lang)

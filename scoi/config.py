@@ -19,7 +19,7 @@ ENV_READ_MAX_LAG = "SCOI_READ_MAX_LAG"  # seconds; a replica further behind is n
 ENV_HOME = "SCOI_HOME"
 ENV_PARSERS = "SCOI_PARSERS"
 ENV_DEBUG_SQL = "SCOI_DEBUG_SQL"
-# Where table sources in scoi's own database are read (as a read-only role; README: Table sources).
+# Where table sources in scoi's own database are read (as a read-only role; docs/security.md, Table sources).
 ENV_SOURCE_DATABASE_URL = "SCOI_SOURCE_DATABASE_URL"
 # Set by ingest for the fork server its parse workers are forked from (ingest/preload.py).
 ENV_PRELOAD_PIPELINES = "SCOI_PRELOAD_PIPELINES"  # comma-separated lang=pipeline

@@ -28,7 +28,7 @@ def ingest(
     batch_size: int | None = typer.Option(None, "--batch-size", min=1, max=LIMITS["batch_size"][1],
                                           help="Pairs per transaction, parsed as 4 tasks (default: 2048)."),
     header: bool | None = typer.Option(None, "--header/--no-header",
-                                       help="TSV: the first line is a header / is a pair (default: detected, see README)."),
+                                       help="TSV: the first line is a header / is a pair (default: detected, see docs/ingest.md)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Always print notes (which spaCy pipeline parses each language), even when nothing was parsed."),
     embed: str | None = typer.Option(None, "--embed", metavar="MODEL",
                                      help="Then embed both languages' sentences that have no embedding by this "

@@ -216,7 +216,7 @@ def read_source(source: Source, default_url: str) -> list[tuple[str | None, str]
     try:
         return read_query(source.query or "", reader_url(default_url), source.timeout)
     except SourceError as e:
-        if str(e).startswith("cannot connect"):  # README: Table sources, security
+        if str(e).startswith("cannot connect"):  # docs/security.md, Table sources
             raise SourceError(f"{e} (source queries on scoi's database run as scoi_reader: let it connect, or set "
                               "SCOI_SOURCE_DATABASE_URL to a read-only role's URL)") from None
         raise
@@ -286,7 +286,7 @@ def check_reader(conn: psycopg.Connection) -> None:
     conn.rollback()
     if powers:
         raise SourceError(f"source queries must run as a role that can only read, and {user!r} is "
-                          f"{' and '.join(powers)}: connect as scoi_reader (README: Table sources, security)")
+                          f"{' and '.join(powers)}: connect as scoi_reader (docs/security.md, Table sources)")
 
 
 def _query_error(e: psycopg.Error, conn: psycopg.Connection, role: str, timeout: float, lock_timeout: float) -> str:
