@@ -76,14 +76,6 @@ class PackedPool(Sequence[Candidate]):
             raise ValueError(f"{len(tokens)} candidates need {len(tokens) + 1} offsets from 0 to "
                              f"{len(self.term_ids)}, got {len(self.offsets)}")
 
-    @classmethod
-    def of(cls, candidates: Sequence[Candidate], table: np.ndarray) -> PackedPool:
-        """Pack candidates that all carry ``term_ids`` (rows of ``table``)."""
-        sizes = [len(c.term_ids) for c in candidates]  # type: ignore[arg-type]
-        ids = (np.concatenate([np.asarray(c.term_ids, dtype=np.int64) for c in candidates])
-               if candidates else np.zeros(0, dtype=np.int64))
-        return cls(table, ids, np.concatenate(([0], np.cumsum(sizes, dtype=np.int64))), [c.tokens for c in candidates])
-
     def __len__(self) -> int:
         return len(self.tokens)
 
@@ -350,6 +342,8 @@ def select(
     ``term_table``: when every candidate carries ``term_ids`` (rows of this table, the
     same multiset as its ``terms``), distinct terms are found by id — same result, faster;
     likewise for the query with ``query_term_ids`` (the rows of ``query_terms``).
+    ``candidates`` may be a :class:`PackedPool` (the selector's form): the same picks,
+    without per-candidate work.
     ``embeddings``: (query vector, candidates' vectors in candidate order), which the
     :data:`EMBEDDING_METHODS` rank by cosine (:func:`scoi.core.fuzzy.fuzzy_rank`).
     """
