@@ -266,12 +266,15 @@ def main() -> None:
             p50, p95 = pct([t["preselect"] for t in v["timings"]])
             pool50, pool95 = pct([t["pool"] for t in v["timings"]])
             total50, total95 = pct([t["total"] for t in v["timings"]])
+            cov50, cov95 = pct([t["coverage"] for t in v["timings"]])
             print(json.dumps({"name": name, "pairs": pairs, "p50_ms": round(p50, 2), "p95_ms": round(p95, 2),
                               "overlap_mean": round(float(np.mean(v["overlaps"])), 4),
                               "overlap_min": round(float(min(v["overlaps"])), 4),
                               "certified": round(float(np.mean(v["certified"])), 4),
                               "pool_p50_ms": round(pool50, 2), "pool_p95_ms": round(pool95, 2),
-                              "total_p50_ms": round(total50, 2), "total_p95_ms": round(total95, 2)}))
+                              "coverage_p50_ms": round(cov50, 2), "coverage_p95_ms": round(cov95, 2),
+                              "total_p50_ms": round(total50, 2), "total_p95_ms": round(total95, 2),
+                              "load": load_average()}))
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 from concurrent import futures
 from contextlib import contextmanager
-from dataclasses import asdict, astuple, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import cache
 from itertools import chain
 from typing import TYPE_CHECKING, Any
@@ -25,7 +25,7 @@ from psycopg import sql
 from scoi.analysis import Scheme
 from scoi.config import read_max_lag_from_env
 from scoi.core import defaults, methods
-from scoi.core.greedy import Candidate, check_args, select as greedy_select
+from scoi.core.greedy import PackedPool, check_args, select as greedy_select
 from scoi.core.limits import LIMITS
 from scoi.core.methods import METHODS, method_settings
 from scoi.core.names import is_language_code, printable
@@ -419,7 +419,7 @@ class Selector:
                                    read_all=self.bm25.read_all, budget=self.bm25.rare, probe=self.bm25.probe)
             rows = {r.pair_id: r for r in self.fetch(list(dict.fromkeys(x for pool in pools for x in pool)))}
         for toks, pool in zip(lists, pools):
-            self._pools[toks] = [CandidateRow(p, s, *astuple(rows[p])[2:]) for p, s in pool]
+            self._pools[toks] = [replace(rows[p], score=s) for p, s in pool]  # shallow: lists shared
 
     def fetch(self, scored: list[tuple[int, float]]) -> list[CandidateRow]:
         """Texts, tokens and terms of the candidates, in one round trip, in pool order."""
@@ -433,23 +433,22 @@ class Selector:
         return [_candidate(r[0], scores.get(r[0], 0.0), r[1:]) for r in rows]
 
     def coverage_inputs(self, query_terms: dict[str, int], rows: list[CandidateRow]
-                  ) -> tuple[np.ndarray, np.ndarray, list[Candidate], np.ndarray]:
+                        ) -> tuple[np.ndarray, np.ndarray, PackedPool, np.ndarray]:
         """What :func:`scoi.core.greedy.select` needs: the query's term matrix and its rows of
-        the selector's term table, the candidates (term rows of that table), and the table."""
+        the selector's term table, the candidates packed as rows of that table, and the table.
+
+        No per-candidate arrays: one id lookup over the concatenated keys of the pool, one
+        repeat by multiplicity, and the candidates' boundaries from the cumulative sums."""
         q_ids = self.terms.ids_of(expand(query_terms))
-        # All candidates' terms in one pass: one id lookup over the concatenated keys, one
-        # repeat by multiplicity, then per-candidate slices (views) of the stacked arrays.
         keys = list(chain.from_iterable(r.term_keys for r in rows))
         mults = np.fromiter(chain.from_iterable(r.term_mults for r in rows), dtype=np.int64, count=len(keys))
         ids = np.repeat(self.terms.ids_of(keys), mults)
-        ends = np.cumsum(np.fromiter(map(sum, (r.term_mults for r in rows)), dtype=np.int64, count=len(rows)))
+        # Candidate i's keys end at key_ends[i]; its terms end at the multiplicities summed so far.
+        key_ends = np.cumsum(np.fromiter(map(len, (r.term_keys for r in rows)), dtype=np.int64, count=len(rows)))
+        ends = np.concatenate(([0], np.cumsum(mults)))[key_ends]
         table = self.terms.matrix
-        stacked = table[ids]
-        cands, start = [], 0
-        for r, end in zip(rows, ends.tolist()):
-            cands.append(Candidate(stacked[start:end], r.tokens, ids[start:end]))
-            start = end
-        return table[q_ids], q_ids, cands, table
+        pool = PackedPool(table, ids, np.concatenate(([0], ends)), [r.tokens for r in rows], self.terms.norms)
+        return table[q_ids], q_ids, pool, table
 
     def embedder_row(self) -> Any:
         """The stored embedder the fuzzy methods use (``embedder``, default the paper's):
@@ -541,7 +540,7 @@ class Selector:
         pick_tokens = tokens
         if "rbm25_variant" in entry.settings and self.rbm25_variant != "moses":  # docs/method.md §7.1: its tokens
             tokenize = _tokens_13a if self.rbm25_variant == "agrawal" else ctq_tokens
-            pick_tokens, cands = tokenize(text), [c._replace(tokens=tokenize(r.src)) for c, r in zip(cands, rows)]
+            pick_tokens, cands = tokenize(text), cands.with_tokens([tokenize(r.src) for r in rows])
         picks = greedy_select(q, pick_tokens, cands, k=k, method=method, similarity=self.similarity,
                               word_overlap=self.word_overlap, seed=self.seed, term_table=table,
                               query_term_ids=q_ids, rbm25_variant=self.rbm25_variant, embeddings=embeddings)
@@ -654,7 +653,7 @@ def _one_blas_thread() -> Any:
 def _candidate(pair_id: int, score: float, row: Any) -> CandidateRow:
     """A candidate from fetch_candidates' (or blocks_top's) columns after the pair id:
     source text, target text, source tokens, term keys, term multiplicities."""
-    return CandidateRow(pair_id, score, row[0], row[1], list(row[2]), list(row[3]), list(row[4]))
+    return CandidateRow(pair_id, score, *row[:5])
 
 
 def _certified(rows: list[Any], col: int) -> bool | None:

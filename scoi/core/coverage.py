@@ -95,6 +95,38 @@ def l1_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
+def l1_to_rows(a: np.ndarray, table: np.ndarray, rows: np.ndarray, norms: np.ndarray | None = None) -> np.ndarray:
+    """(m, len(rows)) int64 L1 distances between the term vectors ``a`` (m, d) and
+    ``table[rows]``: :func:`l1_matrix` for a small ``a`` against many rows of a term table,
+    reading only the columns ``a`` uses.
+
+    Same identity as :func:`l1_matrix`, with the unary code cut to a's levels: min(s_l,
+    t_l) = Σ_{e=1..max s_l} [s_l ≥ e][t_l ≥ e], so the labels ``a`` never uses, and the
+    levels above its largest exponent, add nothing. For a 30-token query that is ~20
+    unary columns of the table instead of every label at every level of both sides.
+    ``norms``: the L1 norm of every table row, when the caller keeps them (else summed
+    here). Rows are term vectors (non-negative; with ``norms`` this is trusted, without
+    it checked); inputs with negative entries take :func:`l1_matrix`.
+    """
+    a, table = as_terms(a), as_terms(table)
+    rows = np.asarray(rows, dtype=np.intp)
+    picked = table[rows] if norms is None else None
+    if len(a) == 0 or len(rows) == 0 or a.min() < 0 or (picked is not None and picked.min() < 0):
+        return l1_matrix(a, table[rows])
+    levels = a.max(axis=0)
+    labels = np.flatnonzero(levels)
+    levels = levels[labels]
+    cols = np.repeat(labels, levels)
+    thresholds = np.arange(1, int(levels.sum()) + 1) - np.repeat(np.cumsum(levels) - levels, levels)
+    t_norms = picked.sum(axis=1) if picked is not None else np.asarray(norms, dtype=np.int64)[rows]
+    out = a.sum(axis=1)[:, None] + t_norms[None, :]
+    if len(cols):
+        shared = (a[:, cols] >= thresholds).astype(np.float32) @ (table[rows[:, None], cols] >= thresholds).astype(
+            np.float32).T  # exact: at most sum(levels) ones per entry, far below 2^24
+        out -= 2 * np.rint(shared).astype(np.int64)
+    return out
+
+
 def term_similarity(
     a: np.ndarray, b: np.ndarray, similarity: Similarity = "distance"
 ) -> np.ndarray:

@@ -13,7 +13,7 @@ candidates in the same order.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
 from typing import NamedTuple
@@ -24,7 +24,7 @@ from scoi.core.coverage import (
     argmax_first,
     as_terms,
     improves,
-    l1_matrix,
+    l1_to_rows,
     poly_distance,
     term_similarity,
 )
@@ -49,6 +49,57 @@ class Candidate(NamedTuple):
     # Optional: rows of a shared term table (see ``select(term_table=...)``) for the same
     # multiset, so the distinct terms of a pool are found without sorting vectors.
     term_ids: np.ndarray | None = None
+
+
+class PackedPool(Sequence[Candidate]):
+    """A pool's candidates as flat arrays: every candidate's terms as rows of one term
+    table (``term_ids``, candidate i's being ``term_ids[offsets[i]:offsets[i + 1]]``,
+    repeats kept) and its tokens.
+
+    The selector's form of a pool. As a sequence it yields :class:`Candidate` s (built on
+    demand), so every method and the reference read it like a list; the SCOI methods and
+    poly distances read the arrays instead, with no per-candidate work (a long query's
+    pool: 100 candidates, ~2,700 terms). ``norms``: the L1 norm of every table row, when
+    the caller keeps them (:attr:`scoi.core.polynomial.TermTable.norms`).
+    """
+
+    __slots__ = ("table", "term_ids", "offsets", "tokens", "norms")
+
+    def __init__(self, table: np.ndarray, term_ids: np.ndarray, offsets: np.ndarray,
+                 tokens: Sequence[Sequence[str]], norms: np.ndarray | None = None) -> None:
+        self.table = as_terms(table)
+        self.term_ids = np.asarray(term_ids, dtype=np.int64)
+        self.offsets = np.asarray(offsets, dtype=np.int64)
+        self.tokens = tokens
+        self.norms = norms
+        if len(self.offsets) != len(tokens) + 1 or self.offsets[0] != 0 or self.offsets[-1] != len(self.term_ids):
+            raise ValueError(f"{len(tokens)} candidates need {len(tokens) + 1} offsets from 0 to "
+                             f"{len(self.term_ids)}, got {len(self.offsets)}")
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def]
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        ids = self.term_ids[self.offsets[i]:self.offsets[i + 1]]
+        return Candidate(self.table[ids], self.tokens[i], ids)
+
+    def __iter__(self) -> Iterator[Candidate]:
+        return (self[i] for i in range(len(self)))
+
+    def with_tokens(self, tokens: Sequence[Sequence[str]]) -> PackedPool:
+        """The same terms with other tokens (R-BM25's variants tokenise the texts their way)."""
+        return PackedPool(self.table, self.term_ids, self.offsets, tokens, self.norms)
+
+
+def _token_lists(candidates: Sequence[Candidate]) -> Sequence[Sequence[str]]:
+    """Every candidate's tokens (a packed pool's without building candidates)."""
+    return candidates.tokens if isinstance(candidates, PackedPool) else [c.tokens for c in candidates]
 
 
 @dataclass(frozen=True)
@@ -86,29 +137,39 @@ def check_args(method: str, similarity: str, word_overlap: str, k: int) -> None:
     check_range("k", k, "k")  # 0..256: also what a selection row's integer column holds
 
 
-def _unique_candidate_terms(
+def _candidate_term_rows(
     candidates: Sequence[Candidate], d: int, term_table: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray, np.ndarray, np.ndarray]:
     """Deduplicated terms of all candidates, for computing each distinct term pair once.
 
-    Returns (unique terms (u, d), inverse (N,) mapping every stacked term to its unique
-    row, segment starts of the non-empty candidates, indices of those candidates).
+    Returns (a term matrix, the rows of it that are the distinct terms (u,), their L1
+    norms' source (the matrix rows' norms, or None), inverse (N,) mapping every stacked
+    term to its distinct row, segment starts of the non-empty candidates, indices of
+    those candidates). The matrix is the packed pool's table or ``term_table`` when the
+    candidates carry row ids (distinct terms by a 1-D unique of ids), else the distinct
+    vectors themselves.
     """
+    if isinstance(candidates, PackedPool):
+        sizes = np.diff(candidates.offsets)
+        nonempty = np.flatnonzero(sizes > 0)
+        uniq_ids, inv = np.unique(candidates.term_ids, return_inverse=True)
+        starts = candidates.offsets[nonempty]
+        return candidates.table, uniq_ids, candidates.norms, inv.reshape(-1), starts, nonempty
     sizes = np.array([len(c.terms) for c in candidates], dtype=np.int64)
     nonempty = np.flatnonzero(sizes > 0)
     if nonempty.size == 0:
         empty = np.zeros(0, dtype=np.int64)
-        return np.zeros((0, d), dtype=np.int64), empty, empty, nonempty
+        return np.zeros((0, d), dtype=np.int64), empty, None, empty, empty, nonempty
     if term_table is not None and all(candidates[i].term_ids is not None for i in nonempty):
-        # Distinct terms by table row id: a 1-D unique instead of sorting vectors.
         ids = np.concatenate([np.asarray(candidates[i].term_ids, dtype=np.int64) for i in nonempty])
         uniq_ids, inv = np.unique(ids, return_inverse=True)
-        uniq = as_terms(term_table)[uniq_ids]
+        source = as_terms(term_table)
     else:
         stacked = np.concatenate([as_terms(candidates[i].terms) for i in nonempty])
-        uniq, inv = np.unique(stacked, axis=0, return_inverse=True)
+        source, inv = np.unique(stacked, axis=0, return_inverse=True)
+        uniq_ids = np.arange(len(source))
     starts = np.concatenate(([0], np.cumsum(sizes[nonempty])[:-1]))
-    return uniq, inv.reshape(-1), starts, nonempty
+    return source, uniq_ids, None, inv.reshape(-1), starts, nonempty
 
 
 class _Covers:
@@ -145,10 +206,17 @@ class _Covers:
             else:
                 uq, counts = np.unique(q, axis=0, return_counts=True)
             self.weights = counts.astype(np.float64)
-            uc, inv, starts, nonempty = _unique_candidate_terms(candidates, q.shape[1], term_table)
+            source, rows, norms, inv, starts, nonempty = _candidate_term_rows(candidates, q.shape[1], term_table)
             self.syn = np.zeros((len(uq), n))  # 0 is the neutral max: similarities >= 0
-            if nonempty.size:
-                per_term = term_similarity(uq, uc, similarity)[:, inv]
+            if nonempty.size and similarity == "distance":
+                # c = 1 / (1 + d) falls as d grows, so max_t c(s, t) = 1 / (1 + min_t d(s, t)):
+                # the per-candidate minimum on exact integer distances, then one division per
+                # (query term, candidate) instead of per term pair (the same floats, bit for bit).
+                dist = l1_to_rows(uq, source, rows, norms)[:, inv]
+                closest = np.minimum.reduceat(dist, starts, axis=1).astype(np.float64)
+                self.syn[:, nonempty] = 1.0 / (1.0 + closest)
+            elif nonempty.size:
+                per_term = term_similarity(uq, source[rows], similarity)[:, inv]
                 self.syn[:, nonempty] = np.maximum.reduceat(per_term, starts, axis=1)
         qcount = Counter(query_tokens)
         self.qcount = np.array(list(qcount.values()), dtype=np.int64)
@@ -157,8 +225,9 @@ class _Covers:
             # Every candidate token at once: its query-word row (-1 for other words) and its
             # candidate, then one scatter (set: present; multiset: occurrences counted).
             row = {w: i for i, w in enumerate(qcount)}
-            lengths = [len(c.tokens) for c in candidates]
-            flat = chain.from_iterable(c.tokens for c in candidates)
+            token_lists = _token_lists(candidates)
+            lengths = [len(t) for t in token_lists]
+            flat = chain.from_iterable(token_lists)
             rows = np.fromiter(map(row.get, flat, repeat(-1)), dtype=np.int64, count=sum(lengths))
             cands = np.repeat(np.arange(n), lengths)
             found = rows >= 0
@@ -231,10 +300,10 @@ def poly_distances(query_terms: np.ndarray, candidates: Sequence[Candidate],
     if len(q) == 0:
         return np.array([poly_distance(q, c.terms) for c in candidates], dtype=np.float64)
     uq, counts = np.unique(q, axis=0, return_counts=True)
-    uc, inv, starts, nonempty = _unique_candidate_terms(candidates, q.shape[1], term_table)
+    source, rows, norms, inv, starts, nonempty = _candidate_term_rows(candidates, q.shape[1], term_table)
     out = np.full(n, np.inf)
     if nonempty.size:
-        dist = l1_matrix(uq, uc)[:, inv]  # (unique query terms, all candidate terms)
+        dist = l1_to_rows(uq, source, rows, norms)[:, inv]  # (unique query terms, all candidate terms)
         to_cand = counts @ np.minimum.reduceat(dist, starts, axis=1)
         to_query = np.add.reduceat(dist.min(axis=0), starts)
         sizes = np.diff(np.append(starts, dist.shape[1]))
@@ -273,6 +342,8 @@ def select(
     ``term_table``: when every candidate carries ``term_ids`` (rows of this table, the
     same multiset as its ``terms``), distinct terms are found by id — same result, faster;
     likewise for the query with ``query_term_ids`` (the rows of ``query_terms``).
+    ``candidates`` may be a :class:`PackedPool` (the selector's form): the same picks,
+    without per-candidate work.
     ``embeddings``: (query vector, candidates' vectors in candidate order), which the
     :data:`EMBEDDING_METHODS` rank by cosine (:func:`scoi.core.fuzzy.fuzzy_rank`).
     """
@@ -284,12 +355,12 @@ def select(
     if method == "bm25":
         return [Pick(i, "bm25", None) for i in range(min(k, n))]
     if method == "rbm25":
-        found = rbm25(query_tokens, [c.tokens for c in candidates], k, rbm25_variant)
+        found = rbm25(query_tokens, _token_lists(candidates), k, rbm25_variant)
         picks = [Pick(i, "rbm25", score) for i, score in found]
         return picks if rbm25_variant == "agrawal" else pad_in_pool_order(picks, n, k)
     if method == "dpp":
         found = dpp(poly_distances(query_terms, candidates, term_table), query_tokens,
-                    [c.tokens for c in candidates], k)
+                    _token_lists(candidates), k)
         return pad_in_pool_order([Pick(i, "dpp", resid) for i, resid in found], n, k)
     if method in EMBEDDING_METHODS:
         if embeddings is None:

@@ -647,6 +647,24 @@ def test_term_matrices_are_exponent_vectors(sel, queries):
         assert row.tolist() == want.tolist()
 
 
+def test_packed_pool_holds_each_candidates_terms(sel, queries):
+    """coverage_inputs packs every fetched candidate's terms (each key repeated by its
+    multiplicity, in the stored order) and tokens, candidate by candidate."""
+    for q in queries[:5]:
+        res = sel.select(q, k=2)
+        query, _, pool, _ = sel.coverage_inputs(res.query_terms, res.candidates)
+        labels = sel.labels.index
+        assert len(pool) == len(res.candidates)
+        for cand, row in zip(pool, res.candidates):
+            keys = [k for k, m in zip(row.term_keys, row.term_mults) for _ in range(m)]
+            want = np.zeros((len(keys), pool.table.shape[1]), dtype=np.int64)
+            for i, key in enumerate(keys):
+                for name, power in parse_key(key).items():
+                    want[i, labels[name]] = power
+            assert cand.terms.tolist() == want.tolist() and cand.tokens == row.tokens
+        assert len(query) == sum(res.query_terms.values())
+
+
 def test_migration_0004_rebuilds_the_index_of_an_existing_database(server_url, template_url, queries):
     """A database ingested before 0004 (downgraded to 0003: no signatures, no forward
     index) gets both from its postings on upgrade, consistent with what ingest writes, and

@@ -136,4 +136,5 @@ def test_term_table_rows_are_the_label_space_vectors(batches: list[list[dict[str
         assert [table._keys[i] for i in ids] == keys
         expected = reference.matrix(seen, matrix.shape[1])
         assert (matrix[table.ids_of(seen)] == expected).all()
+        assert table.norms.tolist() == matrix.sum(axis=1).tolist()
     assert list(table.labels.index) == list(reference.index)
