@@ -274,10 +274,13 @@ LEFT JOIN bm25_scores(%(score_ids)s::bigint[], %(qids)s::int[], %(ws)s::float8[]
 -- `details` (texts, source tokens and polynomial terms: fetch_candidates' columns, so the
 -- pair mapping and the candidate fetch are one statement).
 WITH s AS (SELECT x.sid, x.score FROM unnest(%(ids)s::bigint[], %(scores)s::float8[]) AS x(sid, score)),
-top AS (
+top AS (  -- each sentence's pairs by index (OFFSET 0: never a hash join over all pairs)
     SELECT e.pair_id, s.score, e.src_id, e.tgt_id
-    FROM s JOIN example e ON e.src_id = s.sid AND e.src_lang = %(lang)s AND e.tgt_lang = %(tgt)s
-         AND (%(corpora)s::int[] IS NULL OR e.corpus_id = ANY(%(corpora)s::int[]))
+    FROM s CROSS JOIN LATERAL (
+        SELECT e.pair_id, e.src_id, e.tgt_id FROM example e
+        WHERE e.src_id = s.sid AND e.src_lang = %(lang)s AND e.tgt_lang = %(tgt)s
+          AND (%(corpora)s::int[] IS NULL OR e.corpus_id = ANY(%(corpora)s::int[]))
+        OFFSET 0) e
     ORDER BY s.score DESC, e.pair_id
     LIMIT %(n)s
 )
