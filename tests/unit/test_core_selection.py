@@ -21,7 +21,7 @@ from scoi.core.coverage import (
     term_similarity,
     word_set_cov,
 )
-from scoi.core.greedy import EMBEDDING_METHODS, METHODS, Candidate, Pick, select
+from scoi.core.greedy import EMBEDDING_METHODS, METHODS, Candidate, PackedPool, Pick, select
 from tests import reference as ref
 from tests.helpers.hypothesis import examples
 
@@ -214,16 +214,36 @@ def same_picks(fast: list[Pick], slow: list[Pick]) -> None:
     seed=st.integers(0, 3),
 )
 def test_fast_matches_reference(method, problem, k, similarity, overlap, seed) -> None:
+    """Every method picks what the literal reference picks, ties and all (tie-heavy inputs:
+    exponents 0-2, five tokens), whether the pool is a list of candidates or packed as the
+    selector hands it over (with and without the table's norms and the query's row ids)."""
     query, tokens, pool = problem
     args = (query, tokens, pool, k, method, similarity, overlap, seed)
+    expected = ref.select(*args)
     fast = select(*args)
-    same_picks(fast, ref.select(*args))
+    same_picks(fast, expected)
+    table, pool_packed, q_ids = packed(query, pool)
+    same_picks(select(query, tokens, pool_packed, k, method, similarity, overlap, seed,
+                      term_table=table, query_term_ids=q_ids), expected)
+    bare = PackedPool(table, pool_packed.term_ids, pool_packed.offsets, pool_packed.tokens)
+    same_picks(select(query, tokens, bare, k, method, similarity, overlap, seed), expected)
     assert len({p.index for p in fast}) == len(fast) == (0 if method == "zero" else min(k, len(pool)))
     # The selector's path: terms as rows of a shared table, distinct terms found by row id.
     table, ids = with_term_table(query, [c.terms for c in pool])
     by_id = [Candidate(c.terms, c.tokens, i) for c, i in zip(pool, ids[1:])]
     same_picks(select(query, tokens, by_id, k, method, similarity, overlap, seed,
                       term_table=table, query_term_ids=ids[0]), fast)
+
+
+def packed(query: np.ndarray, pool: list[Candidate]) -> tuple[np.ndarray, PackedPool, np.ndarray]:
+    """The problem as the selector hands it over: one shared table (rows in shuffled order),
+    the query's row ids, and the candidates packed as row ids with offsets."""
+    table, ids = with_term_table(query, [c.terms for c in pool])
+    sizes = [len(i) for i in ids[1:]]
+    flat = np.concatenate(ids[1:]) if pool else np.zeros(0, dtype=np.int64)
+    norms = table.sum(axis=1) if len(table) else np.zeros(0, dtype=np.int64)
+    return table, PackedPool(table, flat, np.concatenate(([0], np.cumsum(sizes, dtype=np.int64))),
+                             [list(c.tokens) for c in pool], norms), ids[0]
 
 
 def with_term_table(*term_arrays) -> tuple[np.ndarray, list[np.ndarray]]:

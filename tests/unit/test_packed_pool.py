@@ -1,53 +1,21 @@
-"""The packed pool (the selector's form of a candidate pool) and the distance kernel it uses:
-the fast paths checked against the literal reference in ``tests/reference.py`` and against
-the per-candidate path they replace."""
+"""The packed pool (the selector's form of a candidate pool) and the distance kernel it uses,
+checked against the literal reference in ``tests/reference.py`` and the per-candidate path
+they replace. Picks on packed pools equal the reference's in test_core_selection.py's
+``test_fast_matches_reference``, beside the list form."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scoi.core.coverage import l1_to_rows
-from scoi.core.greedy import Candidate, PackedPool, poly_distances, select
+from scoi.core.greedy import PackedPool, poly_distances
 from scoi.core.polynomial import ROOT, LabelSpace, TermTable, term_key
 from tests import reference as ref
 from tests.helpers.hypothesis import examples
-from tests.unit.test_core_selection import TERM_METHODS, problems, same_picks, with_term_table
-
-
-def packed(query: np.ndarray, pool: list[Candidate]) -> tuple[np.ndarray, PackedPool, np.ndarray]:
-    """The problem as the selector hands it over: one shared table (rows in shuffled order),
-    the query's row ids, and the candidates packed as row ids with offsets."""
-    table, ids = with_term_table(query, [c.terms for c in pool])
-    sizes = [len(i) for i in ids[1:]]
-    flat = np.concatenate(ids[1:]) if pool else np.zeros(0, dtype=np.int64)
-    norms = table.sum(axis=1) if len(table) else np.zeros(0, dtype=np.int64)
-    return table, PackedPool(table, flat, np.concatenate(([0], np.cumsum(sizes, dtype=np.int64))),
-                             [list(c.tokens) for c in pool], norms), ids[0]
-
-
-@pytest.mark.parametrize("method", TERM_METHODS)
-@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    problem=problems(),
-    k=st.integers(0, 8),
-    similarity=st.sampled_from(["distance", "cosine"]),
-    overlap=st.sampled_from(["set", "multiset"]),
-    seed=st.integers(0, 3),
-)
-def test_packed_pool_matches_reference(method, problem, k, similarity, overlap, seed) -> None:
-    """Every method on a packed pool picks what the literal reference picks on the same
-    candidates, ties and all (tie-heavy inputs: exponents 0-2, five tokens)."""
-    query, tokens, pool = problem
-    table, pool_packed, q_ids = packed(query, pool)
-    expected = ref.select(query, tokens, pool, k, method, similarity, overlap, seed)
-    same_picks(select(query, tokens, pool_packed, k, method, similarity, overlap, seed,
-                      term_table=table, query_term_ids=q_ids), expected)
-    # Without the table norms (summed from the rows instead) and without the query's row ids.
-    bare = PackedPool(table, pool_packed.term_ids, pool_packed.offsets, pool_packed.tokens)
-    same_picks(select(query, tokens, bare, k, method, similarity, overlap, seed), expected)
+from tests.unit.test_core_selection import packed, problems
 
 
 @settings(max_examples=examples(200), deadline=None)

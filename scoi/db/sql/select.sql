@@ -211,7 +211,8 @@ SELECT q.rank, q.n_tokens, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 FROM q WHERE q.rank = 1 AND q.total > %(read_all)s;
 
 -- name: blocks_terms
--- The block preselection's first round trip (scoi/preselect.py, docs/preselection.md):
+-- The block preselection's first round trip when not every list is read (MaxScore, below
+-- `read_all`), and the batches' read (preselect_many; scoi/preselect.py, docs/preselection.md):
 -- the query's tokens known to the index (df, count in the query, block directory), N and
 -- the total length, and whole posting lists (each token's blocks concatenated in order,
 -- bytea, scoi/core/bm25blocks.py's layout): all of them if the query's tokens have at
