@@ -164,8 +164,13 @@ CREATE TABLE public.pair (
     b_id bigint NOT NULL,
     run_id integer,
     line integer,
+    meta jsonb DEFAULT '{}'::jsonb NOT NULL,
     CONSTRAINT pair_check CHECK ((a_lang < b_lang))
 );
+
+-- COMMENT COLUMN pair.meta
+
+COMMENT ON COLUMN public.pair.meta IS 'What the source file said about the pair besides its texts (TMX props, notes, dates, ids, usage counts; extra TSV/JSONL fields); {} when nothing.';
 
 -- VIEW example
 
@@ -376,7 +381,10 @@ CREATE TABLE public.job_item (
     source_key text,
     delivered_at timestamp with time zone,
     delivery_error text,
+    origin text,
+    origin_pair_id bigint,
     CONSTRAINT job_item_max_attempts_check CHECK ((max_attempts >= 1)),
+    CONSTRAINT job_item_origin_check CHECK ((origin = ANY (ARRAY['llm'::text, 'tm'::text]))),
     CONSTRAINT job_item_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'running'::text, 'done'::text, 'failed'::text, 'cancelled'::text])))
 );
 
@@ -395,6 +403,14 @@ COMMENT ON COLUMN public.job_item.delivered_at IS 'When the output was written t
 -- COMMENT COLUMN job_item.delivery_error
 
 COMMENT ON COLUMN public.job_item.delivery_error IS 'Why the output did not reach the table destination (its last try), or NULL; cleared when delivered.';
+
+-- COMMENT COLUMN job_item.origin
+
+COMMENT ON COLUMN public.job_item.origin IS 'Where the output came from: llm (the model) or tm (the stored translation of an exact match, origin_pair_id); NULL until done.';
+
+-- COMMENT COLUMN job_item.origin_pair_id
+
+COMMENT ON COLUMN public.job_item.origin_pair_id IS 'The pair whose translation was reused when origin = tm, else NULL.';
 
 -- VIEW selection_gap
 
@@ -560,8 +576,13 @@ CREATE TABLE public.selection_pick (
     "position" integer NOT NULL,
     pair_id bigint NOT NULL,
     criterion text NOT NULL,
-    coverage double precision
+    coverage double precision,
+    match real
 );
+
+-- COMMENT COLUMN selection_pick.match
+
+COMMENT ON COLUMN public.selection_pick.match IS 'Match % (0-100) of the example''s source against the query: word-level edit-distance similarity (docs/method.md).';
 
 -- TABLE sentence
 
@@ -842,8 +863,13 @@ CREATE TABLE public.selection_candidate (
     selection_id bigint NOT NULL,
     rank integer NOT NULL,
     pair_id bigint NOT NULL,
-    score double precision
+    score double precision,
+    match real
 );
+
+-- COMMENT COLUMN selection_candidate.match
+
+COMMENT ON COLUMN public.selection_candidate.match IS 'Match % (0-100) of the candidate''s source against the query (docs/method.md).';
 
 -- SEQUENCE selection_id_seq
 
@@ -1342,6 +1368,10 @@ CREATE INDEX pair_b_idx ON public.pair USING btree (b_id);
 -- INDEX pair_corpus_idx
 
 CREATE INDEX pair_corpus_idx ON public.pair USING btree (corpus_id);
+
+-- INDEX pair_meta_idx
+
+CREATE INDEX pair_meta_idx ON public.pair USING gin (meta jsonb_path_ops);
 
 -- INDEX posting_rep
 
