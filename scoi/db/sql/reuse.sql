@@ -1,0 +1,24 @@
+-- Translation-memory reuse: exact matches of job items' sources (scoi/reuse.py, docs/jobs.md).
+
+-- name: exact_matches
+-- For each key (exact_sha of a normalised source, scoi.core.exact), the newest pair (largest
+-- pair id: the last ingested) of the direction, of the corpora (names; NULL: all) and whose
+-- metadata contains `meta` (NULL: any), whose source side matches exactly, with its target
+-- text. A stored text already normalised is found by its text_sha (the unique index); the
+-- others through sentence_exact_idx (migration 0031), which holds only them.
+WITH q AS (SELECT DISTINCT sha FROM unnest(%(shas)s::bytea[]) AS q(sha)),
+src AS (
+    SELECT q.sha, s.id FROM q JOIN sentence s ON s.lang = %(lang)s AND s.text_sha = q.sha
+    UNION
+    SELECT q.sha, s.id FROM q JOIN sentence s
+        ON s.lang = %(lang)s AND exact_sha(s.text) = q.sha AND exact_text(s.text) <> s.text
+)
+SELECT DISTINCT ON (src.sha) src.sha, e.pair_id, t.text
+FROM src
+JOIN example e ON e.src_id = src.id AND e.src_lang = %(lang)s AND e.tgt_lang = %(tgt)s
+JOIN sentence t ON t.id = e.tgt_id
+WHERE (%(corpora)s::text[] IS NULL
+       OR e.corpus_id IN (SELECT c.id FROM corpus c WHERE c.name = ANY(%(corpora)s::text[])))
+  AND (%(meta)s::jsonb IS NULL
+       OR EXISTS (SELECT 1 FROM pair m WHERE m.id = e.pair_id AND m.meta @> %(meta)s::jsonb))
+ORDER BY src.sha, e.pair_id DESC;
