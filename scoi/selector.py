@@ -26,6 +26,7 @@ from scoi.analysis import Scheme
 from scoi.config import read_max_lag_from_env
 from scoi.core import defaults, methods
 from scoi.core.greedy import PackedPool, check_args, select as greedy_select
+from scoi.core.exact import check_where, where_part
 from scoi.core.limits import LIMITS
 from scoi.core.methods import METHODS, method_settings
 from scoi.core.names import is_language_code, printable
@@ -34,6 +35,7 @@ from scoi.core.rbm25 import check_variant, ctq_tokens
 from scoi.core.signature import corpora_part, method_parts, signature
 from scoi.db.queries import load
 from scoi.db.reads import ReadRoute, ReadStatus
+from scoi.preselect import pair_filter
 
 if TYPE_CHECKING:
     import psycopg
@@ -196,7 +198,8 @@ class Selector:
                  similarity: str = defaults.SIMILARITY, word_overlap: str = defaults.WORD_OVERLAP,
                  fill: str = defaults.FILL, seed: int = defaults.SEED, bm25: Bm25Params | None = None,
                  parser: str | None = None, rbm25_variant: str = defaults.RBM25_VARIANT,
-                 embedder: str | None = None, ef_search: int = defaults.EF_SEARCH) -> None:
+                 embedder: str | None = None, ef_search: int = defaults.EF_SEARCH,
+                 where: dict[str, str] | None = None) -> None:
         check_args(method, similarity, word_overlap, k)
         check_variant(rbm25_variant)
         for code, option in ((src, "--src"), (tgt, "--tgt")):
@@ -236,6 +239,10 @@ class Selector:
                                  f"scoi ingest FILE --src {self.src} --tgt {self.tgt}")
         self.corpus_ids = self._corpus_ids(corpora)
         self.corpora = corpora
+        try:  # --where KEY=VALUE: only pairs whose metadata holds these (scoi.core.exact)
+            self.where = check_where(where)
+        except ValueError as e:
+            raise SelectionError(str(e)) from None
         # Terms are comparable only within one analysis scheme: queries are parsed with the
         # stored sentences' (checked here, before anything is parsed).
         self.scheme, parser_id = self._stored_scheme(parser, method)
@@ -343,11 +350,11 @@ class Selector:
         return self.analyzer.terms(text)
 
     def preselect_params(self, tokens: list[str]) -> dict[str, Any]:
+        filt = pair_filter(self.src, self.tgt, self.corpus_ids, self.where)
         if self.bm25.engine == "blocks":
-            return {"lang": self.src, "tgt": self.tgt, "tokens": [t.lower() for t in tokens], "n": self.pool,
-                    "corpora": self.corpus_ids, "read_all": self.bm25.read_all, "rare": self.bm25.rare}
-        return {"lang": self.src, "tgt": self.tgt, "tokens": [t.lower() for t in tokens], "n": self.pool,
-                "corpora": self.corpus_ids, **self.bm25.sql_params(self.pool)}
+            return {**filt, "tokens": [t.lower() for t in tokens], "n": self.pool,
+                    "read_all": self.bm25.read_all, "rare": self.bm25.rare}
+        return {**filt, "tokens": [t.lower() for t in tokens], "n": self.pool, **self.bm25.sql_params(self.pool)}
 
     def preselect_sql(self) -> str:
         """The SQL :meth:`select` runs to preselect and fetch the candidates, as text: the
@@ -374,7 +381,7 @@ class Selector:
                 found = preselect_blocks(self.conn, lang=self.src, tgt=self.tgt, tokens=tokens, n=self.pool,
                                          corpora=self.corpus_ids, k1=self.bm25.k1, b=self.bm25.b,
                                          read_all=self.bm25.read_all, budget=self.bm25.rare,
-                                         probe=self.bm25.probe, stats=stats, details=details)
+                                         probe=self.bm25.probe, stats=stats, details=details, where=self.where)
             self.certified = True if found else None
             return found
         rows = self.conn.execute(SQL["preselect"], self.preselect_params(tokens)).fetchall()
@@ -416,7 +423,8 @@ class Selector:
         with _snapshot(self.conn):
             pools = preselect_many(self.conn, lang=self.src, tgt=self.tgt, token_lists=[list(t) for t in lists],
                                    n=self.pool, corpora=self.corpus_ids, k1=self.bm25.k1, b=self.bm25.b,
-                                   read_all=self.bm25.read_all, budget=self.bm25.rare, probe=self.bm25.probe)
+                                   read_all=self.bm25.read_all, budget=self.bm25.rare, probe=self.bm25.probe,
+                                   where=self.where)
             rows = {r.pair_id: r for r in self.fetch(list(dict.fromkeys(x for pool in pools for x in pool)))}
         for toks, pool in zip(lists, pools):
             self._pools[toks] = [replace(rows[p], score=s) for p, s in pool]  # shallow: lists shared
@@ -488,7 +496,7 @@ class Selector:
             vectors = pool_embeddings(self.conn, self.embedder_row(), [r.pair_id for r in rows], self.src)
         else:
             found = nearest(self.conn, self.embedder_row(), query, lang=self.src, tgt=self.tgt,
-                            corpora=self.corpus_ids, n=k, ef_search=self.ef_search)
+                            corpora=self.corpus_ids, n=k, ef_search=self.ef_search, where=self.where)
             rows = self.fetch([(pair_id, 1.0 - dist) for pair_id, dist, _ in found])
             vectors = np.stack([v for _, _, v in found]) if found else np.zeros((0, self.embedder_row().dim))
         return rows, (query, vectors), _ms(time.perf_counter() - t0)
@@ -579,7 +587,7 @@ class Selector:
 
     def _fill(self, n: int, exclude: list[int]) -> list[Picked]:
         ids = [r[0] for r in self.conn.execute(SQL["random_examples"], {
-            "lang": self.src, "tgt": self.tgt, "corpora": self.corpus_ids, "exclude": exclude,
+            **pair_filter(self.src, self.tgt, self.corpus_ids, self.where), "exclude": exclude,
             "seed": self.seed, "n": n}).fetchall()]
         rows = self.fetch([(i, 0.0) for i in ids])
         return [Picked(r.pair_id, r.src, r.tgt, "fill", None) for r in rows]
@@ -593,14 +601,15 @@ class Selector:
     def params(self, method: str, k: int) -> dict[str, Any]:
         return {"method": method, **self.method_settings(method), "k": k, "pool": self.pool,
                 "similarity": self.similarity, "word_overlap": self.word_overlap, "fill": self.fill,
-                "seed": self.seed, "corpora": self.corpora, "bm25": asdict(self.bm25)}
+                "seed": self.seed, "corpora": self.corpora, **({"where": self.where} if self.where else {}),
+                "bm25": asdict(self.bm25)}
 
     def signature(self, method: str, k: int) -> str:
         """Every setting that changes the result (scoi.core.signature)."""
         return signature(self.src, self.tgt, {
             "method": method, **method_parts(self.method_settings(method)), "k": k, "pool": self.pool,
             "sim": self.similarity, "words": self.word_overlap, "fill": self.fill, "seed": self.seed,
-            "bm25": self.bm25.signature(), "corpora": corpora_part(self.corpora), "parser": self.scheme})
+            "bm25": self.bm25.signature(), "corpora": corpora_part(self.corpora), "where": where_part(self.where), "parser": self.scheme})
 
     def close(self) -> None:
         if self._thread is not None:

@@ -25,6 +25,7 @@ BM25_B = 0.75                 # ... and length normalisation
 TEMPLATE = "xglm"             # prompt template
 ORDER = "reverse"             # example order in the prompt: the published one
 MAX_NEW_TOKENS = 128          # generation limit per item
+REUSE = "exact"              # jobs: insert the stored translation of an exact match (exact | off)
 MAX_ATTEMPTS = 3              # attempts per job item before it fails
 WORKER_BATCH = 8              # items a worker claims and generates together
 STALL_TIMEOUT = 300.0         # seconds without heartbeat before a stuck worker's item is claimed again

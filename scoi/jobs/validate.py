@@ -16,6 +16,7 @@ from scoi.jobs.spec import JobError, JobSpec, check_backend_options
 def validate(conn: psycopg.Connection, spec: JobSpec) -> None:
     """Reject a job that could never run, or that would store a secret, before any item is stored."""
     from scoi.backends.spec import BackendSpecError, check_options, parse_spec
+    from scoi.core.exact import REUSE_MODES, check_where
     from scoi.core.limits import check_range
     from scoi.core.methods import RBM25_VARIANTS, method
     from scoi.core.names import check_name
@@ -34,6 +35,12 @@ def validate(conn: psycopg.Connection, spec: JobSpec) -> None:
         raise JobError(str(e)) from None
     try:
         entry = method(spec.method)
+    except ValueError as e:
+        raise JobError(str(e)) from None
+    if spec.reuse not in REUSE_MODES:
+        raise JobError(f"unknown --reuse {spec.reuse!r}; expected one of {', '.join(REUSE_MODES)}")
+    try:
+        spec.where = check_where(spec.where)
     except ValueError as e:
         raise JobError(str(e)) from None
     if spec.order not in ORDERS:

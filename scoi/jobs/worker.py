@@ -56,8 +56,9 @@ from scoi.core.prompt import Example, extract_answer, render_prompt, stop_marker
 from scoi.jobs import store
 from scoi.jobs.caches import WorkerCaches
 from scoi.jobs.liveness import Liveness
-from scoi.jobs.spec import Job, job_order, storable_text
+from scoi.jobs.spec import Job, job_order, job_reuse, storable_text
 from scoi.jobs.store import listen_for_items
+from scoi.reuse import exact_matches
 
 MAX_ERROR_CHARS = 4000
 #: What writing a value PostgreSQL cannot hold raises: DataError from the server (NUL, a
@@ -122,6 +123,10 @@ class Claimed:
     idx: int
     source: str
     attempt: int
+    #: the translation memory's exact match to insert instead of generating (scoi.reuse.Match),
+    #: found at claim time when the job reuses (``--reuse exact``); or why looking it up failed
+    reuse: Any = None
+    reuse_error: str | None = None
 
 
 @dataclass
@@ -129,9 +134,9 @@ class Prepared:
     """An item ready to generate: its selection and prompt (step 1 of a batch)."""
 
     item: Claimed
-    selection: Any  # SelectionResult to record with the result, or None (zero-shot)
+    selection: Any  # SelectionResult to record with the result, or None (zero-shot, reused)
     labels: Any     # the selector's LabelSpace, needed to record the selection
-    prompt: str
+    prompt: str | None  # None: the item reuses a stored translation (no prompt, no model)
     select_ms: float
     selection_id: int | None = None
 
@@ -142,9 +147,14 @@ class Generated(NamedTuple):
 
     prepared: Prepared
     output: str
-    raw_output: str
+    raw_output: str | None
     generate_ms: float
     warning: str | None = None
+
+    @property
+    def origin_pair_id(self) -> int | None:
+        """The pair whose stored translation is the output (``origin`` tm), or None (llm)."""
+        return self.prepared.item.reuse.pair_id if self.prepared.item.reuse is not None else None
 
 
 class Failed(NamedTuple):
@@ -266,9 +276,31 @@ class Worker:
         items = sorted((Claimed(*r) for r in rows), key=lambda c: (c.job_id, c.idx))
         self.stats.claimed += len(items)
         if items:  # an empty claim is idle time, not an item's
+            t1 = time.perf_counter()
+            self.find_reuse(items)
             self.claim_ms = (time.perf_counter() - t0) * 1000
-            self.stats.add_phase("claim", self.claim_ms)
+            self.stats.add_phase("claim", (t1 - t0) * 1000)
+            self.stats.add_phase("reuse", (time.perf_counter() - t1) * 1000)
         return items
+
+    def find_reuse(self, items: list[Claimed]) -> None:
+        """Mark the items whose job reuses exact matches (``--reuse exact``) and whose
+        source has one in the job's corpora and metadata filter: one lookup per job of the
+        batch, on this thread's connection, before anything is selected or generated."""
+        for job_id, group in groupby(items, key=lambda c: c.job_id):
+            group = list(group)
+            try:
+                job = self.caches.job(job_id)
+                if job_reuse(job.params) != "exact":
+                    continue
+                found = exact_matches(self.conn, job.src_lang, job.tgt_lang, [it.source for it in group],
+                                      corpora=job.params.get("corpora"), where=job.params.get("where"))
+            except Exception as e:  # noqa: BLE001 - prepare() fails the items with this error
+                for it in group:
+                    it.reuse_error = f"looking up the translation memory failed: {_error_text(e)}"
+                continue
+            for it in group:
+                it.reuse = found.get(it.source)
 
     def wait_for_work(self) -> None:
         """Idle until an item is queued (LISTEN), a stop is requested or ``poll_seconds`` pass."""
@@ -307,9 +339,11 @@ class Worker:
         failed: list[Failed] = []
         for prep in preps:
             failed += prep.failed
-            if not prep.prepared:
+            done += [Generated(p, p.item.reuse.target, None, 0.0) for p in prep.prepared if p.item.reuse is not None]
+            to_generate = [p for p in prep.prepared if p.item.reuse is None]
+            if not to_generate:
                 continue
-            gen = self.generate(prep.job, prep.prepared)
+            gen = self.generate(prep.job, to_generate)
             done += gen.done
             failed += gen.failed
             gen_wall += gen.seconds
@@ -324,6 +358,12 @@ class Worker:
             selector, sel_key = self.caches.selector(job) if wants_examples else (None, None)
         except Exception as e:  # noqa: BLE001 - the error is stored with each item
             return PrepareResult(None, [], [Failed(it, _error_text(e)) for it in group])
+        # Exact matches of the memory: no selection, no prompt, no model (scoi.reuse).
+        reused = [Prepared(it, None, None, None, 0.0) for it in group if it.reuse is not None]
+        lookup_failed = [Failed(it, it.reuse_error) for it in group if it.reuse_error is not None]
+        group = [it for it in group if it.reuse is None and it.reuse_error is None]
+        if not group:
+            return PrepareResult(job, reused, lookup_failed)
         shared_ms = 0.0  # the batch's parse, split over its items
         analyses: dict[str, Any] = {}
         if selector is not None:
@@ -337,8 +377,8 @@ class Worker:
                 pass
             shared_ms = (time.perf_counter() - ts) * 1000 / len(group)
             self.stats.add_phase("parse", shared_ms * len(group))
-        prepared: list[Prepared] = []
-        failed: list[Failed] = []
+        prepared: list[Prepared] = reused
+        failed: list[Failed] = lookup_failed
         for it in group:
             try:
                 if wants_examples and selector is None:  # dropped after a database error below
@@ -447,7 +487,9 @@ class Worker:
             "outputs": [g.output for g in done], "raw_outputs": [g.raw_output for g in done],
             "select_ms": [round(g.prepared.select_ms, 3) for g in done],
             "generate_ms": [round(g.generate_ms, 3) for g in done],
-            "overhead_ms": [round(overhead, 3)] * len(done), "warnings": [g.warning for g in done]})
+            "overhead_ms": [round(overhead, 3)] * len(done), "warnings": [g.warning for g in done],
+            "origins": ["llm" if g.origin_pair_id is None else "tm" for g in done],
+            "origin_pair_ids": [g.origin_pair_id for g in done]})
         self.stats.done += len(rows)
         self.stats.generate_ms += sum(g.generate_ms for g in done)
         return len(rows)

@@ -39,3 +39,90 @@ def test_exact_match_ignores_spacing_and_composition_but_not_case(job_db):
     assert found["  Je  m'appelle\tMarie. "] == found[stored]
     assert found["Il fait beau aujourd'hui."].target == "The weather is nice today."
     assert set(found) == {stored, "  Je  m'appelle\tMarie. ", "Il fait beau aujourd'hui."}
+
+
+# ------------------------------------------------------------------ jobs
+def _run_job(url: str, stub, sources: list[str], *, name: str, prefetch: bool = True, **spec) -> list[dict]:
+    """Submit a fr-en few-shot job on the fake server, run a burst worker over it, and
+    return its item rows."""
+    from scoi.jobs.create import submit
+    from scoi.jobs.spec import JobSpec
+    from scoi.jobs.worker import Worker, WorkerOptions
+    from tests.helpers.jobs import items
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        job_id = submit(conn, JobSpec("fr", "en", model="openai:stub", k=2, name=name,
+                                      backend_options={"max_retries": 0, "base_url": stub.url}, **spec), sources)
+    with Worker(url, WorkerOptions(batch_size=3, burst=True, job_id=job_id, prefetch=prefetch)) as w:
+        assert w.run().done == len(sources)
+    return items(url, job_id)
+
+
+def _completions(stub) -> int:
+    return sum(c["path"].endswith("/completions") for c in stub.calls)
+
+
+def _pair_id(url: str, fr: str) -> int:
+    with psycopg.connect(url) as conn:
+        return conn.execute("SELECT e.pair_id FROM example e JOIN sentence s ON s.id = e.src_id "
+                            "WHERE e.src_lang = 'fr' AND e.tgt_lang = 'en' AND s.text = %s", (fr,)).fetchone()[0]
+
+
+def test_job_inserts_exact_matches_and_sends_only_the_rest_to_the_model(job_db):
+    from tests.helpers.jobs import demo_pairs, demo_test_pairs, ok_server
+
+    stored = demo_pairs()[:4]
+    new = [fr for fr, _ in demo_test_pairs()[:3]]
+    # stored sentences (one with extra spaces), new ones between them
+    sources = [stored[0][0], new[0], "  " + stored[1][0].replace(" ", "  ") + " ", new[1], stored[2][0], new[2]]
+    for prefetch in (True, False):
+        with ok_server() as stub:
+            rows = _run_job(job_db, stub, sources, name=f"reuse-{prefetch}", prefetch=prefetch)
+            assert _completions(stub) > 0
+            prompts = [c["body"]["prompt"] for c in stub.calls]
+        assert sum(len(p) if isinstance(p, list) else 1 for p in prompts) == 3  # one prompt per new sentence
+        assert [r["origin"] for r in rows] == ["tm", "llm", "tm", "llm", "tm", "llm"]
+        assert [r["output"] for r in rows[::2]] == [stored[0][1], stored[1][1], stored[2][1]]
+        assert [r["origin_pair_id"] for r in rows[::2]] == [_pair_id(job_db, fr) for fr, _ in stored[:3]]
+        assert all(r["prompt"] is None and r["selection_id"] is None for r in rows[::2])
+        assert all(r["output"].startswith("ok ") and r["origin_pair_id"] is None for r in rows[1::2])
+    with ok_server() as stub:
+        rows = _run_job(job_db, stub, [fr for fr, _ in stored], name="all-stored")
+        assert stub.calls == []  # every item reused: the model is never asked
+    assert [r["output"] for r in rows] == [en for _, en in stored]
+
+
+def test_reuse_off_sends_every_item_to_the_model(job_db):
+    from tests.helpers.jobs import demo_pairs, ok_server
+
+    sources = [fr for fr, _ in demo_pairs()[:3]]
+    with ok_server() as stub:
+        rows = _run_job(job_db, stub, sources, name="off", reuse="off")
+        prompts = [c["body"]["prompt"] for c in stub.calls]
+    assert sum(len(p) if isinstance(p, list) else 1 for p in prompts) == 3
+    assert [r["origin"] for r in rows] == ["llm"] * 3
+
+
+def test_newest_pair_wins_and_metadata_filter_limits_reuse(job_db, tmp_path):
+    """Two stored translations of one source: the newer is reused; with --where, only a pair
+    whose metadata matches is."""
+    from tests.helpers.ingest import ingest_inprocess
+    from tests.helpers.jobs import ok_server, write_lines
+
+    fr = "Je vous invite à vous lever pour cette minute de silence."
+    for name, en in (("old", "Please rise for this minute of silence."),
+                     ("new", "I invite you to stand for this minute's silence.")):
+        tsv = write_lines(tmp_path / f"{name}.tsv", ["fr\ten", f"{fr}\t{en}"])
+        ingest_inprocess(job_db, [tsv], corpus=name)
+    with psycopg.connect(job_db, autocommit=True) as conn:
+        conn.execute("UPDATE pair SET meta = '{\"domain\": \"parliament\"}' "
+                     "WHERE corpus_id = (SELECT id FROM corpus WHERE name = 'old')")
+    with ok_server() as stub:
+        newest = _run_job(job_db, stub, [fr], name="newest")
+        legal = _run_job(job_db, stub, [fr], name="legal", where={"domain": "legal"})
+        parliament = _run_job(job_db, stub, [fr], name="parl", where={"domain": "parliament"})
+        old_only = _run_job(job_db, stub, [fr], name="old-corpus", corpora=["old"])
+    assert newest[0]["output"] == "I invite you to stand for this minute's silence." and newest[0]["origin"] == "tm"
+    assert legal[0]["origin"] == "llm"
+    assert parliament[0]["output"] == "Please rise for this minute of silence." and parliament[0]["origin"] == "tm"
+    assert old_only[0]["output"] == parliament[0]["output"]

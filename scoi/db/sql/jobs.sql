@@ -174,12 +174,14 @@ WHERE locked_by = %(worker)s AND status = 'running';
 UPDATE job_item i
 SET status = 'done', output = r.output, raw_output = r.raw_output, prompt = r.prompt,
     selection_id = r.selection_id, select_ms = r.select_ms, generate_ms = r.generate_ms,
-    overhead_ms = r.overhead_ms, warning = r.warning, last_error = NULL, finished_at = now(), heartbeat_at = NULL
+    overhead_ms = r.overhead_ms, warning = r.warning, last_error = NULL, finished_at = now(), heartbeat_at = NULL,
+    origin = r.origin, origin_pair_id = r.origin_pair_id
 FROM unnest(%(job_ids)s::bigint[], %(idxs)s::int[], %(attempts)s::int[], %(selection_ids)s::bigint[],
             %(prompts)s::text[], %(outputs)s::text[], %(raw_outputs)s::text[],
-            %(select_ms)s::float8[], %(generate_ms)s::float8[], %(overhead_ms)s::float8[], %(warnings)s::text[])
+            %(select_ms)s::float8[], %(generate_ms)s::float8[], %(overhead_ms)s::float8[], %(warnings)s::text[],
+            %(origins)s::text[], %(origin_pair_ids)s::bigint[])
      AS r(job_id, idx, attempt, selection_id, prompt, output, raw_output, select_ms, generate_ms, overhead_ms,
-          warning)
+          warning, origin, origin_pair_id)
 WHERE i.job_id = r.job_id AND i.idx = r.idx AND i.attempts = r.attempt
   AND i.status = 'running' AND i.locked_by = %(worker)s
 RETURNING i.job_id, i.idx;
