@@ -611,6 +611,22 @@ class Selector:
             "sim": self.similarity, "words": self.word_overlap, "fill": self.fill, "seed": self.seed,
             "bm25": self.bm25.signature(), "corpora": corpora_part(self.corpora), "where": where_part(self.where), "parser": self.scheme})
 
+    @contextmanager
+    def filtered(self, where: dict[str, str] | None) -> Iterator[Selector]:
+        """This selector restricted to pairs whose metadata holds ``where`` for the block
+        (then as before): a shared selector (``scoi serve``'s, under its direction's lock)
+        serves a request's filter without a selector per filter. Pools prepared for
+        another filter are dropped."""
+        try:
+            where = check_where(where)
+        except ValueError as e:
+            raise SelectionError(str(e)) from None
+        before, self.where, self._pools = self.where, where, {}
+        try:
+            yield self
+        finally:
+            self.where, self._pools = before, {}
+
     def close(self) -> None:
         if self._thread is not None:
             self._thread.shutdown(wait=True)

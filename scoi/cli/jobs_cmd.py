@@ -179,10 +179,11 @@ def list_cmd(json_out: bool = typer.Option(False, "--json", help="Print a JSON a
     if not rows:
         _say("no jobs yet: create one with `scoi job submit --input FILE --src fr --tgt en --model M`")
         return
-    print_rows(["id", "name", "pair", "method", "k", "state", "done", "queued", "failed", "undelivered", "model"],
+    print_rows(["id", "name", "pair", "method", "k", "state", "done", "reused", "queued", "failed", "undelivered",
+                "model"],
                 [[str(r["job_id"]), r["name"] or "", f"{r['src_lang']}-{r['tgt_lang']}", r["method"], str(r["k"]),
-                  r["state"], f"{r['done']}/{r['total']}", str(r["queued"] + r["running"]), str(r["failed"]),
-                  str(r["undelivered"]), r["model"]] for r in rows])
+                  r["state"], f"{r['done']}/{r['total']}", str(r["origins"]["tm"]), str(r["queued"] + r["running"]),
+                  str(r["failed"]), str(r["undelivered"]), r["model"]] for r in rows])
 
 
 @job_app.command("status")
@@ -191,12 +192,14 @@ def status_cmd(job: str = typer.Argument(..., help="Job id or name."),
     """Progress of a job: items by status, running items by the state of their worker (live,
     dead, stuck), mean timings, latest scores, the current errors of unfinished items and the
     warnings of cleaned outputs."""
+    from scoi.jobs.spec import job_reuse
     from scoi.jobs.store import status
 
     with _connect() as conn:
         j = _job(conn, job)
         st = status(conn, j.id)
-    st.update(signature=j.signature, max_attempts=j.max_attempts, input_path=j.input_path)
+    st.update(signature=j.signature, max_attempts=j.max_attempts, input_path=j.input_path,
+              reuse=job_reuse(j.params), where=j.params.get("where"))
     if json_out:
         emit_json(st)
         return
@@ -204,6 +207,8 @@ def status_cmd(job: str = typer.Argument(..., help="Job id or name."),
          f"{st['queued']} queued, {st['running']} running, {st['failed']} failed, "
          f"{st['cancelled']} cancelled" + (f", {st['undelivered']} undelivered" if st["undelivered"] else ""))
     _say(f"  {j.signature}")
+    _say(f"  origins: {st['origins']['llm']} by the model, {st['origins']['tm']} reused from the memory "
+         f"(--reuse {st['reuse']})")
     held = st["held_by"]
     if st["running"]:
         _say(f"  running items held by live workers: {held['live']}, by dead ones (free for the next claim): "
@@ -393,9 +398,16 @@ def eval_jobs(
                                              "(default: the first)."),
     samples: int = typer.Option(1000, "--samples", min=100, max=LIMITS["samples"][1],
                                 help="With --compare: bootstrap resamples."),
+    origin: str | None = typer.Option(None, "--origin",
+                                      help="llm | tm: score only the outputs the model wrote (llm) or those reused "
+                                           "from the translation memory (tm); printed, not stored. Not with "
+                                           "--compare."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the scores as JSON."),
 ) -> None:
     """BLEU and chrF (sacrebleu) of a job against its references, COMET with --comet; stored.
+
+    --origin llm scores the model alone: a job that reused exact matches (--reuse exact)
+    otherwise scores the memory's stored translations too.
 
     With --compare, each job's difference from the baseline gets a paired bootstrap test
     over the items all jobs translated (sacreBLEU's own for BLEU and chrF, the same
@@ -403,6 +415,8 @@ def eval_jobs(
     """
     from scoi.jobs.eval import EvalError, compare as compare_jobs, evaluate
 
+    if origin is not None and compare:
+        fail("--origin scores one job's outputs of that origin; it cannot be combined with --compare")
     with _connect() as conn:
         found = [_job(conn, ref) for ref in jobs]
         base = 0
@@ -416,7 +430,8 @@ def eval_jobs(
                 columns, rows = compare_jobs(conn, found, comet=comet, partial=partial, baseline=base,
                                              n_samples=samples, warn=_warn)
             else:
-                results = [(j, evaluate(conn, j, comet=comet, partial=partial, warn=_warn)) for j in found]
+                results = [(j, evaluate(conn, j, comet=comet, partial=partial, warn=_warn, origin=origin))
+                           for j in found]
         except EvalError as e:
             fail(str(e))
     if compare:

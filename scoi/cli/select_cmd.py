@@ -6,8 +6,9 @@ from pathlib import Path
 
 import typer
 
-from scoi.cli.common import (EMBEDDER_HELP, METHOD_HELP, ORDER_HELP, PARSER_HELP, RBM25_HELP, Steps, console,
-                             database_url, emit_json, err_console, fail, parser_options, table_cells)
+from scoi.cli.common import (EMBEDDER_HELP, METHOD_HELP, ORDER_HELP, PARSER_HELP, RBM25_HELP, WHERE_HELP, Steps,
+                             console, database_url, emit_json, err_console, fail, given_where, parser_options,
+                             table_cells)
 from scoi.core import defaults
 from scoi.core.limits import LIMITS
 from scoi.core.methods import INDEX, REGISTRY
@@ -27,12 +28,14 @@ K = typer.Option(defaults.K, "-k", "--k", min=0, max=LIMITS["k"][1], help="Numbe
 METHOD = typer.Option(defaults.METHOD, "--method", help=METHOD_HELP)
 RBM25_VARIANT = typer.Option(defaults.RBM25_VARIANT, "--rbm25-variant", help=RBM25_HELP)
 EMBEDDER = typer.Option(None, "--embedder", help=EMBEDDER_HELP)
+WHERE = typer.Option([], "--where", help=WHERE_HELP)
 POOL = typer.Option(defaults.POOL, "--pool", min=1, max=LIMITS["pool"][1], help="Candidates preselected by BM25.")
 
 
 def _selector(src: str, tgt: str, k: int, method: str, pool: int, similarity: str, word_overlap: str,
               fill: str, seed: int, corpus: list[str], steps: Steps, rbm25_variant: str = defaults.RBM25_VARIANT,
-              embedder: str | None = None, ef_search: int = defaults.EF_SEARCH, parser: list[str] | None = None):
+              embedder: str | None = None, ef_search: int = defaults.EF_SEARCH, parser: list[str] | None = None,
+              where: list[str] | None = None):
     """A Selector with its analyser loaded, each start-up step timed in ``steps``."""
     from scoi.analysis import ParserNotAvailable, import_spacy, load_trees, needs_torch
     from scoi.embedder import EmbedderError
@@ -48,7 +51,7 @@ def _selector(src: str, tgt: str, k: int, method: str, pool: int, similarity: st
         sel = Selector(src, tgt, url=url, read_url=resolve_read_url(), corpora=corpus or None, k=k, method=method, pool=pool,
                        similarity=similarity, word_overlap=word_overlap, fill=fill, seed=seed,
                        rbm25_variant=rbm25_variant, embedder=embedder, ef_search=ef_search,
-                       parser=parser_options(parser or []).get(src.lower()))
+                       parser=parser_options(parser or []).get(src.lower()), where=given_where(where or []))
         steps.step("selector set-up (SQL)")
         # What the first query would load anyway, loaded here step by step to time it.
         import_spacy(with_torch=needs_torch(sel.scheme.name))
@@ -93,6 +96,7 @@ def select(
     seed: int = typer.Option(defaults.SEED, "--seed", min=LIMITS["seed"][0], max=LIMITS["seed"][1],
                              help="Seed for random selection and fills."),
     corpus: list[str] = typer.Option([], "--corpus", help="Only use these corpora (repeatable)."),
+    where: list[str] = WHERE,
     file: Path | None = typer.Option(None, "--file", help="One query per line; one JSON object per query."),
     record: bool = typer.Option(False, "--record", help="Store the selection for inspection in SQL."),
     explain: bool = typer.Option(False, "--explain", help="JSON candidates as objects with score and text."),
@@ -113,7 +117,7 @@ def select(
         except TextFileError as e:
             fail(str(e))
     sel = _selector(src, tgt, k, method, pool, similarity, word_overlap, fill, seed, corpus, steps, rbm25_variant,
-                    embedder, ef_search, parser)
+                    embedder, ef_search, parser, where)
     if show_sql and REGISTRY[method].candidates == INDEX:  # the HNSW search, not a BM25 pool
         from scoi.embeddings import ann_sql
 
@@ -184,14 +188,16 @@ def prompt(
     pool: int = POOL,
     seed: int = typer.Option(defaults.SEED, "--seed", min=LIMITS["seed"][0], max=LIMITS["seed"][1],
                              help="Seed for random selection and order."),
+    corpus: list[str] = typer.Option([], "--corpus", help="Only use these corpora (repeatable)."),
+    where: list[str] = WHERE,
     verbose: bool = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP),
 ) -> None:
     """Print the prompt that would be sent to the LLM for TEXT."""
     from scoi.core.prompt import Example, render_prompt
 
     steps = Steps()
-    sel = _selector(src, tgt, k, method, pool, defaults.SIMILARITY, defaults.WORD_OVERLAP, defaults.FILL, seed, [],
-                    steps, rbm25_variant, embedder)
+    sel = _selector(src, tgt, k, method, pool, defaults.SIMILARITY, defaults.WORD_OVERLAP, defaults.FILL, seed, corpus,
+                    steps, rbm25_variant, embedder, where=where)
     result = sel.select(text)
     _query_steps(steps, result)
     try:

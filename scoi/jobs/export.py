@@ -20,8 +20,10 @@ from scoi.jobs.store import SQL
 EXPORT_FORMATS = ("jsonl", "tsv")
 
 
+#: ``origin``: llm (the model wrote the output) or tm (an exact match's stored translation,
+#: the pair ``origin_pair_id``); empty until the item is done.
 EXPORT_COLUMNS = ("index", "source", "output", "reference", "status", "attempts", "error", "warning",
-                  "selection_id", "select_ms", "generate_ms", "overhead_ms")
+                  "selection_id", "select_ms", "generate_ms", "overhead_ms", "origin", "origin_pair_id")
 
 
 def export_rows(conn: psycopg.Connection, job_id: int, *, with_prompt: bool = False) -> Iterator[dict[str, Any]]:
@@ -30,10 +32,11 @@ def export_rows(conn: psycopg.Connection, job_id: int, *, with_prompt: bool = Fa
         cur.itersize = 2000
         cur.execute(SQL["export_items"], {"id": job_id})
         for (idx, source, output, reference, st, attempts, error, warning, selection_id,
-             select_ms, generate_ms, overhead_ms, raw_output, prompt) in cur:
+             select_ms, generate_ms, overhead_ms, raw_output, prompt, origin, origin_pair_id) in cur:
             row = {"index": idx, "source": source, "output": output, "reference": reference, "status": st,
                    "attempts": attempts, "error": error, "warning": warning, "selection_id": selection_id,
-                   "select_ms": select_ms, "generate_ms": generate_ms, "overhead_ms": overhead_ms}
+                   "select_ms": select_ms, "generate_ms": generate_ms, "overhead_ms": overhead_ms,
+                   "origin": origin, "origin_pair_id": origin_pair_id}
             if with_prompt:
                 row["prompt"] = prompt
                 row["raw_output"] = raw_output

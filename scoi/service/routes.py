@@ -22,12 +22,13 @@ def _select(service: Service, body: SelectRequest | PromptRequest, *, coverage: 
     service.check_k(body.k)
 
     def work(sel):
-        result = sel.select(body.text.strip(), k=body.k, method=body.method)
-        if not coverage:
-            return result, None
-        from scoi.service.explain import explain
+        with sel.filtered(body.where):  # the request's metadata filter, for this call only
+            result = sel.select(body.text.strip(), k=body.k, method=body.method)
+            if not coverage:
+                return result, None
+            from scoi.service.explain import explain
 
-        return result, explain(sel, result, tree=tree)
+            return result, explain(sel, result, tree=tree)
 
     wait = service.config.limits.timeout_s
     return service.selectors.run(body.src, body.tgt, work, wait_s=wait)
@@ -72,12 +73,15 @@ def register(api: APIRouter, service: Service) -> None:
 
         def work() -> dict[str, Any]:
             backend, lock = service.backend(body.model)  # unknown name: refused before any selection
+            if (reused := _reused(service, body)) is not None:  # an exact match: no selection, no model
+                return {"output": reused.target, "raw_output": None, "model": body.model, "prompt": None,
+                        "generate_ms": 0.0, "selection": None, "origin": "tm", "origin_pair_id": reused.pair_id}
             result, text = _prompt(service, body)
             with lock:
                 gen = backend.generate([text], max_new_tokens=body.max_new_tokens, stop=stop_markers(body.template))[0]
             return {"output": extract_answer(gen.text), "raw_output": gen.text, "model": body.model,
                     "prompt": text, "generate_ms": round(gen.seconds * 1000, 3),
-                    "selection": result.to_dict(explain=True)}
+                    "selection": result.to_dict(explain=True), "origin": "llm", "origin_pair_id": None}
         return await run_limited(service, work)
 
     @api.get("/config", tags=["service"])
@@ -133,7 +137,7 @@ def register(api: APIRouter, service: Service) -> None:
         service.check_k(body.k)
         spec = JobSpec(src=body.src, tgt=body.tgt, model=model.spec, method=body.method, k=body.k,
                        template=body.template, name=body.name, order=body.order, max_new_tokens=body.max_new_tokens,
-                       backend_options=dict(model.options))
+                       backend_options=dict(model.options), reuse=body.reuse, where=body.where)
 
         def work() -> dict[str, Any]:
             with service.connect() as conn:
@@ -166,6 +170,25 @@ def register(api: APIRouter, service: Service) -> None:
     from scoi.service import gaps_routes
 
     gaps_routes.register(api, service)
+
+
+def _reused(service: Service, body: TranslateRequest) -> Any:
+    """The stored translation of the sentence's exact match (scoi.reuse.Match) when the
+    request reuses (``reuse: exact``, within its ``where``), else None."""
+    from scoi.core.exact import REUSE_MODES, check_where
+    from scoi.reuse import exact_matches
+
+    if body.reuse not in REUSE_MODES:
+        raise ApiError(400, f"unknown reuse {body.reuse!r}; expected one of {', '.join(REUSE_MODES)}")
+    if body.reuse == "off":
+        return None
+    service.check_text(body.text)
+    try:
+        where = check_where(body.where)
+    except ValueError as e:
+        raise ApiError(400, str(e)) from None
+    with service.connect() as conn:
+        return exact_matches(conn, body.src, body.tgt, [body.text], where=where).get(body.text)
 
 
 def _public_job(service: Service, row: dict[str, Any]) -> dict[str, Any]:

@@ -126,3 +126,39 @@ def test_newest_pair_wins_and_metadata_filter_limits_reuse(job_db, tmp_path):
     assert legal[0]["origin"] == "llm"
     assert parliament[0]["output"] == "Please rise for this minute of silence." and parliament[0]["origin"] == "tm"
     assert old_only[0]["output"] == parliament[0]["output"]
+
+
+# ------------------------------------------------------------------ the API
+def test_api_translate_reuses_an_exact_match_and_takes_the_filter_as_data(job_db):
+    import pytest
+
+    pytest.importorskip("fastapi", reason="scoi[serve] is not installed (pip install -e '.[serve]')")
+    from fastapi.testclient import TestClient
+
+    from scoi.service.app import create_app
+    from scoi.service.config import ModelConfig, ServeConfig
+    from tests.helpers.jobs import demo_pairs, ok_server
+
+    fr, en = demo_pairs()[5]
+    with psycopg.connect(job_db, autocommit=True) as conn:
+        conn.execute("UPDATE pair SET meta = '{\"domain\": \"legal\"}' WHERE id = %s", (_pair_id(job_db, fr),))
+    with ok_server() as fake, TestClient(create_app(ServeConfig(url=job_db, models={"stub": ModelConfig(
+            "stub", "openai:stub", {"base_url": fake.url, "max_retries": 0})}))) as api:
+        body = {"text": f" {fr} ", "src": "fr", "tgt": "en", "model": "stub", "k": 2}
+        reused = api.post("/api/translate", json=body).json()
+        assert fake.calls == []
+        assert (reused["output"], reused["origin"], reused["origin_pair_id"]) == (en, "tm", _pair_id(job_db, fr))
+        assert reused["prompt"] is None and reused["selection"] is None
+        assert api.post("/api/translate", json={**body, "where": {"domain": "legal"}}).json()["origin"] == "tm"
+        news = api.post("/api/translate", json={**body, "where": {"domain": "news"}}).json()
+        assert news["origin"] == "llm" and len(fake.calls) == 1
+        # the filter applies to the selection too: no pair is about news, so no example
+        assert news["selection"]["candidates"] == [] and news["selection"]["selected"] == []
+        off = api.post("/api/translate", json={**body, "reuse": "off"}).json()
+        assert off["origin"] == "llm" and off["output"].startswith("ok ") and len(fake.calls) == 2
+        legal = api.post("/api/select", json={"text": fr, "src": "fr", "tgt": "en", "where": {"domain": "legal"}})
+        assert [p["pair_id"] for p in legal.json()["selected"]] == [_pair_id(job_db, fr)]
+        bad = api.post("/api/translate", json={**body, "where": {"domain; DROP TABLE pair": "x"}})
+        assert bad.status_code == 400 and "bad key" in bad.json()["error"]
+        assert api.post("/api/translate", json={**body, "where": {"domain": 3}}).status_code in (400, 422)
+        assert api.post("/api/translate", json={**body, "reuse": "fuzzy"}).status_code == 400

@@ -49,6 +49,14 @@ SELECT job_id, name, created_at, src_lang, tgt_lang, method, k, model, total, qu
        last_finished_at
 FROM job_progress WHERE job_id = %(id)s;
 
+-- name: origin_counts
+-- Done items by where their output came from (job_item.origin: llm, the model; tm, the
+-- stored translation of an exact match), per job; one job, or all when `id` is NULL.
+SELECT job_id, count(*) FILTER (WHERE origin = 'llm') AS llm, count(*) FILTER (WHERE origin = 'tm') AS tm
+FROM job_item
+WHERE status = 'done' AND (%(id)s::bigint IS NULL OR job_id = %(id)s::bigint)
+GROUP BY job_id;
+
 -- name: recent_errors
 -- last_error is the current attempt's (complete_items clears it), so done items have none.
 SELECT idx, status, attempts, last_error FROM job_item
@@ -218,7 +226,7 @@ WHERE locked_by = %(worker)s AND status = 'running';
 
 -- name: export_items
 SELECT idx, source, output, reference, status, attempts, last_error, warning, selection_id,
-       select_ms, generate_ms, overhead_ms, raw_output, prompt
+       select_ms, generate_ms, overhead_ms, raw_output, prompt, origin, origin_pair_id
 FROM job_item WHERE job_id = %(id)s ORDER BY idx;
 
 -- name: retry_items
@@ -244,7 +252,7 @@ SELECT coalesce(max(idx) + 1, 0) AS next_idx, coalesce(array_agg(DISTINCT source
 FROM job_item WHERE job_id = %(id)s;
 
 -- name: eval_items
-SELECT source, output, reference, status, idx FROM job_item
+SELECT source, output, reference, status, idx, origin FROM job_item
 WHERE job_id = %(id)s AND reference IS NOT NULL
 ORDER BY idx;
 
