@@ -30,6 +30,28 @@ CREATE FUNCTION public.bm25_token_bit(token_id integer) RETURNS bit
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$ SELECT '1'::bit(256) >> (hashint4(token_id) & 255) $$;
 
+-- FUNCTION exact_sha(text)
+
+CREATE FUNCTION public.exact_sha(text) RETURNS bytea
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $_$ SELECT sha256(convert_to(btrim(regexp_replace(normalize($1, NFC),
+        '[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+', ' ', 'g'), ' '), 'UTF8')) $_$;
+
+-- COMMENT FUNCTION exact_sha(text)
+
+COMMENT ON FUNCTION public.exact_sha(text) IS 'SHA-256 of exact_text(text): equals sentence.text_sha when the stored text is already normalised.';
+
+-- FUNCTION exact_text(text)
+
+CREATE FUNCTION public.exact_text(text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $_$ SELECT btrim(regexp_replace(normalize($1, NFC),
+        '[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+', ' ', 'g'), ' ') $_$;
+
+-- COMMENT FUNCTION exact_text(text)
+
+COMMENT ON FUNCTION public.exact_text(text) IS 'A text as exact matching compares it: NFC, whitespace runs as one space, trimmed (docs/jobs.md, "Reusing the translation memory").';
+
 -- TABLE bm25_block
 
 CREATE TABLE public.bm25_block (
@@ -1380,6 +1402,10 @@ CREATE INDEX posting_rep ON public.posting USING btree (token_id, dl, sentence_i
 -- INDEX sentence_embedding_embedder_idx
 
 CREATE INDEX sentence_embedding_embedder_idx ON public.sentence_embedding USING btree (embedder_id, sentence_id);
+
+-- INDEX sentence_exact_idx
+
+CREATE INDEX sentence_exact_idx ON public.sentence USING btree (lang, public.exact_sha(text)) WHERE (public.exact_text(text) <> text);
 
 -- INDEX sentence_parser_idx
 
