@@ -352,16 +352,16 @@ class Worker:
     def prepare(self, job_id: int, group: list[Claimed]) -> PrepareResult:
         """Select each item's examples and render its prompt. The group's sentences are
         parsed in one spaCy call (about twice as fast per sentence as one call each)."""
-        try:
-            job = self.caches.job(job_id)
-            wants_examples = method(job.method).examples and job.k > 0
-            selector, sel_key = self.caches.selector(job) if wants_examples else (None, None)
-        except Exception as e:  # noqa: BLE001 - the error is stored with each item
-            return PrepareResult(None, [], [Failed(it, _error_text(e)) for it in group])
-        # Exact matches of the memory: no selection, no prompt, no model (scoi.reuse).
+        # Exact matches of the memory (found at claim): no selection, no prompt, no model.
         reused = [Prepared(it, None, None, None, 0.0) for it in group if it.reuse is not None]
         lookup_failed = [Failed(it, it.reuse_error) for it in group if it.reuse_error is not None]
         group = [it for it in group if it.reuse is None and it.reuse_error is None]
+        try:
+            job = self.caches.job(job_id)
+            wants_examples = method(job.method).examples and job.k > 0
+            selector, sel_key = self.caches.selector(job) if wants_examples and group else (None, None)
+        except Exception as e:  # noqa: BLE001 - the error is stored with each item
+            return PrepareResult(None, reused, lookup_failed + [Failed(it, _error_text(e)) for it in group])
         if not group:
             return PrepareResult(job, reused, lookup_failed)
         shared_ms = 0.0  # the batch's parse, split over its items

@@ -162,3 +162,19 @@ def test_api_translate_reuses_an_exact_match_and_takes_the_filter_as_data(job_db
         assert bad.status_code == 400 and "bad key" in bad.json()["error"]
         assert api.post("/api/translate", json={**body, "where": {"domain": 3}}).status_code in (400, 422)
         assert api.post("/api/translate", json={**body, "reuse": "fuzzy"}).status_code == 400
+
+
+def test_lookup_reads_the_indexes_not_every_sentence(job_db):
+    """The exact-match query can use text_sha's unique index and the partial index of the
+    non-normalised sentences (migration 0031): its expressions and predicate match theirs,
+    so a 10M-sentence memory is probed, not scanned. Sequential scans off: a plan that
+    still scans sentence means the query cannot use them."""
+    from scoi.db.queries import load
+
+    with psycopg.connect(job_db) as conn:
+        conn.execute("SET enable_seqscan = off")
+        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + load("reuse")["exact_matches"], {
+            "shas": [exact_sha("Je m'appelle Marie.")], "lang": "fr", "tgt": "en", "corpora": None,
+            "meta": None}))
+    assert "sentence_lang_text_sha_key" in plan and "sentence_exact_idx" in plan, plan
+    assert "Seq Scan on sentence" not in plan, plan
