@@ -14,6 +14,9 @@ Create Date: 2026-11-26
   already normalised. Ingest stores texts trimmed, so almost every sentence is normalised
   and found by its ``text_sha`` (unique index); this partial index holds only the others
   (double spaces, tabs, decomposed accents), so it stays small at 10M sentences.
+- ``exact_changes(text)``: whether exact_text changes a text, tested without building the
+  normalised text (an NFC check and one regular expression: ~4 us a sentence at ingest
+  instead of ~25 us for ``exact_text(text) <> text``); the partial index's predicate.
 """
 
 from alembic import op
@@ -36,11 +39,18 @@ CREATE FUNCTION exact_sha(text) RETURNS bytea
         '[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+', ' ', 'g'), ' '), 'UTF8')) $$;
 COMMENT ON FUNCTION exact_sha(text) IS
     'SHA-256 of exact_text(text): equals sentence.text_sha when the stored text is already normalised.';
-CREATE INDEX sentence_exact_idx ON sentence (lang, exact_sha(text)) WHERE exact_text(text) <> text;
+CREATE FUNCTION exact_changes(text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT NOT ($1 IS NFC NORMALIZED)
+        OR $1 ~ '[\t\n\v\f\r\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]|  |^ | $' $$;
+COMMENT ON FUNCTION exact_changes(text) IS
+    'Whether exact_text changes the text (not NFC, or whitespace other than single inner spaces): the sentences sentence_exact_idx holds.';
+CREATE INDEX sentence_exact_idx ON sentence (lang, exact_sha(text)) WHERE exact_changes(text);
 """
 
 DOWNGRADE = """
 DROP INDEX sentence_exact_idx;
+DROP FUNCTION exact_changes(text);
 DROP FUNCTION exact_sha(text);
 DROP FUNCTION exact_text(text);
 """

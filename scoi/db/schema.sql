@@ -30,6 +30,17 @@ CREATE FUNCTION public.bm25_token_bit(token_id integer) RETURNS bit
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$ SELECT '1'::bit(256) >> (hashint4(token_id) & 255) $$;
 
+-- FUNCTION exact_changes(text)
+
+CREATE FUNCTION public.exact_changes(text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $_$ SELECT NOT ($1 IS NFC NORMALIZED)
+        OR $1 ~ '[\t\n\v\f\r\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]|  |^ | $' $_$;
+
+-- COMMENT FUNCTION exact_changes(text)
+
+COMMENT ON FUNCTION public.exact_changes(text) IS 'Whether exact_text changes the text (not NFC, or whitespace other than single inner spaces): the sentences sentence_exact_idx holds.';
+
 -- FUNCTION exact_sha(text)
 
 CREATE FUNCTION public.exact_sha(text) RETURNS bytea
@@ -1405,7 +1416,7 @@ CREATE INDEX sentence_embedding_embedder_idx ON public.sentence_embedding USING 
 
 -- INDEX sentence_exact_idx
 
-CREATE INDEX sentence_exact_idx ON public.sentence USING btree (lang, public.exact_sha(text)) WHERE (public.exact_text(text) <> text);
+CREATE INDEX sentence_exact_idx ON public.sentence USING btree (lang, public.exact_sha(text)) WHERE public.exact_changes(text);
 
 -- INDEX sentence_parser_idx
 

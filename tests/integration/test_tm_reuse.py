@@ -21,9 +21,11 @@ _TEXT = st.text(st.sampled_from(list(WHITESPACE) + list("ae\u0301\u00e9\u212b\u0
 def test_sql_normalisation_equals_python_normalisation(db_url, texts):
     # read only: the one database serves every example
     with psycopg.connect(db_url) as conn:
-        rows = conn.execute("SELECT exact_text(t), exact_sha(t) FROM unnest(%s::text[]) AS t", (texts,)).fetchall()
+        rows = conn.execute("SELECT exact_text(t), exact_sha(t), exact_changes(t) FROM unnest(%s::text[]) AS t",
+                            (texts,)).fetchall()
     assert [r[0] for r in rows] == [normalize(t) for t in texts]
     assert [bytes(r[1]) for r in rows] == [exact_sha(t) for t in texts]
+    assert [r[2] for r in rows] == [normalize(t) != t for t in texts]  # the partial index's predicate
 
 
 def test_exact_match_ignores_spacing_and_composition_but_not_case(job_db):

@@ -14,7 +14,7 @@ src AS MATERIALIZED (
     SELECT q.sha, s.id FROM q JOIN sentence s ON s.lang = %(lang)s AND s.text_sha = q.sha
     UNION
     SELECT q.sha, s.id FROM q JOIN sentence s
-        ON s.lang = %(lang)s AND exact_sha(s.text) = q.sha AND exact_text(s.text) <> s.text
+        ON s.lang = %(lang)s AND exact_sha(s.text) = q.sha AND exact_changes(s.text)
 )
 SELECT DISTINCT ON (src.sha) src.sha, m.pair_id, m.text
 FROM src
