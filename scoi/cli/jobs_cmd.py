@@ -12,9 +12,9 @@ from pathlib import Path
 import typer
 
 from scoi.cli.common import (BACKEND_OPT_HELP, DEST_COLUMN_HELP, DEST_KEY_HELP, DEST_TABLE_HELP, DEST_URL_HELP,
-                             METHOD_HELP, SOURCE_SQL_HELP, SOURCE_TIMEOUT_HELP, SOURCE_URL_HELP, console,
-                             database_url, emit_json, err_console, fail, parse_key_values, print_rows, say,
-                             table_cells)
+                             METHOD_HELP, SOURCE_SQL_HELP, SOURCE_TIMEOUT_HELP, SOURCE_URL_HELP, WHERE_HELP,
+                             console, database_url, emit_json, err_console, fail, given_where, parse_key_values,
+                             print_rows, say, table_cells)
 from scoi.cli.job_options import JobOptions, job_options
 from scoi.core import defaults
 from scoi.core.limits import LIMITS
@@ -135,6 +135,10 @@ def sync(
     max_attempts: int = typer.Option(defaults.MAX_ATTEMPTS, "--max-attempts", min=1, max=LIMITS["max_attempts"][1],
                                      help="Attempts per item (first run)."),
     backend_opt: list[str] = typer.Option([], "--backend-opt", help=BACKEND_OPT_HELP + " First run only."),
+    reuse: str = typer.Option(defaults.REUSE, "--reuse", help="exact | off: reuse the stored translation of an "
+                                                               "exact match instead of the model (docs/jobs.md). "
+                                                               "First run only."),
+    where: list[str] = typer.Option([], "--where", help=WHERE_HELP + " First run only."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: what was added, as JSON."),
 ) -> None:
     """Add to the named job the input lines it does not hold yet (idempotent; for cron).
@@ -150,7 +154,7 @@ def sync(
                             ("template", template)) if v is not None}
     spec = JobSpec(src=src or "", tgt=tgt or "", model=model or "", method=method or defaults.METHOD,
                    k=defaults.K if k is None else k, template=template or defaults.TEMPLATE, name=name,
-                   max_attempts=max_attempts,
+                   max_attempts=max_attempts, reuse=reuse, where=given_where(where),
                    backend_options=parse_key_values(backend_opt, "--backend-opt"))
     with _connect() as conn:
         try:
