@@ -609,7 +609,8 @@ class Selector:
         return signature(self.src, self.tgt, {
             "method": method, **method_parts(self.method_settings(method)), "k": k, "pool": self.pool,
             "sim": self.similarity, "words": self.word_overlap, "fill": self.fill, "seed": self.seed,
-            "bm25": self.bm25.signature(), "corpora": corpora_part(self.corpora), "where": where_part(self.where), "parser": self.scheme})
+            "bm25": self.bm25.signature(), "corpora": corpora_part(self.corpora), "where": where_part(self.where),
+            "parser": self.scheme})
 
     @contextmanager
     def filtered(self, where: dict[str, str] | None) -> Iterator[Selector]:

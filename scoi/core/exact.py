@@ -14,7 +14,8 @@ import hashlib
 import re
 import unicodedata
 
-__all__ = ["REUSE_MODES", "WHERE_KEY", "WHITESPACE", "check_where", "exact_sha", "normalize", "parse_where", "where_part"]
+__all__ = ["REUSE_MODES", "WHERE_KEY", "WHITESPACE", "check_where", "exact_sha", "normalize", "parse_where",
+           "where_part"]
 
 #: ``--reuse``: ``exact`` reuses the stored translation of an exact match; ``off`` never does.
 REUSE_MODES = ("exact", "off")
