@@ -366,7 +366,9 @@ def worker(
     if json_out:
         emit_json(summary)
     else:
-        _say(f"{summary['worker']}: {summary['done']} done, {summary['failed']} failed, "
+        _say(f"{summary['worker']}: {summary['done']} done"
+             + (f" ({summary['reused']} reused from the memory)" if summary["reused"] else "")
+             + f", {summary['failed']} failed, "
              f"{summary['requeued']} requeued, {summary['lost']} lost to other workers in "
              f"{summary['seconds']:.1f}s ({summary['items_per_second']:.2f} items/s, overhead "
              f"{summary['overhead_ms_per_item']:.1f} ms/item)"

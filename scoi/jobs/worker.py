@@ -89,6 +89,7 @@ class WorkerStats:
     worker: str
     claimed: int = 0
     done: int = 0
+    reused: int = 0        # of the done: the memory's translation of an exact match, no model call
     requeued: int = 0
     failed: int = 0
     lost: int = 0          # results not written: the claim was lost (stalled and re-claimed, cancelled)
@@ -491,6 +492,9 @@ class Worker:
             "origins": ["llm" if g.origin_pair_id is None else "tm" for g in done],
             "origin_pair_ids": [g.origin_pair_id for g in done]})
         self.stats.done += len(rows)
+        written = {tuple(r) for r in rows}
+        self.stats.reused += sum(g.origin_pair_id is not None and (g.prepared.item.job_id, g.prepared.item.idx)
+                                 in written for g in done)
         self.stats.generate_ms += sum(g.generate_ms for g in done)
         return len(rows)
 

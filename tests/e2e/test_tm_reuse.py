@@ -24,7 +24,8 @@ def test_job_reuses_exact_matches_and_reports_origins(job_db, tmp_path):
                               "max_retries=0", "--backend-opt", f"base_url={stub.url}", refs=refs, name="tm")
         summary = last_json(scoi_cli(["worker", "--burst", "--json"], job_db))
         prompts = sum(len(c["body"]["prompt"]) if isinstance(c["body"]["prompt"], list) else 1 for c in stub.calls)
-    assert summary["done"] == 5 and prompts == 2  # only the two new sentences reached the model
+    assert summary["done"] == 5 and summary["reused"] == 3
+    assert prompts == 2  # only the two new sentences reached the model
 
     st = last_json(scoi_cli(["job", "status", "tm", "--json"], job_db))
     assert st["origins"] == {"llm": 2, "tm": 3} and st["reuse"] == "exact"
