@@ -80,6 +80,12 @@ def test_select_where_restricts_the_examples(job_db):
     assert got["selected"] and {p["pair_id"] for p in got["selected"]} <= set(legal)
     assert set(got["candidates"]) <= set(legal) and "where:domain=legal" in got["signature"]
     assert got["params"]["where"] == {"domain": "legal"}
+    prompt = scoi_cli(["prompt", fr, "--src", "fr", "--tgt", "en", "-k", "4", "--where", "domain=legal"], job_db)
+    assert prompt.returncode == 0, prompt.stderr
+    with psycopg.connect(job_db) as conn:
+        legal_fr = {r[0] for r in conn.execute("SELECT s.text FROM example e JOIN sentence s ON s.id = e.src_id "
+                                               "WHERE e.src_lang = 'fr' AND e.pair_id = ANY(%s)", (legal,))}
+    assert all(p["src"] in legal_fr and p["src"] in prompt.stdout for p in got["selected"])
 
 
 def test_schedule_keeps_reuse_and_where_and_experiment_never_reuses(job_db, tmp_path):
@@ -93,6 +99,17 @@ def test_schedule_keeps_reuse_and_where_and_experiment_never_reuses(job_db, tmp_
     assert params["reuse"] == "off" and params["where"] == {"domain": "legal"}
 
     with ok_server() as stub:
+        # a schedule's items are reused like a submitted job's: no request for stored sentences
+        memory = last_json(scoi_cli(["schedule", "add", "memory", "--cron", "0 3 * * *", "--input", str(src),
+                                     "--src", "fr", "--tgt", "en", "--model", "openai:stub", "--backend-opt",
+                                     f"base_url={stub.url}", "--json"], job_db))
+        assert last_json(scoi_cli(["schedule", "run", "memory", "--json"], job_db))["added"] == 2
+        assert last_json(scoi_cli(["worker", "--burst", "--json"], job_db))["reused"] == 2
+        assert stub.calls == []
+        rows = [json.loads(line) for line in scoi_cli(["job", "export", str(memory["job_id"])], job_db)
+                .stdout.splitlines()]
+        assert [(r["output"], r["origin"]) for r in rows] == [(en, "tm") for _, en in demo_pairs()[:2]]
+
         run = scoi_cli(["experiment", "run", "exp", "--input", str(src), "--references", str(ref), "--src", "fr",
                         "--tgt", "en", "--model", "openai:stub", "--methods", "zero", "--backend-opt",
                         "max_retries=0", "--backend-opt", f"base_url={stub.url}", "--workers", "0"], job_db)
