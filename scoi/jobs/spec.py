@@ -184,4 +184,5 @@ def storable_text(text: str) -> tuple[str, str | None]:
     return text, "; ".join(changes) or None
 
 
-__all__ = ["Job", "JobError", "JobSpec", "LEGACY_ORDER", "check_backend_options", "job_order", "job_reuse", "read_lines", "source_hash", "storable_text"]
+__all__ = ["Job", "JobError", "JobSpec", "LEGACY_ORDER", "check_backend_options", "job_order", "job_reuse", "read_lines",
+           "source_hash", "storable_text"]
