@@ -137,6 +137,7 @@ def test_api_translate_reuses_an_exact_match_and_takes_the_filter_as_data(job_db
     pytest.importorskip("fastapi", reason="scoi[serve] is not installed (pip install -e '.[serve]')")
     from fastapi.testclient import TestClient
 
+    from scoi.jobs.worker import Worker, WorkerOptions
     from scoi.service.app import create_app
     from scoi.service.config import ModelConfig, ServeConfig
     from tests.helpers.jobs import demo_pairs, ok_server
@@ -164,6 +165,19 @@ def test_api_translate_reuses_an_exact_match_and_takes_the_filter_as_data(job_db
         assert bad.status_code == 400 and "bad key" in bad.json()["error"]
         assert api.post("/api/translate", json={**body, "where": {"domain": 3}}).status_code in (400, 422)
         assert api.post("/api/translate", json={**body, "reuse": "fuzzy"}).status_code == 400
+
+        # a job submitted through the API reuses too, and its page shows each item's origin
+        job = {"sentences": [fr, "Une phrase qui n'est pas en mémoire."], "src": "fr", "tgt": "en", "model": "stub",
+               "k": 0, "method": "zero"}
+        assert api.post("/api/jobs", json={**job, "where": {"bad key": "x"}}).status_code == 400
+        created = api.post("/api/jobs", json={**job, "where": {"domain": "legal"}})
+        assert created.status_code == 201, created.text
+        with Worker(job_db, WorkerOptions(burst=True, job_id=created.json()["job_id"])) as w:
+            assert w.run().reused == 1
+        page = api.get(f"/api/jobs/{created.json()['job_id']}").json()
+        assert [(i["origin"], i["origin_pair_id"]) for i in page["items"]] == [("tm", _pair_id(job_db, fr)),
+                                                                               ("llm", None)]
+        assert page["job"]["origins"] == {"llm": 1, "tm": 1} and len(fake.calls) == 3
 
 
 def test_lookup_reads_the_indexes_not_every_sentence(job_db):
