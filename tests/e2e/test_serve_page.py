@@ -159,3 +159,25 @@ def test_jobs_view_follows_a_job(page, served):
     page.click("#gaps-form button[type=submit]")
     page.wait_for_selector("#gaps-result:not([hidden])")
     assert page.locator("#gaps-words tbody td").first.text_content() == "zorglub"
+
+
+LONG_SENTENCE = ("Les représentants gouvernementaux internationaux ont immédiatement recommandé l'harmonisation "
+                 "progressive des réglementations environnementales transfrontalières concernant "
+                 "l'approvisionnement énergétique durable des collectivités territoriales européennes.")
+
+
+def test_long_sentence_tree_words_never_overlap(page, served):
+    """A sentence of 22+ words with long words: every drawn word keeps its own room (the
+    drawing widens and the box scrolls; it is never squeezed until words overlap)."""
+    url, _ = served
+    page.goto(url)
+    page.wait_for_selector("body[data-ready]")
+    page.fill("#text", LONG_SENTENCE)
+    page.click("#select-btn")
+    page.wait_for_selector("#tree svg")
+    boxes = page.eval_on_selector_all(
+        "#tree .displacy-word",
+        "els => els.map(e => { const r = e.getBoundingClientRect(); return [r.left, r.right, e.textContent]; })")
+    assert len(boxes) >= 22
+    for (l1, r1, w1), (l2, r2, w2) in zip(boxes, boxes[1:]):
+        assert r1 < l2, f"{w1!r} ({l1:.0f}-{r1:.0f}) overlaps {w2!r} ({l2:.0f}-{r2:.0f})"
