@@ -26,7 +26,7 @@ import psycopg
 
 from ingest import runs
 from ingest.readers import InputError, Record, detect_format, read_once, read_records
-from ingest.workers import BatchRunner, Parsed, ParseTask
+from ingest.workers import BatchRunner, Parsed, ParseTask, count_repaired, repaired_notes
 from ingest.writer import BatchWriter, LabelRegistry, PairRow, ParsedSentence, lock_writes, sha, stored_sentences
 from scoi.analysis import Analysis, ParserChoice, choose_parser, parser_labels, word_tokenizer
 from scoi.db import connect
@@ -83,6 +83,8 @@ class IngestSummary:
     rejected_rows: list[Rejected] = field(default_factory=list)
     embedder: str | None = None  # --embed: the model's stored name
     embedded: int = 0            # sentences it embedded (the two languages' sentences that had none)
+    # lang -> new sentences whose parse was not a tree and was made one (docs/languages.md, "Trees")
+    repaired_trees: dict[str, int] = field(default_factory=dict)
 
     @property
     def pairs_per_second(self) -> float:
@@ -196,6 +198,7 @@ def _ingest(opts: IngestOptions, url: str, src: str, tgt: str, fmt: str, choices
             runs.finish_run(conn, run_id, "failed", str(exc)[:2000])
             conn.commit()
             raise
+        summary.notes += repaired_notes(summary.repaired_trees, {k: c.name for k, c in choices.items()})
         runs.finish_run(conn, run_id, "done")
         conn.commit()
         if summary.inserted:
@@ -310,8 +313,10 @@ class _IngestBatches(BatchRunner):
         t0 = time.perf_counter()
         sentences: list[ParsedSentence] = []
         pairs: list[PairRow] = []
+        repaired: dict[str, int] = {}
         for no, analyses in self.group:
             part, todo = self.pending.pop(no)
+            count_repaired(repaired, analyses)
             sentences.extend(ParsedSentence(lang, text, h, a)
                              for lang, items in todo.items() for (text, h), a in zip(items, analyses[lang]))
             for r in part:
@@ -323,6 +328,8 @@ class _IngestBatches(BatchRunner):
         s.inserted += inserted
         s.duplicates += len(pairs) - inserted
         s.parsed_sentences += len(sentences)
+        for lang, n in repaired.items():  # counted once the batch is committed
+            s.repaired_trees[lang] = s.repaired_trees.get(lang, 0) + n
         s.write_seconds += time.perf_counter() - t0
         self.done(len(self.group))
         self.group.clear()
