@@ -157,8 +157,22 @@ def ingest_files(opts: IngestOptions, url: str, *, progress: Callable[[int], Non
                                         for lang in (src, tgt)}
     for lang in (src, tgt):
         word_tokenizer(lang)  # a language without spaces needs its tokenizer: fail before anything is written
-    with read_once(opts.files) as files:
-        return _ingest(replace(opts, files=files), url, src, tgt, fmt, choices, progress, on_start)
+    try:
+        with read_once(opts.files) as files:
+            return _ingest(replace(opts, files=files), url, src, tgt, fmt, choices, progress, on_start)
+    except psycopg.OperationalError as e:  # the server went away, the disk filled up, ...
+        raise IngestError(database_failure(e)) from None
+
+
+def database_failure(e: psycopg.OperationalError) -> str:
+    """One line for a database failure mid-ingest (libpq's messages span lines, and a
+    traceback helps no one): the cause, and what is left. Each batch is one transaction,
+    so the pairs of the batches committed before are stored and consistent."""
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    cause = lines[0] if lines else type(e).__name__
+    hint = " (free space on the database server's disk first)" if isinstance(e, psycopg.errors.DiskFull) else ""
+    return (f"the database failed during the ingest: {cause}; the batches committed before are kept, "
+            f"nothing of the failed one is; rerun the same command to continue{hint}")
 
 
 def _ingest(opts: IngestOptions, url: str, src: str, tgt: str, fmt: str, choices: dict[str, ParserChoice],
@@ -194,9 +208,7 @@ def _ingest(opts: IngestOptions, url: str, src: str, tgt: str, fmt: str, choices
                 _IngestBatches(opts, fmt, src, tgt, lookup, writer, summary,
                                {k: c.name for k, c in choices.items()}, progress).run()
         except BaseException as exc:
-            conn.rollback()
-            runs.finish_run(conn, run_id, "failed", str(exc)[:2000])
-            conn.commit()
+            _record_failure(conn, run_id, exc)
             raise
         summary.notes += repaired_notes(summary.repaired_trees, {k: c.name for k, c in choices.items()})
         runs.finish_run(conn, run_id, "done")
@@ -216,6 +228,18 @@ def _ingest(opts: IngestOptions, url: str, src: str, tgt: str, fmt: str, choices
         summary.embedded = embed_missing(url, embedder, langs=[src, tgt]).embedded
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def _record_failure(conn: psycopg.Connection, run_id: int, exc: BaseException) -> None:
+    """Mark the run failed with its error. On a lost connection (or a server that cannot
+    write) this is left undone: the run's session lock is gone with the connection, so
+    ``scoi ingest-runs`` reads the run as dead, and the original error is the one to report."""
+    try:
+        conn.rollback()
+        runs.finish_run(conn, run_id, "failed", str(exc)[:2000])
+        conn.commit()
+    except psycopg.OperationalError:
+        pass
 
 
 def _embedder(model: str | None) -> Embedder | None:
