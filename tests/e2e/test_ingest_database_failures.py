@@ -15,9 +15,10 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg import sql
 
-from tests.helpers.cli import last_json
-from tests.helpers.ingest import DEMO
+from tests.helpers.cli import last_json, run_scoi
+from tests.helpers.ingest import DEMO, assert_consistent
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*XDG_RUNTIME_DIR")
 
@@ -94,3 +95,61 @@ def test_ingest_whose_database_server_is_killed_says_so_in_one_line_and_the_run_
     assert run["state"] == "dead" and 0 < run["inserted"] < 307 and run["inserted"] % 20 == 0
     check = scoi_at(home, "db", "check", "--json")
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+@pytest.fixture()
+def full_disk_tables(db_url):
+    """``db_url`` with the tables an ingest fills (sentence, pair, posting) on a 256 kB
+    tmpfs: a real "No space left on device" part-way through an ingest of the demo corpus.
+    Needs root (mount) and the test server on this machine."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        data_dir = Path(conn.execute("SHOW data_directory").fetchone()[0])
+    if not data_dir.is_dir():
+        pytest.skip("the test server's data directory is not on this machine")
+    base = Path(tempfile.mkdtemp(prefix="scoi-full-"))
+    base.chmod(0o755)
+    mount = base / "tmpfs"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)], check=False).returncode:
+        shutil.rmtree(base)
+        pytest.skip("cannot mount a tmpfs here")
+    location = mount / "space"
+    location.mkdir()
+    owner = data_dir.stat()
+    os.chown(location, owner.st_uid, owner.st_gid)
+    location.chmod(0o700)
+    name = f"tiny_{os.getpid()}"
+    tables = ("sentence", "pair", "posting")
+    try:
+        with psycopg.connect(db_url, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE TABLESPACE {} LOCATION {}").format(sql.Identifier(name),
+                                                                              sql.Literal(str(location))))
+            for table in tables:
+                conn.execute(sql.SQL("ALTER TABLE {} SET TABLESPACE {}").format(sql.Identifier(table),
+                                                                                sql.Identifier(name)))
+        yield db_url
+    finally:
+        with psycopg.connect(db_url, autocommit=True) as conn:
+            for table in tables:
+                conn.execute(sql.SQL("ALTER TABLE {} SET TABLESPACE pg_default").format(sql.Identifier(table)))
+            conn.execute(sql.SQL("DROP TABLESPACE IF EXISTS {}").format(sql.Identifier(name)))
+        subprocess.run(["umount", str(mount)], check=False)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_ingest_onto_a_full_disk_says_so_in_one_line_and_keeps_whole_batches(full_disk_tables):
+    url = full_disk_tables
+    proc = run_scoi(["ingest", str(DEMO), "--src", "fr", "--tgt", "en", "--batch-size", "20", "--workers", "0"], url)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    (line,) = error_lines(proc.stderr)
+    assert line.startswith("error: the database failed during the ingest: could not extend file")
+    assert "No space left on device" in line and "free space on the database server's disk" in line
+    with psycopg.connect(url) as conn:
+        pairs = conn.execute("SELECT count(*) FROM pair").fetchone()[0]
+        status, error, inserted = conn.execute("SELECT status, error, inserted FROM ingest_run").fetchone()
+    assert pairs % 20 == 0 and 0 < pairs == inserted < 307  # whole batches only, counted with them
+    assert status == "failed" and "No space left on device" in error
+    assert_consistent(url)
