@@ -153,3 +153,11 @@ def test_ingest_onto_a_full_disk_says_so_in_one_line_and_keeps_whole_batches(ful
     assert pairs % 20 == 0 and 0 < pairs == inserted < 307  # whole batches only, counted with them
     assert status == "failed" and "No space left on device" in error
     assert_consistent(url)
+
+
+def test_an_unreachable_database_is_reported_on_one_line():
+    proc = run_scoi(["ingest-runs"], "postgresql://scoi@127.0.0.1:1/scoi")  # nothing listens on port 1
+    assert proc.returncode == 1
+    (line,) = error_lines(proc.stderr)
+    assert line.startswith("error: cannot open the database: ")
+    assert "Connection refused Is the server running" in line and "\\n" not in line and "\\t" not in line
