@@ -54,6 +54,8 @@ def test_russian_news_with_cyclic_parses_is_stored_whole_with_trees_and_selectab
     for text in lines:  # each a whole tree: one term per token, plus the virtual root's
         assert sizes[text] == ("natasha", razdel_tokens(text) + 1), text
     assert_consistent(db_url)
+    again = ingest_json([str(ru), str(en), "--src", "ru", "--tgt", "en", "--parser", "ru=natasha"], db_url)
+    assert again["inserted"] == 0 and again["repaired_trees"] == {}  # nothing parsed, nothing repaired
 
     query = lines[CYCLIC_LINES[0] - 1]
     proc = run_scoi(["select", query, "--src", "ru", "--tgt", "en", "-k", "2", "--json"], db_url, check=True)
