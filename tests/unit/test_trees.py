@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scoi.analysis import Tree, made_tree
 from scoi.core.polynomial import tree_terms
 from scoi.core.trees import is_tree, max_spanning_tree, repair_heads
 from tests.helpers.hypothesis import examples
@@ -115,3 +116,15 @@ def test_is_tree_finds_cycles_and_heads_out_of_range():
     assert not is_tree([1, 0])
     assert not is_tree([0, 3])
     assert not is_tree([0, -2])
+
+
+def test_a_parse_that_is_not_a_tree_is_made_one_and_marked_repaired():
+    labels = ["nsubj", "ROOT", "obj", "punct"]
+    fixed = made_tree(Tree([2, 1, 0, 1], labels))  # 0 <-> 2 cycle; 1 is the root
+    assert fixed == Tree([1, 1, 0, 1], labels, True)
+    assert tree_terms(fixed.heads, fixed.labels) == {"ROOT": 1, "ROOT^2": 1, "ROOT^2·nsubj": 1,
+                                                    "ROOT^2·nsubj·obj": 1, "ROOT^2·punct": 1}
+    good = Tree([1, 1, 1, 1], labels)
+    assert made_tree(good) is good  # a tree is left as it is, not marked
+    decoded = Tree([1, 1, 1, 1], labels, True)  # already made a tree by the parser (natasha's best tree)
+    assert made_tree(decoded) is decoded
