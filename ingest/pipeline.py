@@ -26,7 +26,7 @@ import psycopg
 
 from ingest import runs
 from ingest.readers import InputError, Record, detect_format, read_once, read_records
-from ingest.workers import BatchRunner, Parsed, ParseTask
+from ingest.workers import BatchRunner, Parsed, ParseTask, count_repaired, repaired_notes
 from ingest.writer import BatchWriter, LabelRegistry, PairRow, ParsedSentence, lock_writes, sha, stored_sentences
 from scoi.analysis import Analysis, ParserChoice, choose_parser, parser_labels, word_tokenizer
 from scoi.db import connect
@@ -83,6 +83,8 @@ class IngestSummary:
     rejected_rows: list[Rejected] = field(default_factory=list)
     embedder: str | None = None  # --embed: the model's stored name
     embedded: int = 0            # sentences it embedded (the two languages' sentences that had none)
+    # lang -> new sentences whose parse was not a tree and was made one (docs/languages.md, "Trees")
+    repaired_trees: dict[str, int] = field(default_factory=dict)
 
     @property
     def pairs_per_second(self) -> float:
@@ -155,8 +157,22 @@ def ingest_files(opts: IngestOptions, url: str, *, progress: Callable[[int], Non
                                         for lang in (src, tgt)}
     for lang in (src, tgt):
         word_tokenizer(lang)  # a language without spaces needs its tokenizer: fail before anything is written
-    with read_once(opts.files) as files:
-        return _ingest(replace(opts, files=files), url, src, tgt, fmt, choices, progress, on_start)
+    try:
+        with read_once(opts.files) as files:
+            return _ingest(replace(opts, files=files), url, src, tgt, fmt, choices, progress, on_start)
+    except psycopg.OperationalError as e:  # the server went away, the disk filled up, ...
+        raise IngestError(database_failure(e)) from None
+
+
+def database_failure(e: psycopg.OperationalError) -> str:
+    """One line for a database failure mid-ingest (libpq's messages span lines, and a
+    traceback helps no one): the cause, and what is left. Each batch is one transaction,
+    so the pairs of the batches committed before are stored and consistent."""
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    cause = lines[0] if lines else type(e).__name__
+    hint = " (free space on the database server's disk first)" if isinstance(e, psycopg.errors.DiskFull) else ""
+    return (f"the database failed during the ingest: {cause}; the batches committed before are kept, "
+            f"nothing of the failed one is; rerun the same command to continue{hint}")
 
 
 def _ingest(opts: IngestOptions, url: str, src: str, tgt: str, fmt: str, choices: dict[str, ParserChoice],
@@ -192,10 +208,9 @@ def _ingest(opts: IngestOptions, url: str, src: str, tgt: str, fmt: str, choices
                 _IngestBatches(opts, fmt, src, tgt, lookup, writer, summary,
                                {k: c.name for k, c in choices.items()}, progress).run()
         except BaseException as exc:
-            conn.rollback()
-            runs.finish_run(conn, run_id, "failed", str(exc)[:2000])
-            conn.commit()
+            _record_failure(conn, run_id, exc)
             raise
+        summary.notes += repaired_notes(summary.repaired_trees, {k: c.name for k, c in choices.items()})
         runs.finish_run(conn, run_id, "done")
         conn.commit()
         if summary.inserted:
@@ -213,6 +228,18 @@ def _ingest(opts: IngestOptions, url: str, src: str, tgt: str, fmt: str, choices
         summary.embedded = embed_missing(url, embedder, langs=[src, tgt]).embedded
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def _record_failure(conn: psycopg.Connection, run_id: int, exc: BaseException) -> None:
+    """Mark the run failed with its error. On a lost connection (or a server that cannot
+    write) this is left undone: the run's session lock is gone with the connection, so
+    ``scoi ingest-runs`` reads the run as dead, and the original error is the one to report."""
+    try:
+        conn.rollback()
+        runs.finish_run(conn, run_id, "failed", str(exc)[:2000])
+        conn.commit()
+    except psycopg.OperationalError:
+        pass
 
 
 def _embedder(model: str | None) -> Embedder | None:
@@ -310,8 +337,10 @@ class _IngestBatches(BatchRunner):
         t0 = time.perf_counter()
         sentences: list[ParsedSentence] = []
         pairs: list[PairRow] = []
+        repaired: dict[str, int] = {}
         for no, analyses in self.group:
             part, todo = self.pending.pop(no)
+            count_repaired(repaired, analyses)
             sentences.extend(ParsedSentence(lang, text, h, a)
                              for lang, items in todo.items() for (text, h), a in zip(items, analyses[lang]))
             for r in part:
@@ -323,6 +352,8 @@ class _IngestBatches(BatchRunner):
         s.inserted += inserted
         s.duplicates += len(pairs) - inserted
         s.parsed_sentences += len(sentences)
+        for lang, n in repaired.items():  # counted once the batch is committed
+            s.repaired_trees[lang] = s.repaired_trees.get(lang, 0) + n
         s.write_seconds += time.perf_counter() - t0
         self.done(len(self.group))
         self.group.clear()

@@ -310,6 +310,7 @@ def read_moses(src_file: str, tgt_file: str) -> Iterator[Record]:
     with open_text(src_file) as fs, open_text(tgt_file) as ft:
         a_lines, b_lines = fs.lines(), ft.lines()
         n = 0
+        last: dict[str, bytes] = {}  # file -> its last line read (for the CR hint below)
         while True:
             a, b = next(a_lines, None), next(b_lines, None)
             if a is None and b is None:
@@ -317,8 +318,13 @@ def read_moses(src_file: str, tgt_file: str) -> Iterator[Record]:
             n += 1
             if a is None or b is None:
                 short, longer = (src_file, tgt_file) if a is None else (tgt_file, src_file)
+                # A file with CR-only line endings (classic Mac) reads as one long line.
+                cr = [f for f in (src_file, tgt_file) if b"\r" in last.get(f, b"")]
+                hint = (f"; {cr[0]} has CR-only line endings (\\r without \\n), read as one line: "
+                        "convert them to \\n (e.g. tr '\\r' '\\n')") if cr else ""
                 raise InputError(short, n, f"ends at line {n - 1} but {longer} has more lines: "
-                                           "the two files of a Moses pair must have the same number of lines")
+                                           f"the two files of a Moses pair must have the same number of lines{hint}")
+            last = {src_file: a[1], tgt_file: b[1]}
             sa, ea = decode_line(a[1], n)
             sb, eb = decode_line(b[1], n)
             if ea or eb:

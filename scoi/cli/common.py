@@ -151,8 +151,14 @@ def database_url(steps: Steps | None = None) -> str:
         if steps is not None:
             steps.step("migration check")
     except Exception as e:  # noqa: BLE001 - shown to the user with the reason
-        fail(f"cannot open the database: {e}")
+        fail(f"cannot open the database: {one_line(str(e))}")
     return info.url
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line: libpq's messages span lines ("Connection refused\n\tIs the server
+    running…"), which :func:`fail` would otherwise print as a literal ``\n\t``."""
+    return " ".join(text.split())
 
 
 def process_age() -> float | None:
