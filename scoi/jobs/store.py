@@ -45,16 +45,19 @@ def insert_job(conn: psycopg.Connection, spec: JobSpec, input_path: str | None, 
 
 def add_items(conn: psycopg.Connection, job_id: int, start: int, sources: Sequence[str],
               references: Sequence[str | None] | None, max_attempts: int, *,
-              keys: Sequence[str | None] | None = None) -> int:
+              keys: Sequence[str | None] | None = None, masked: Sequence[str | None] | None = None) -> int:
     """COPY items ``start``, ``start+1``, ... into the job; blank sources are done at once.
-    ``keys``: the source rows' keys (table sources, scoi.jobs.sources)."""
+    ``keys``: the source rows' keys (table sources, scoi.jobs.sources; segment keys of a CAT
+    file). ``masked``: the sources with their inline codes as placeholders (CAT files)."""
     refs = references if references is not None else [None] * len(sources)
     item_keys = keys if keys is not None else [None] * len(sources)
+    item_masked = masked if masked is not None else [None] * len(sources)
     with conn.cursor().copy(SQL["copy_items"]) as cp:
-        for i, (src, ref, key) in enumerate(zip(sources, refs, item_keys)):
+        for i, (src, ref, key, mask) in enumerate(zip(sources, refs, item_keys, item_masked)):
             blank = not src
             cp.write_row((job_id, start + i, src, source_hash(src), ref, max_attempts,
-                          "done" if blank else "queued", "" if blank else None, "now" if blank else None, key))
+                          "done" if blank else "queued", "" if blank else None, "now" if blank else None, key,
+                          mask))
     return len(sources)
 
 
@@ -145,21 +148,24 @@ def status(conn: psycopg.Connection, job_id: int, errors: int = 5) -> dict[str, 
     """Progress of one job, with its latest scores, its running items by the state of
     their worker (``held_by``), a few of its errors (of the items' current attempts) and
     a few of its warnings (outputs cleaned to be stored) and of its undelivered items (outputs
-    its table destination refused, with why)."""
+    its table destination refused, with why); ``qa``: the items whose answer broke their
+    inline codes (CAT-file jobs), how many and the first few."""
     with conn.cursor(row_factory=dict_row) as cur:
         out = dict(cur.execute(SQL["job_progress"], {"id": job_id}).fetchone())
         out["errors"] = cur.execute(SQL["recent_errors"], {"id": job_id, "n": errors}).fetchall()
         out["warnings"] = cur.execute(SQL["recent_warnings"], {"id": job_id, "n": errors}).fetchall()
         out["delivery_errors"] = cur.execute(SQL["delivery_errors"], {"id": job_id, "n": errors}).fetchall()
         out["scores"] = cur.execute(SQL["latest_scores"], {"id": job_id}).fetchall()
+        out["qa"] = {"flagged": cur.execute(SQL["qa_count"], {"id": job_id}).fetchone()["n"],
+                     "items": cur.execute(SQL["qa_flags"], {"id": job_id, "n": errors}).fetchall()}
         held = {r["holder_state"]: r["n"] for r in cur.execute(SQL["holder_counts"], {"id": job_id})}
     out["held_by"] = {state: held.get(state, 0) for state in HOLDER_STATES}
     return out
 
 
 def claim_items(conn: psycopg.Connection, worker: str, *, stall: float, n: int,
-                job_id: int | None) -> list[tuple[int, int, str, int]]:
-    """Claim up to ``n`` items: (job_id, idx, source, attempt) rows (see ``claim``)."""
+                job_id: int | None) -> list[tuple[int, int, str, int, str | None]]:
+    """Claim up to ``n`` items: (job_id, idx, source, attempt, masked) rows (see ``claim``)."""
     return conn.execute(SQL["claim"], {"worker": worker, "stall": stall, "n": n, "job_id": job_id}).fetchall()
 
 

@@ -50,7 +50,7 @@ from typing import Any, Callable, NamedTuple
 
 import psycopg
 
-from scoi.core import defaults
+from scoi.core import defaults, inline
 from scoi.core.methods import method
 from scoi.core.prompt import Example, extract_answer, render_prompt, stop_markers
 from scoi.jobs import store
@@ -122,6 +122,7 @@ class Claimed:
     idx: int
     source: str
     attempt: int
+    masked: str | None = None  # the source with inline codes as placeholders (CAT files): the prompt's text
 
 
 @dataclass
@@ -145,6 +146,7 @@ class Generated(NamedTuple):
     raw_output: str
     generate_ms: float
     warning: str | None = None
+    qa: list[str] | None = None  # what the output broke of the source's inline codes (None: it has none)
 
 
 class Failed(NamedTuple):
@@ -179,7 +181,10 @@ def _generated(prepared: Prepared, gen: Any) -> Generated:
     PostgreSQL refuses (storable_text), the answer extracted from it, the change noted."""
     raw, note = storable_text(gen.text)
     warning = f"output cleaned: {note}" if note else None
-    return Generated(prepared, extract_answer(raw), raw, gen.seconds * 1000, warning)
+    answer = extract_answer(raw)
+    masked = prepared.item.masked
+    return Generated(prepared, answer, raw, gen.seconds * 1000, warning,
+                     inline.check(masked, answer) if masked is not None else None)
 
 
 def default_worker_id() -> str:
@@ -361,7 +366,7 @@ class Worker:
             examples = [Example(p.src, p.tgt) for p in res.selected]
         tp = time.perf_counter()
         select_ms = (tp - ts) * 1000 + shared_ms
-        prompt = render_prompt(item.source, examples, job.src_lang, job.tgt_lang, template=job.template,
+        prompt = render_prompt(item.masked or item.source, examples, job.src_lang, job.tgt_lang, template=job.template,
                                order=job_order(job.params), seed=job.params.get("seed", defaults.SEED))
         self.stats.add_phase("select", (tp - ts) * 1000)
         self.stats.add_phase("prompt", (time.perf_counter() - tp) * 1000)
@@ -447,7 +452,8 @@ class Worker:
             "outputs": [g.output for g in done], "raw_outputs": [g.raw_output for g in done],
             "select_ms": [round(g.prepared.select_ms, 3) for g in done],
             "generate_ms": [round(g.generate_ms, 3) for g in done],
-            "overhead_ms": [round(overhead, 3)] * len(done), "warnings": [g.warning for g in done]})
+            "overhead_ms": [round(overhead, 3)] * len(done), "warnings": [g.warning for g in done],
+            "qa": [None if g.qa is None else "\n".join(g.qa) for g in done]})
         self.stats.done += len(rows)
         self.stats.generate_ms += sum(g.generate_ms for g in done)
         return len(rows)
