@@ -177,9 +177,10 @@ def check(masked_source: str, answer: str) -> list[str]:
     shape = source_shape(masked_source)
     tree, flags = parse(answer, shape)
     got = _shape(tree)
+    flagged = {int(m.group(2)) for f in flags for m in TOKEN.finditer(f)}
     for num, (kind, parent) in sorted(shape.items()):
         if num not in got:
-            if not any(f.endswith(f"{num}>") or f.endswith(f"{num}/>") for f in flags):
+            if num not in flagged:
                 flags.append(f"missing <{num}/>" if kind == "ph" else f"missing <{num}>")
         elif got[num][1] != parent:
             flags.append(f"misnested <{num}/>" if kind == "ph" else f"misnested <{num}>")

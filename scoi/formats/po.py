@@ -69,7 +69,8 @@ def _load(data: bytes, name: str) -> polib.POFile:
         msg = str(e)
         m = re.search(r"\(line (\d+)\)", msg)
         line = m.group(1) if m else "1"
-        raise DocumentError(f"{name}:{line}: malformed PO: {re.sub(r' ?[(]line [0-9]+[)]', '', msg)}") from None
+        raise DocumentError(f"{name}:{line}: malformed PO: {re.sub(r' ?[(]line [0-9]+[)]', '', msg)} (expected "
+                            "comments, msgctxt/msgid/msgstr keywords and quoted strings)") from None
     return po
 
 
