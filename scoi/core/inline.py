@@ -67,8 +67,10 @@ def mask(nodes: list[Node] | tuple[Node, ...]) -> str:
 
 
 def plain(text: str) -> str:
-    """``text`` without its tokens, spaces collapsed: what selection matches on."""
-    return " ".join(TOKEN.sub(" ", text).split())
+    """``text`` without its tokens, spaces collapsed: what selection matches on. A code
+    around text goes (``<1>ici</1>``: ``ici``); a code on its own leaves a space (a line
+    break or an image between two words must not glue them)."""
+    return " ".join(TOKEN.sub(lambda m: " " if m.group(3) else "", text).split())
 
 
 def has_tokens(text: str) -> bool:
