@@ -379,18 +379,26 @@ def read_tmx(file: str, src_lang: str, tgt_lang: str, *, keep_codes: bool = Fals
     ignored); inline codes are dropped from the text unless ``keep_codes``."""
     from lxml import etree
 
+    from scoi.formats.xmlsafe import SAFE, doctype_problem
+
     xml_lang = "{http://www.w3.org/XML/1998/namespace}lang"
 
     def base(lang: str | None) -> str:
         return (lang or "").split("-")[0].split("_")[0].lower()
 
     with open_text(file) as fh:
-        # huge_tree off: libxml2's limits hold (a text node of at most 10 MB, nesting of at
-        # most 256 levels), so one segment never takes more memory than that.
-        parser = etree.iterparse(fh, events=("end",), tag=("tu", "body"), recover=False, huge_tree=False)
-        saw_body = False
+        # scoi.formats.xmlsafe's settings: no DTD loaded, no entity resolved, nothing fetched,
+        # and libxml2's limits (a text node of at most 10 MB, nesting of at most 256 levels),
+        # so one segment never takes more memory than that; an internal DTD subset is refused.
+        parser = etree.iterparse(fh, events=("end",), tag=("tu", "body"), recover=False, **SAFE)
+        saw_body = checked = False
         try:
             for _, el in parser:
+                if not checked:
+                    checked = True
+                    problem = doctype_problem(el.getroottree().docinfo)
+                    if problem:
+                        raise InputError(file, 1, problem)
                 if el.tag == "body":
                     saw_body = True
                     continue

@@ -176,8 +176,24 @@ def _bad(data: bytes, *expected: str, reader=xliff.read, tgt: str = "en") -> str
 
 @pytest.mark.parametrize("data", [BILLION_LAUGHS, EXTERNAL])
 def test_xml_entity_attacks_are_refused(data):
-    msg = _bad(data, "bad.xlf:", "DOCTYPE")
-    assert "root:" not in msg
+    _bad(data, "bad.xlf:1:", "internal subset")
+
+
+def test_a_doctype_that_only_names_its_dtd_is_read_without_loading_it():
+    data = _data("ui.fr-en.xlf").replace(b"<xliff ", b'<!DOCTYPE xliff SYSTEM "file:///nonexistent/xliff.dtd">\n<xliff ', 1)
+    assert len(xliff.read(data, "ui.xlf", "fr", "en")) == 4
+
+
+def test_tmx_ingest_refuses_an_internal_dtd_subset(tmp_path):
+    from ingest.readers import InputError, read_tmx
+
+    tmx = tmp_path / "attack.tmx"
+    tmx.write_bytes(b"""<?xml version="1.0"?>
+<!DOCTYPE tmx [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]>
+<tmx version="1.4"><header srclang="fr"/><body><tu><tuv xml:lang="fr"><seg>&b;</seg></tuv>
+<tuv xml:lang="en"><seg>b</seg></tuv></tu></body></tmx>""")
+    with pytest.raises(InputError, match="internal subset"):
+        list(read_tmx(str(tmx), "fr", "en"))
 
 
 def test_bad_xliff_files_are_one_line_naming_file_line():

@@ -1,0 +1,79 @@
+"""Jobs over CAT files in the database: the file is stored with its job, items keep the masked
+source for the prompt and the plain text for selection, the worker checks each answer's
+placeholders (job_item.qa) and leaves plain-text items unchecked, and the API's job view
+shows the QA state. Real PostgreSQL, a real worker, the fake OpenAI server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scoi.jobs.create import submit
+from scoi.jobs.documents import export_document, submit_document
+from scoi.jobs.spec import JobError, JobSpec
+from scoi.jobs.store import connect, status
+from scoi.jobs.worker import Worker, WorkerOptions
+from tests.helpers.fake_openai import FakeOpenAI
+from tests.helpers.jobs import items
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "cat"
+
+
+def drop_codes_of_the_first(prompt: str) -> str:
+    """Echo the sentence; drop every placeholder of a sentence that has <1/> (a model that
+    loses codes)."""
+    source = prompt.rsplit('French Sentence: "', 1)[1].rsplit('"', 1)[0]
+    if "<1/>" in source:
+        source = source.replace("<1/>", "").replace("<2>", "").replace("</2>", "")
+    return f' "{source}"\n'
+
+
+def _spec(url: str, **kw) -> JobSpec:
+    return JobSpec("fr", "en", model="openai:stub", method="zero", k=0,
+                   backend_options={"base_url": url, "max_retries": 0}, **kw)
+
+
+def _work(url: str) -> None:
+    with Worker(url, WorkerOptions(burst=True, batch_size=8)) as w:
+        w.run()
+
+
+def test_worker_flags_broken_codes_and_leaves_plain_items_unchecked(job_db):
+    with FakeOpenAI(answer=drop_codes_of_the_first) as fake, connect(job_db) as conn:
+        doc_id, n = submit_document(conn, _spec(fake.url, name="app"), DATA / "app.fr-en.xlf")
+        plain_id = submit(conn, _spec(fake.url, name="plain"), ["Le chat <1/> dort."])
+        _work(job_db)
+        got = {i["source_key"]: (i["source"], i["masked"], i["qa"]) for i in items(job_db, doc_id)}
+        assert n == 3 and got == {
+            "f1/greeting/1": ("Bonjour , vous avez trois messages.", "Bonjour <1/>, vous avez <2>trois messages</2>.",
+                              ["missing <1/>", "missing <2>"]),
+            "f1/greeting/2": ("Le chat dort.", "Le chat dort.", []),
+            "f1/plain/1": ("Le chien mange.", "Le chien mange.", []),
+        }
+        plain = items(job_db, plain_id)[0]
+        assert plain["masked"] is None and plain["qa"] is None and plain["output"] == "Le chat  dort."
+        st = status(conn, doc_id)
+        assert st["qa"]["flagged"] == 1 and st["qa"]["items"][0]["source_key"] == "f1/greeting/1"
+        assert status(conn, plain_id)["qa"] == {"flagged": 0, "items": []}
+        data, written = export_document(conn, doc_id, "xliff")
+        assert written == 3 and b'subState="scoi:qa"' in data
+        with pytest.raises(JobError, match="not submitted from an XLIFF or PO file"):
+            export_document(conn, plain_id, "xliff")
+
+
+def test_api_job_view_shows_qa_and_keys(job_db):
+    pytest.importorskip("fastapi", reason="scoi[serve] is not installed")
+    from fastapi.testclient import TestClient
+
+    from scoi.service.app import create_app
+    from scoi.service.config import Limits, ServeConfig
+
+    with FakeOpenAI(answer=drop_codes_of_the_first) as fake, connect(job_db) as conn:
+        job_id, _ = submit_document(conn, _spec(fake.url, name="app"), DATA / "app.fr-en.xlf")
+        _work(job_db)
+    with TestClient(create_app(ServeConfig(url=job_db, models={}, limits=Limits()))) as api:
+        got = api.get(f"/api/jobs/{job_id}").json()
+    assert got["job"]["qa"]["flagged"] == 1
+    assert [(i["key"], i["qa"]) for i in got["items"]] == [
+        ("f1/greeting/1", ["missing <1/>", "missing <2>"]), ("f1/greeting/2", []), ("f1/plain/1", [])]
