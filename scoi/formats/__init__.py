@@ -25,11 +25,16 @@ class Segment:
 
 @dataclass(frozen=True)
 class Filled:
-    """A segment's translation for the writer: the model's answer (placeholders in it) and
-    the QA flags of the item (empty: none)."""
+    """A segment's translation for the writer: the model's answer (placeholders in it), the
+    QA flags of the item (empty: none), and the masked source it translates (None: not
+    checked; else a segment whose source differs now, a newer file's, is left alone)."""
 
     answer: str
     qa: list[str] = field(default_factory=list)
+    masked: str | None = None
+
+    def fits(self, masked: str) -> bool:
+        return self.masked is None or self.masked == masked
 
 
 __all__ = ["DocumentError", "Filled", "Segment"]

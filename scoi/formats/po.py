@@ -94,11 +94,15 @@ def read(data: bytes, name: str, src: str | None = None, tgt: str | None = None)
         raise DocumentError(f"{name}: the file's Language header is {have!r} but the job's --tgt is {tgt!r}")
     segs = []
     for key, line, text, entry in _entries(po):
-        nodes, _ = _nodes(text, _printf(entry))
-        masked = " ".join(inline.mask(nodes).split())
+        masked = _masked(text, _printf(entry))
         if inline.plain(masked):
             segs.append(Segment(key, line, masked))
     return segs
+
+
+def _masked(text: str, printf: bool) -> str:
+    nodes, _ = _nodes(text, printf)
+    return " ".join(inline.mask(nodes).split())
 
 
 def _nplurals(po: polib.POFile) -> int:
@@ -108,9 +112,8 @@ def _nplurals(po: polib.POFile) -> int:
 
 def _restore(answer: str, text: str, printf: bool) -> str:
     """The answer with its placeholders back (only those the source has, once each)."""
-    nodes, found = _nodes(text, printf)
-    masked = " ".join(inline.mask(nodes).split())
-    tree, _ = inline.parse(answer, inline.source_shape(masked))
+    _, found = _nodes(text, printf)
+    tree, _ = inline.parse(answer, inline.source_shape(_masked(text, printf)))
     return "".join(n if isinstance(n, str) else found[n.id - 1] for n in tree)
 
 
@@ -122,7 +125,7 @@ def write(data: bytes, name: str, filled: dict[str, Filled], tgt: str | None = N
     done: set[int] = set()
     for key, _, text, entry in _entries(po):
         got = filled.get(key)
-        if got is None:
+        if got is None or not got.fits(_masked(text, _printf(entry))):
             continue
         value = _restore(got.answer, text, _printf(entry))
         if entry.msgid_plural:

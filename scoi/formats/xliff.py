@@ -231,7 +231,7 @@ def write(data: bytes, name: str, filled: dict[str, Filled], tgt: str | None = N
     n = 0
     for u in list(_units(tree, name)):
         got = filled.get(u.key)
-        if got is None:
+        if got is None or not got.fits(u.masked):
             continue
         nodes, _ = inline.parse(got.answer, u.shape)
         target = _target(u, q, tgt)

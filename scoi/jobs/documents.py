@@ -17,10 +17,10 @@ import psycopg
 
 from scoi.core import inline
 from scoi.db.queries import load
-from scoi.formats import DocumentError, Filled, po, xliff
+from scoi.formats import DocumentError, Filled, Segment, po, xliff
 from scoi.jobs.create import new_job
 from scoi.jobs.spec import JobError, JobSpec
-from scoi.jobs.store import add_items
+from scoi.jobs.store import add_items, append_new
 from scoi.jobs.validate import validate
 
 SQL = load("documents")
@@ -49,18 +49,25 @@ def read_document(path: str | Path) -> bytes:
     return data
 
 
-def submit_document(conn: psycopg.Connection, spec: JobSpec, path: str | Path) -> tuple[int, int]:
-    """A job with one item per segment of the CAT file at ``path``; (job id, items). The
-    whole file is read and checked first: a bad file stores nothing."""
+def read_segments(path: str | Path, src: str | None = None,
+                  tgt: str | None = None) -> tuple[str, bytes, list[Segment]]:
+    """The CAT file at ``path``: (format, bytes, segments to translate); a bad file is a
+    JobError naming file:line."""
     fmt = document_format(path)
     if fmt is None:
         raise JobError(f"{path}: not a CAT file; expected a name ending in {', '.join(SUFFIXES)}")
     data = read_document(path)
-    name = str(path)
     try:
-        segments = _MODULES[fmt].read(data, name, spec.src, spec.tgt)
+        return fmt, data, _MODULES[fmt].read(data, str(path), src, tgt)
     except DocumentError as e:
         raise JobError(str(e)) from None
+
+
+def submit_document(conn: psycopg.Connection, spec: JobSpec, path: str | Path) -> tuple[int, int]:
+    """A job with one item per segment of the CAT file at ``path``; (job id, items). The
+    whole file is read and checked first: a bad file stores nothing."""
+    fmt, data, segments = read_segments(path, spec.src, spec.tgt)
+    name = str(path)
     if not segments:
         raise JobError(f"{name}: nothing to translate (every unit is translated already, marked translate=\"no\", "
                        "or without text); nothing was stored")
@@ -73,6 +80,19 @@ def submit_document(conn: psycopg.Connection, spec: JobSpec, path: str | Path) -
     return job_id, len(segments)
 
 
+def append_document(conn: psycopg.Connection, job_id: int, max_attempts: int, path: str | Path,
+                    src: str | None = None, tgt: str | None = None) -> tuple[int, int]:
+    """A schedule's run over a CAT file, in the caller's transaction: the file read again
+    becomes the job's stored document (exports fill this version), and its segments the
+    job lacks (by key) become items. Returns (added, skipped)."""
+    fmt, data, segments = read_segments(path, src, tgt)
+    conn.execute(SQL["upsert_document"], {"job_id": job_id, "format": fmt, "name": Path(path).name,
+                                          "content": data})
+    _, added = append_new(conn, job_id, max_attempts, [inline.plain(s.masked) for s in segments],
+                          keys=[s.key for s in segments], masked=[s.masked for s in segments])
+    return added, len(segments) - added
+
+
 def export_document(conn: psycopg.Connection, job_id: int, fmt: str) -> tuple[bytes, int]:
     """The job's stored file with the done items' targets filled; (bytes, targets written)."""
     row = conn.execute(SQL["document_of_job"], {"job_id": job_id}).fetchone()
@@ -83,13 +103,13 @@ def export_document(conn: psycopg.Connection, job_id: int, fmt: str) -> tuple[by
     if have != fmt:
         raise JobError(f"job {job_id} was submitted from a {have.upper()} file ({name}); export it with --format "
                        f"{have}")
-    filled = {key: Filled(output, list(qa or []))
-              for key, output, qa in conn.execute(SQL["document_outputs"], {"job_id": job_id})}
+    filled = {key: Filled(output, list(qa or []), masked)
+              for key, output, qa, masked in conn.execute(SQL["document_outputs"], {"job_id": job_id})}
     try:
         return _MODULES[fmt].write(bytes(content), name, filled, tgt)
     except DocumentError as e:
         raise JobError(str(e)) from None
 
 
-__all__ = ["DOCUMENT_FORMATS", "SUFFIXES", "document_format", "export_document", "read_document",
-           "submit_document"]
+__all__ = ["DOCUMENT_FORMATS", "SUFFIXES", "append_document", "document_format", "export_document", "read_document",
+           "read_segments", "submit_document"]

@@ -81,30 +81,34 @@ def lock_for_append(conn: psycopg.Connection, job_id: int) -> tuple[int, set[str
 
 def append_new(conn: psycopg.Connection, job_id: int, max_attempts: int, texts: Sequence[str],
                references: Sequence[str | None] | None = None, *,
-               keys: Sequence[str | None] | None = None) -> tuple[int, int]:
+               keys: Sequence[str | None] | None = None,
+               masked: Sequence[str | None] | None = None) -> tuple[int, int]:
     """Append the texts the job does not hold yet, inside the caller's transaction, the job
     row locked (:func:`lock_for_append`). A text is known by its source key when ``keys``
     are given (table sources), else by its content hash; blank texts are skipped (added once
-    they have text). Returns (index of the first item added, number added): the one
+    they have text); ``masked``: the texts with their inline codes as placeholders (CAT
+    files). Returns (index of the first item added, number added): the one
     "append only new items" step of ``scoi job sync``, table sources and schedule runs."""
     next_idx, known = lock_for_append(conn, job_id)
     if keys is not None:
         known = {r[0] for r in conn.execute(SQL["known_keys"], {"job_id": job_id})}
     refs = references if references is not None else [None] * len(texts)
     marks = keys if keys is not None else [None] * len(texts)
-    new: list[tuple[str, str | None, str | None]] = []
-    for text, ref, key in zip(texts, refs, marks):
+    masks = masked if masked is not None else [None] * len(texts)
+    new: list[tuple[str, str | None, str | None, str | None]] = []
+    for text, ref, key, mask in zip(texts, refs, marks, masks):
         if not text:
             continue
         mark = key if keys is not None else source_hash(text)
         if mark in known:
             continue
         known.add(mark)
-        new.append((text, ref, key))
+        new.append((text, ref, key, mask))
     if new:
-        add_items(conn, job_id, next_idx, [t for t, _, _ in new],
-                  [r for _, r, _ in new] if references is not None else None, max_attempts,
-                  keys=[k for _, _, k in new] if keys is not None else None)
+        add_items(conn, job_id, next_idx, [t for t, _, _, _ in new],
+                  [r for _, r, _, _ in new] if references is not None else None, max_attempts,
+                  keys=[k for _, _, k, _ in new] if keys is not None else None,
+                  masked=[m for _, _, _, m in new] if masked is not None else None)
     return next_idx, len(new)
 
 

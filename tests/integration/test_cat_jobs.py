@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polib
 import pytest
 
 from scoi.jobs.create import submit
@@ -34,8 +35,10 @@ def _spec(url: str, **kw) -> JobSpec:
                    backend_options={"base_url": url, "max_retries": 0}, **kw)
 
 
-def _work(url: str) -> None:
-    with Worker(url, WorkerOptions(burst=True, batch_size=8)) as w:
+def _work(url: str, job_id: int | None = None) -> None:
+    """A burst worker (bound to ``job_id``: it runs no schedules, the tests' runs are the
+    injected-clock ones)."""
+    with Worker(url, WorkerOptions(burst=True, batch_size=8, job_id=job_id)) as w:
         w.run()
 
 
@@ -77,3 +80,47 @@ def test_api_job_view_shows_qa_and_keys(job_db):
     assert got["job"]["qa"]["flagged"] == 1
     assert [(i["key"], i["qa"]) for i in got["items"]] == [
         ("f1/greeting/1", ["missing <1/>", "missing <2>"]), ("f1/greeting/2", []), ("f1/plain/1", [])]
+
+
+def test_a_schedule_reads_a_po_file_and_writes_it_back_with_new_entries_only(job_db, tmp_path):
+    from datetime import datetime, timezone
+
+    from scoi.jobs import schedules as S
+    from scoi.jobs.sources import Destination, Source
+
+    src, out = tmp_path / "messages.po", tmp_path / "messages.en.po"
+    src.write_bytes((DATA / "messages.po").read_bytes())
+    with FakeOpenAI(answer=drop_codes_of_the_first) as fake, connect(job_db) as conn:
+        added = S.add_schedule(conn, "po", "15 2 * * *", _spec(fake.url), Source("file", path=str(src)),
+                               Destination("file", path=str(out), format="po"), job_db)
+        job_id = added["job_id"]
+        assert added["source_rows"] == 5
+        conn.execute("UPDATE schedule SET created_at = %s WHERE name = 'po'",
+                     (datetime(2026, 11, 20, tzinfo=timezone.utc),))
+        [run] = S.run_due(conn, "w", datetime(2026, 11, 21, 3, tzinfo=timezone.utc), job_db)
+        assert (run.added, run.skipped, run.error) == (5, 0, None)
+        _work(job_db, job_id)
+        first = polib.pofile(str(out))
+        assert first.find("Le chat dort.").msgstr == "Le chat dort."
+        brace = first.find("Ouvrir {filename} dans {0} secondes.")  # the model dropped <1/>
+        assert brace.msgstr == "Ouvrir  dans {0} secondes." and brace.tcomment == "scoi QA: missing <1/>"
+        # The TMS adds a message: the next run adds it alone, and the file is written again.
+        src.write_text(src.read_text(encoding="utf-8") + '\nmsgid "Au revoir."\nmsgstr ""\n', encoding="utf-8")
+        [run] = S.run_due(conn, "w", datetime(2026, 11, 22, 3, tzinfo=timezone.utc), job_db)
+        assert (run.added, run.skipped, run.error) == (1, 5, None)
+        _work(job_db, job_id)
+    second = polib.pofile(str(out))
+    assert second.find("Au revoir.").msgstr == "Au revoir." and "fuzzy" in second.find("Au revoir.").flags
+    assert second.find("Le chat dort.").msgstr == "Le chat dort."
+    assert len(items(job_db, job_id)) == 6
+
+
+def test_a_schedule_refuses_a_cat_destination_for_another_source(job_db, tmp_path):
+    from scoi.jobs import schedules as S
+    from scoi.jobs.sources import Destination, Source
+
+    lines = tmp_path / "in.fr"
+    lines.write_text("Bonjour.\n", encoding="utf-8")
+    with connect(job_db) as conn, pytest.raises(JobError, match="--dest-format xliff writes back the CAT file"):
+        S.add_schedule(conn, "x", "15 2 * * *", _spec("http://127.0.0.1:9"), Source("file", path=str(lines)),
+                       Destination("file", path=str(tmp_path / "out.xlf"), format="xliff"), job_db)
