@@ -24,7 +24,7 @@ from typing import IO
 
 from scoi.textfile import TextFileError, decode_line, raw_lines
 
-FORMATS = ("tsv", "moses", "tmx", "jsonl")
+FORMATS = ("tsv", "moses", "tmx", "jsonl", "xliff", "po")
 
 # What the database can store and index, checked before anything is written:
 # sentence.tsv is to_tsvector(text), at most 1 MB; bm25_doc.dl, posting.tf/dl and
@@ -211,10 +211,12 @@ def detect_format(files: list[str]) -> str:
     if len(files) == 2:
         return "moses"
     name = files[0].lower().removesuffix(".gz")
-    for ext, fmt in ((".tsv", "tsv"), (".txt", "tsv"), (".tmx", "tmx"), (".jsonl", "jsonl"), (".json", "jsonl")):
+    for ext, fmt in ((".tsv", "tsv"), (".txt", "tsv"), (".tmx", "tmx"), (".jsonl", "jsonl"), (".json", "jsonl"),
+                     (".xlf", "xliff"), (".xliff", "xliff"), (".po", "po")):
         if name.endswith(ext):
             return fmt
-    raise InputError(files[0], None, "cannot tell the format from the file name; pass --format tsv|moses|tmx|jsonl")
+    raise InputError(files[0], None, "cannot tell the format from the file name; pass --format "
+                     "tsv|moses|tmx|jsonl|xliff|po")
 
 
 def read_records(files: list[str], fmt: str, *, src_lang: str = "", tgt_lang: str = "",
@@ -233,6 +235,8 @@ def read_records(files: list[str], fmt: str, *, src_lang: str = "", tgt_lang: st
         yield from read_jsonl(files[0])
     elif fmt == "tmx":
         yield from read_tmx(files[0], src_lang, tgt_lang, keep_codes=tmx_keep_codes)
+    elif fmt in ("xliff", "po"):
+        yield from read_cat(files[0], fmt, src_lang, tgt_lang)
     else:
         raise InputError(files[0], None, f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
 
@@ -422,6 +426,24 @@ def read_tmx(file: str, src_lang: str, tgt_lang: str, *, keep_codes: bool = Fals
             raise InputError(file, e.lineno, f"malformed TMX: {e.msg}") from None
         if not saw_body:
             raise InputError(file, None, "not a TMX file: no <body> element")
+
+
+def read_cat(file: str, fmt: str, src_lang: str, tgt_lang: str) -> Iterator[Record]:
+    """A bilingual CAT file (XLIFF 1.2/2.x, PO: scoi.formats): each segment or message that
+    has a translation is a pair; inline codes around text keep their text, the others are
+    dropped. Read whole, with the XML safety of scoi.formats.xmlsafe."""
+    from scoi.formats import DocumentError, po, xliff
+
+    with open_text(file) as fh:
+        data = fh.read()
+    try:
+        for line, src, tgt in (xliff if fmt == "xliff" else po).pairs(data, file, src_lang, tgt_lang):
+            yield _check(file, line, src, tgt)
+    except DocumentError as e:  # "FILE:LINE: problem" or "FILE: problem"
+        m = re.match(rf"{re.escape(str(file))}(?::(\d+))?: (.*)", str(e), re.DOTALL)
+        if m is None:
+            raise InputError(file, None, str(e)) from None
+        raise InputError(file, int(m.group(1)) if m.group(1) else None, m.group(2)) from None
 
 
 __all__ = ["FORMATS", "Record", "InputError", "read_records", "detect_format", "open_text"]

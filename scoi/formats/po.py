@@ -18,6 +18,7 @@ translator comment ``scoi QA: ...``.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 import polib
 
@@ -100,6 +101,24 @@ def read(data: bytes, name: str, src: str | None = None, tgt: str | None = None)
     return segs
 
 
+def pairs(data: bytes, name: str, src: str | None = None,
+          tgt: str | None = None) -> Iterator[tuple[int, str, str]]:
+    """(line, msgid, msgstr) of every translated entry (not fuzzy, not obsolete), for ingest;
+    a plural entry gives (msgid, msgstr[0]) and (msgid_plural, msgstr[1])."""
+    po = _load(data, name)
+    have = po.metadata.get("Language", "").strip()
+    if tgt and have and have.split("_")[0].split("-")[0].lower() != tgt.split("-")[0].lower():
+        raise DocumentError(f"{name}: the file's Language header is {have!r} but the target language is {tgt!r}")
+    for e in po.translated_entries():
+        if e.msgid_plural:
+            forms = e.msgstr_plural
+            yield e.linenum, e.msgid, forms.get(0, "")
+            if forms.get(1):
+                yield e.linenum, e.msgid_plural, forms[1]
+        else:
+            yield e.linenum, e.msgid, e.msgstr
+
+
 def _masked(text: str, printf: bool) -> str:
     nodes, _ = _nodes(text, printf)
     return " ".join(inline.mask(nodes).split())
@@ -149,4 +168,4 @@ def write(data: bytes, name: str, filled: dict[str, Filled], tgt: str | None = N
     return str(po).encode("utf-8") + b"\n", n
 
 
-__all__ = ["BRACE", "PRINTF", "read", "write"]
+__all__ = ["BRACE", "PRINTF", "pairs", "read", "write"]

@@ -104,15 +104,15 @@ def _units(tree: etree._ElementTree, name: str, src: str | None = None, tgt: str
     ns = etree.QName(root).namespace
     q = (lambda t: f"{{{ns}}}{t}") if ns else (lambda t: t)
     if version == "2":
-        _check_lang(name, root, "srcLang", src, "--src")
-        _check_lang(name, root, "trgLang", tgt, "--tgt")
+        _check_lang(name, root, "srcLang", src, "the job's --src")
+        _check_lang(name, root, "trgLang", tgt, "the job's --tgt")
     files = root.findall(q("file"))
     if not files:
         raise DocumentError(f"{name}:{root.sourceline}: XLIFF without a <file> element")
     for fno, f in enumerate(files, 1):
         if version == "1.2":
-            _check_lang(name, f, "source-language", src, "--src")
-            _check_lang(name, f, "target-language", tgt, "--tgt")
+            _check_lang(name, f, "source-language", src, "the job's --src")
+            _check_lang(name, f, "target-language", tgt, "the job's --tgt")
         seen: set[str] = set()
         file_key = str(fno) if version == "1.2" else (f.get("id") or str(fno))
         for unit in f.iter(q("trans-unit") if version == "1.2" else q("unit")):
@@ -147,8 +147,8 @@ def _units(tree: etree._ElementTree, name: str, src: str | None = None, tgt: str
 def _check_lang(name: str, el: etree._Element, attr: str, want: str | None, option: str) -> None:
     have = el.get(attr)
     if want and have and _lang(have) != _lang(want):
-        raise DocumentError(f"{name}:{el.sourceline}: the file's {attr} is {have!r} but the job's {option} is "
-                            f"{want!r}; give the file's language")
+        raise DocumentError(f"{name}:{el.sourceline}: the file's {attr} is {have!r} but {option} is {want!r}; "
+                            "give the file's language")
 
 
 def read(data: bytes, name: str, src: str | None = None, tgt: str | None = None) -> list[Segment]:
@@ -156,6 +156,31 @@ def read(data: bytes, name: str, src: str | None = None, tgt: str | None = None)
     checked against the file's)."""
     tree = parse_xml(data, name, "XLIFF")
     return [Segment(u.key, u.line, u.masked) for u in _units(tree, name, src, tgt)]
+
+
+def pairs(data: bytes, name: str, src: str | None = None,
+          tgt: str | None = None) -> Iterator[tuple[int, str, str]]:
+    """(line, source, target) of every segment that has both, for ingest: the text of codes
+    around text kept, codes on their own dropped (as TMX ingest drops ``<bpt>``/``<ph>``)."""
+    tree = parse_xml(data, name, "XLIFF")
+    root = tree.getroot()
+    version = _version(root, name)
+    ns = etree.QName(root).namespace
+    q = (lambda t: f"{{{ns}}}{t}") if ns else (lambda t: t)
+    if version == "2":
+        _check_lang(name, root, "srcLang", src, "--src")
+        _check_lang(name, root, "trgLang", tgt, "--tgt")
+    for f in root.iterfind(q("file")):
+        if version == "1.2":
+            _check_lang(name, f, "source-language", src, "--src")
+            _check_lang(name, f, "target-language", tgt, "--tgt")
+        for unit in f.iter(q("trans-unit") if version == "1.2" else q("unit")):
+            for holder in ([unit] if version == "1.2" else unit.findall(q("segment"))):
+                source, target = holder.find(q("source")), holder.find(q("target"))
+                if source is None or not _has_text(target):
+                    continue
+                texts = [inline.plain(inline.mask(_content(el, {}))) for el in (source, target)]
+                yield source.sourceline or 0, texts[0], texts[1]
 
 
 def _fill(parent: etree._Element, nodes: list[inline.Node] | tuple[inline.Node, ...],
@@ -273,4 +298,4 @@ def _note20(unit: etree._Element, q, text: str) -> None:
     _append(notes, note)
 
 
-__all__ = ["NS12", "NS20", "PAIRED", "read", "write"]
+__all__ = ["NS12", "NS20", "PAIRED", "pairs", "read", "write"]
