@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from scoi.formats import DocumentError, po, xliff
+from scoi.formats.xmlsafe import SAFE, doctype_problem
 from scoi.textfile import TextFileError, decode_line, raw_lines
 
 FORMATS = ("tsv", "moses", "tmx", "jsonl", "xliff", "po")
@@ -383,8 +385,6 @@ def read_tmx(file: str, src_lang: str, tgt_lang: str, *, keep_codes: bool = Fals
     ignored); inline codes are dropped from the text unless ``keep_codes``."""
     from lxml import etree
 
-    from scoi.formats.xmlsafe import SAFE, doctype_problem
-
     xml_lang = "{http://www.w3.org/XML/1998/namespace}lang"
 
     def base(lang: str | None) -> str:
@@ -432,8 +432,6 @@ def read_cat(file: str, fmt: str, src_lang: str, tgt_lang: str) -> Iterator[Reco
     """A bilingual CAT file (XLIFF 1.2/2.x, PO: scoi.formats): each segment or message that
     has a translation is a pair; inline codes around text keep their text, the others are
     dropped. Read whole, with the XML safety of scoi.formats.xmlsafe."""
-    from scoi.formats import DocumentError, po, xliff
-
     with open_text(file) as fh:
         data = fh.read()
     try:

@@ -151,9 +151,14 @@ def sync(
     Lines are matched by content, so rerunning adds nothing, and appending lines to the
     file adds exactly those. Follow with `scoi worker --burst --job NAME`.
     """
+    from scoi.jobs.documents import document_format
     from scoi.jobs.sync import sync as sync_job
     from scoi.jobs.spec import JobError, JobSpec
 
+    if document_format(input_file) is not None:
+        fail(f"{input_file}: job sync reads text lines; for an XLIFF or PO file that grows, add a schedule "
+             f"(`scoi schedule add NAME --input {input_file} --dest-file OUT --dest-format "
+             f"{document_format(input_file)} ...`), or submit it as a job (`scoi job submit --input`)")
     sources, refs = _read_inputs(input_file, references)
     given = {a for a, v in (("src", src), ("tgt", tgt), ("model", model), ("method", method), ("k", k),
                             ("template", template)) if v is not None}

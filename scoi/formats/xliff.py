@@ -20,6 +20,7 @@ QA flags also gets a note (1.2 ``<note from="scoi">``, 2.x ``<note category="sco
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -34,6 +35,8 @@ NS20 = "urn:oasis:names:tc:xliff:document:2.0"
 XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
 #: Inline elements around text (the rest are codes on their own).
 PAIRED = {"g", "pc", "mrk"}
+#: Characters XML 1.0 cannot hold (control characters but tab and line breaks, U+FFFE/U+FFFF).
+NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 QA_NOTE_FROM = "scoi"
 QA_CATEGORY = "scoi-qa"
 
@@ -258,22 +261,23 @@ def write(data: bytes, name: str, filled: dict[str, Filled], tgt: str | None = N
         got = filled.get(u.key)
         if got is None or not got.fits(u.masked):
             continue
-        nodes, _ = inline.parse(got.answer, u.shape)
+        answer = NOT_XML.sub("", got.answer)
+        nodes, _ = inline.parse(answer, u.shape)
         target = _target(u, q, tgt)
         _fill(target, nodes, u.codes)
-        qa = "; ".join(got.qa)
+        qa = "; ".join(got.qa + (["characters XML cannot hold removed"] if answer != got.answer else []))
         if version == "1.2":
             target.set("state", "needs-review-translation")
             target.set("state-qualifier", "mt-suggestion")
             if qa:
                 note = etree.Element(q("note"), {"from": QA_NOTE_FROM})
-                note.text = f"inline codes: {qa}"
+                note.text = f"scoi QA: {qa}"
                 _append(u.unit, note)
         else:
             u.holder.set("state", "initial")
             u.holder.set("subState", "scoi:qa" if qa else "scoi:mt")
             if qa:
-                _note20(u.unit, q, f"segment {u.holder.get('id') or u.key.rsplit('/', 1)[1]}: inline codes: {qa}")
+                _note20(u.unit, q, f"segment {u.holder.get('id') or u.key.rsplit('/', 1)[1]}: scoi QA: {qa}")
         n += 1
     if version == "2" and tgt and not root.get("trgLang"):
         root.set("trgLang", tgt)

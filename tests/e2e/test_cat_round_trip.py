@@ -86,7 +86,7 @@ def test_xliff_in_job_xliff_out_keeps_every_tag_and_flags_broken_ones(job_db, tm
         '<g id="4">Voir <g id="5">la page <x id="6"/> suivante</g></g> maintenant.')
     save_unit = root.find(".//x:trans-unit[@id='save']", NS12)
     assert _inline(save_unit.find("x:target", NS12)) == [("g", {"id": "1", "ctype": "bold"})]
-    assert save_unit.findall("x:note", NS12)[-1].text == "inline codes: missing <2>"
+    assert save_unit.findall("x:note", NS12)[-1].text == "scoi QA: missing <2>"
     title = root.find(".//x:trans-unit[@id='title']/x:target", NS12)
     assert len(title) == 0 and title.text == "The <b>cat</b> dort sur le canapé."  # text, not markup
     assert root.find(".//x:trans-unit[@id='done']/x:target", NS12).get("state") == "final"
@@ -140,3 +140,11 @@ def test_bad_cat_files_are_refused_with_file_line_and_store_nothing(job_db, tmp_
                           "openai:stub", "--method", "zero", "-k", "0"], job_db), expected)
     assert scalar(job_db, "SELECT count(*) FROM job") == 0
     assert scalar(job_db, "SELECT count(*) FROM job_document") == 0
+
+
+def test_job_sync_points_a_cat_file_to_schedules(job_db, tmp_path):
+    src = tmp_path / "messages.po"
+    shutil.copy(DATA / "messages.po", src)
+    refused(scoi_cli(["job", "sync", "--input", str(src), "--name", "po", "--src", "fr", "--tgt", "en", "--model",
+                      "openai:stub"], job_db), "job sync reads text lines", "scoi schedule add")
+    assert scalar(job_db, "SELECT count(*) FROM job") == 0

@@ -10,9 +10,11 @@ from pathlib import Path
 
 import polib
 import pytest
+from hypothesis import given, settings, strategies as st
 from lxml import etree
 
 from scoi.formats import DocumentError, Filled, po, xliff
+from tests.helpers.hypothesis import examples
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "cat"
 NS12 = {"x": xliff.NS12}
@@ -69,7 +71,7 @@ def test_xliff12_answer_that_breaks_a_code_gets_a_well_formed_target_and_a_qa_no
     target = unit.find("x:target", NS12)
     assert _inline(target) == [("g", {"id": "2", "ctype": "italic"})]
     assert "".join(target.itertext()) == "Click here to save the file."
-    assert unit.findall("x:note", NS12)[-1].text == "inline codes: missing </1>"
+    assert unit.findall("x:note", NS12)[-1].text == "scoi QA: missing </1>"
 
 
 def test_xliff12_invented_markup_is_written_as_text():
@@ -78,6 +80,31 @@ def test_xliff12_invented_markup_is_written_as_text():
     target = etree.fromstring(out).find(".//x:trans-unit[@id='title']/x:target", NS12)
     assert len(target) == 0 and target.text == "The <b>cat</b> sleeps & dreams."
     assert b"The &lt;b&gt;cat&lt;/b&gt; sleeps &amp; dreams." in out
+
+
+ANSWERS = st.one_of(st.text(), st.lists(st.sampled_from(["<1>", "</1>", "<2>", "</2>", "<3/>", "<3>", "<4/>", "</9>",
+                                                          "<b>", "&", "]]>", "\x01", "\ufffe", "<!--", "é", " "]),
+                                         max_size=14).map("".join))
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(ANSWERS, ANSWERS)
+def test_any_answer_is_written_as_well_formed_xliff_with_only_the_source_codes(nested, save):
+    data = _data("ui.fr-en.xlf")
+    out, _ = xliff.write(data, "ui.fr-en.xlf", {"1/nested": Filled(nested), "1/save": Filled(save)})
+    root = etree.fromstring(out)  # raises if not well-formed
+    for uid in ("nested", "save"):
+        unit = root.find(f".//x:trans-unit[@id='{uid}']", NS12)
+        source = _inline(unit.find("x:source", NS12))
+        target = _inline(unit.find("x:target", NS12))
+        assert all(code in source for code in target) and len(target) == len({c[1]["id"] for c in target})
+
+
+def test_control_characters_an_answer_holds_are_removed_and_noted():
+    out, _ = xliff.write(_data("ui.fr-en.xlf"), "ui.fr-en.xlf", {"1/title": Filled("The cat\x1b sleeps.")})
+    unit = etree.fromstring(out).find(".//x:trans-unit[@id='title']", NS12)
+    assert unit.find("x:target", NS12).text == "The cat sleeps."
+    assert unit.findall("x:note", NS12)[-1].text == "scoi QA: characters XML cannot hold removed"
 
 
 def test_xliff21_segments_have_pc_and_ph_as_placeholders():
@@ -115,7 +142,7 @@ def test_xliff21_qa_flags_become_a_note_and_substate():
     assert unit.find("x:segment[@id='s1']", NS20).get("subState") == "scoi:qa"
     notes = unit.findall("x:notes/x:note", NS20)
     assert notes[-1].get("category") == "scoi-qa" and notes[-1].text == \
-        "segment s1: inline codes: missing <1/>; missing <2>"
+        "segment s1: scoi QA: missing <1/>; missing <2>"
 
 
 def test_po_plural_and_placeholder_messages_are_segments():
