@@ -30,6 +30,7 @@ Secrets are never stored: a URL with a password is refused, as backend options a
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -41,6 +42,7 @@ from typing import Any, Callable
 import psycopg
 from psycopg import sql
 
+from scoi.config import ENV_DEST_DIR, dest_dir_from_env
 from scoi.db.queries import load
 from scoi.jobs.create import new_job
 from scoi.jobs.export import EXPORT_FORMATS, export_to_file
@@ -405,6 +407,7 @@ class Destination:
             parent = Path(self.path or "").expanduser().resolve().parent
             if not parent.is_dir():
                 raise SourceError(f"--dest-file {self.path}: directory {parent} does not exist")
+            dest_file_path(self.path or "", dest_dir_from_env())  # the workers check it again at delivery
             return
         if self.kind != "table":
             raise SourceError(f"unknown destination kind {self.kind!r}; expected file or table")
@@ -460,6 +463,31 @@ class Destination:
             a, b = equal[0][:2]
             raise SourceError(f"{where}s {a!r} and {b!r} are the same {key_type} value in {self.table}.{self.key}; "
                               "one translation would overwrite the other: make the keys distinct")
+
+
+def dest_file_path(path: str, dest_dir: Path | None) -> Path:
+    """Where a file destination may be written: ``path`` if it lies in ``dest_dir`` (the
+    worker's SCOI_DEST_DIR or ``--dest-dir``) once every symbolic link of its folder is
+    resolved, and is not itself a link; otherwise a SourceError. A stored job or schedule
+    names the file, so it must never choose a file outside the directory the worker's
+    owner gave (docs/security.md, Workers)."""
+    if dest_dir is None:
+        raise SourceError(f"--dest-file {path}: no destination directory is configured; file destinations are "
+                          f"written only inside {ENV_DEST_DIR} (workers: `scoi worker --dest-dir DIR` or "
+                          f"{ENV_DEST_DIR}=DIR; `scoi schedule add` checks against {ENV_DEST_DIR} too)")
+    given = Path(path)
+    if not given.is_absolute() or given.name in ("", ".", ".."):
+        raise SourceError(f"--dest-file {path}: expected the absolute path of a file")
+    root = Path(os.path.realpath(dest_dir))
+    parent = Path(os.path.realpath(given.parent))
+    if not parent.is_relative_to(root):
+        raise SourceError(f"--dest-file {path}: outside the destination directory {dest_dir} "
+                          f"({ENV_DEST_DIR} / `scoi worker --dest-dir`), symbolic links resolved")
+    target = parent / given.name
+    if target.is_symlink():
+        raise SourceError(f"--dest-file {path}: is a symbolic link; a destination is a regular file of "
+                          f"{dest_dir}")
+    return target
 
 
 def save_destination(conn: psycopg.Connection, job_id: int, dest: Destination) -> None:
@@ -578,12 +606,12 @@ def _deliver_file(conn: psycopg.Connection, job_id: int, dest: Destination) -> t
         unfinished, undelivered = conn.execute(SQL["file_delivery_state"], {"job_id": job_id}).fetchone()
         if unfinished or not undelivered:
             return 0, None
-        export_to_file(conn, job_id, dest.format or "tsv", Path(dest.path or "").expanduser())
+        export_to_file(conn, job_id, dest.format or "tsv", dest_file_path(dest.path or "", dest_dir_from_env()))
         conn.execute(SQL["mark_all_delivered"], {"job_id": job_id})
     return undelivered, None
 
 
 __all__ = ["Appended", "Destination", "Source", "SourceError", "SourceInterrupted", "append_from_source",
-           "cancelled_on", "check_url", "deliver",
+           "cancelled_on", "check_url", "deliver", "dest_file_path",
            "destinations", "read_query", "read_source", "resolve_url", "save_destination", "save_source",
            "source_of_job", "table_identifier"]
