@@ -139,8 +139,7 @@ def read_template(path: str) -> str:
     try:
         return Path(path).expanduser().read_text(encoding="utf-8-sig")
     except FileNotFoundError:
-        raise JobError(f"template {path!r} is neither a built-in template ({', '.join(BUILTIN_TEMPLATES)}) "
-                       "nor an existing file") from None
+        raise JobError(f"template {path!r} is neither {' nor '.join(BUILTIN_TEMPLATES)} nor an existing file") from None
     except IsADirectoryError:
         raise JobError(f"template {path!r} is a directory; give a Jinja2 template file") from None
     except (OSError, UnicodeDecodeError) as e:

@@ -139,6 +139,7 @@ def test_retry_failed_only_reopens_only_the_failed_items(job_db, tmp_path):
 def test_api_key_comes_from_the_environment_and_is_never_stored(job_db, tmp_path, monkeypatch):
     monkeypatch.setenv("SCOI_OPENAI_API_KEY", "sk-from-env")
     with ok_server() as stub:
+        monkeypatch.setenv("SCOI_OPENAI_ALLOWED_BASE_URLS", stub.url)  # the key goes only where the env allows
         submit_lines(job_db, tmp_path / "in.fr", ["Un.", "Deux."], "openai:stub", *stub_model_args(stub.url))
         assert last_json(scoi_cli(["worker", "--burst", "--json"], job_db))["done"] == 2
     auth = {v for c in stub.calls for k, v in c["headers"].items() if k.lower() == "authorization"}
