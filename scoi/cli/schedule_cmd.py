@@ -56,7 +56,8 @@ def add(
     dest_column: str | None = typer.Option(None, "--dest-column", help=DEST_COLUMN_HELP),
     dest_url: str | None = typer.Option(None, "--dest-url", help=DEST_URL_HELP),
     dest_file: Path | None = typer.Option(None, "--dest-file",
-                                          help="Destination: a file, rewritten when the job has nothing left."),
+                                          help="Destination: a file in $SCOI_DEST_DIR (the workers' --dest-dir), "
+                                               "rewritten when the job has nothing left."),
     dest_format: str = typer.Option("tsv", "--dest-format", help="Format of --dest-file: tsv | jsonl."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the schedule as JSON."),
     opts: JobOptions = JobOptions(),
