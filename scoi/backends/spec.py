@@ -170,8 +170,9 @@ def check_options(spec: BackendSpec, options: Mapping[str, Any], *, stored: bool
         if rule is None:
             close = difflib.get_close_matches(str(name), list(accepted), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
+            offered = sorted(n for n, o in accepted.items() if not o.secret and not (stored and o.runs_code))
             raise BackendSpecError(f"unknown backend option {str(name)[:60]!r} for {spec.kind}{hint}; accepted: "
-                                   f"{', '.join(sorted(n for n, o in accepted.items() if not o.secret and not (stored and o.runs_code)))}")
+                                   f"{', '.join(offered)}")
         _check_value(name, rule, value, spec.family)
 
 

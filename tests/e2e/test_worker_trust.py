@@ -99,7 +99,8 @@ def test_worker_never_sends_its_key_to_a_base_url_its_env_does_not_allow(job_db,
         monkeypatch.setenv("SCOI_OPENAI_BASE_URL", own.url)
         monkeypatch.setenv("SCOI_OPENAI_ALLOWED_BASE_URLS", f"http://127.0.0.1:1/v1, {listed.url}/")
         zero = ["--method", "zero", "-k", "0", "--backend-opt", "max_retries=0"]
-        submit_lines(job_db, tmp_path / "a.fr", ["Un."], "openai:stub", *zero, "--backend-opt", f"base_url={theirs.url}")
+        submit_lines(job_db, tmp_path / "a.fr", ["Un."], "openai:stub", *zero,
+                     "--backend-opt", f"base_url={theirs.url}")
         submit_lines(job_db, tmp_path / "b.fr", ["Deux."], "openai:stub", *zero)  # the worker's own server
         submit_lines(job_db, tmp_path / "c.fr", ["Trois."], "openai:stub", *zero,
                      "--backend-opt", f"base_url={listed.url}")
