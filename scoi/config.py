@@ -166,6 +166,7 @@ def openai_api_key() -> str | None:
 ENV_OPENAI_ALLOWED_BASE_URLS = "SCOI_OPENAI_ALLOWED_BASE_URLS"  # comma-separated; the API key may go there
 ENV_TRUST_REMOTE_CODE = "SCOI_TRUST_REMOTE_CODE"  # "1": local models may run their own code
 ENV_DEST_DIR = "SCOI_DEST_DIR"  # the only directory file destinations are written in
+ENV_SOURCE_DIR = "SCOI_SOURCE_DIR"  # the only directory schedules' file sources are read in
 
 
 def openai_allowed_base_urls() -> list[str]:
@@ -183,6 +184,12 @@ def trust_remote_code_from_env() -> bool:
 def dest_dir_from_env() -> Path | None:
     """``SCOI_DEST_DIR``: the directory file destinations may be written in (None: none may)."""
     value = os.environ.get(ENV_DEST_DIR, "").strip()
+    return Path(value).expanduser().absolute() if value else None
+
+
+def source_dir_from_env() -> Path | None:
+    """``SCOI_SOURCE_DIR``: the directory schedules' file sources may be read in (None: none may)."""
+    value = os.environ.get(ENV_SOURCE_DIR, "").strip()
     return Path(value).expanduser().absolute() if value else None
 
 

@@ -325,6 +325,9 @@ def worker(
     dest_dir: Path | None = typer.Option(None, "--dest-dir", file_okay=False, exists=True,
                                          help="The only directory file destinations (schedule add --dest-file) "
                                               "are written in (default: $SCOI_DEST_DIR; without one, none is)."),
+    source_dir: Path | None = typer.Option(None, "--source-dir", file_okay=False, exists=True,
+                                           help="The only directory schedules' file sources (schedule add --input) "
+                                                "are read in (default: $SCOI_SOURCE_DIR; without one, none is)."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code",
                                            help="Let local models (hf:) run the Python code of their files "
                                                 "(default: $SCOI_TRUST_REMOTE_CODE; a job can never ask for it)."),
@@ -338,12 +341,12 @@ def worker(
 
     What a stored job may make the worker do is bounded by the worker's own settings:
     its API key goes only to $SCOI_OPENAI_BASE_URL and $SCOI_OPENAI_ALLOWED_BASE_URLS,
-    files are written only in --dest-dir, model code runs only with --trust-remote-code
-    (docs/security.md).
+    schedules' files are read only in --source-dir and written only in --dest-dir, model
+    code runs only with --trust-remote-code (docs/security.md).
     """
     import psycopg
 
-    from scoi.config import ENV_DEST_DIR, ENV_TRUST_REMOTE_CODE, environment
+    from scoi.config import ENV_DEST_DIR, ENV_SOURCE_DIR, ENV_TRUST_REMOTE_CODE, environment
     from scoi.db.engine import resolve_read_url
     from scoi.jobs.supervisor import SupervisorError, run_pool, run_worker
     from scoi.jobs.worker import WorkerOptions
@@ -356,6 +359,7 @@ def worker(
     opts = WorkerOptions(batch_size=batch_size, stall_timeout=stall_timeout, burst=burst, job_id=job_id,
                          poll_seconds=poll, max_items=max_items, prefetch=prefetch)
     own = {**({ENV_DEST_DIR: str(dest_dir.resolve())} if dest_dir is not None else {}),
+           **({ENV_SOURCE_DIR: str(source_dir.resolve())} if source_dir is not None else {}),
            **({ENV_TRUST_REMOTE_CODE: "1"} if trust_remote_code else {})}  # pool processes inherit them
     try:
         with environment(own):

@@ -42,7 +42,7 @@ from typing import Any, Callable
 import psycopg
 from psycopg import sql
 
-from scoi.config import ENV_DEST_DIR, dest_dir_from_env
+from scoi.config import ENV_DEST_DIR, ENV_SOURCE_DIR, dest_dir_from_env, source_dir_from_env
 from scoi.db.queries import load
 from scoi.jobs.create import new_job
 from scoi.jobs.export import EXPORT_FORMATS, export_to_file
@@ -197,6 +197,7 @@ class Source:
         elif self.kind == "file":
             if self.url is not None:
                 raise SourceError("--source-url goes with --source-sql, not with --input")
+            source_file_path(self.path or "", source_dir_from_env())  # checked again at every run
         else:
             raise SourceError(f"unknown source kind {self.kind!r}; expected file or sql")
 
@@ -212,7 +213,7 @@ class Source:
 def read_source(source: Source, default_url: str) -> list[tuple[str | None, str]]:
     """The source's (key, text) rows: keys for a query, None for the lines of a file."""
     if source.kind == "file":
-        return [(None, line) for line in read_lines(source.path or "")]
+        return [(None, line) for line in read_lines(source_file_path(source.path or "", source_dir_from_env()))]
     if source.url is not None:
         return read_query(source.query or "", resolve_url(source.url, default_url), source.timeout)
     try:
@@ -465,6 +466,26 @@ class Destination:
                               "one translation would overwrite the other: make the keys distinct")
 
 
+def source_file_path(path: str, source_dir: Path | None) -> Path:
+    """The file a schedule's file source may be read from: ``path`` if, every symbolic link
+    resolved, it lies in ``source_dir`` (SCOI_SOURCE_DIR or ``scoi worker --source-dir``);
+    otherwise a SourceError. A stored schedule names the file and its lines become prompts
+    sent to the server the schedule names, so it must never choose a file outside the
+    directory the worker's owner gave (docs/security.md, Workers)."""
+    if source_dir is None:
+        raise SourceError(f"--input {path}: no source directory is configured; schedules read their file sources "
+                          f"only inside {ENV_SOURCE_DIR} (workers: `scoi worker --source-dir DIR` or "
+                          f"{ENV_SOURCE_DIR}=DIR; `scoi schedule add` checks against {ENV_SOURCE_DIR} too)")
+    given = Path(path)
+    if not given.is_absolute():
+        raise SourceError(f"--input {path}: expected the absolute path of a file")
+    target = Path(os.path.realpath(given))
+    if not target.is_relative_to(Path(os.path.realpath(source_dir))):
+        raise SourceError(f"--input {path}: outside the source directory {source_dir} ({ENV_SOURCE_DIR} / "
+                          "`scoi worker --source-dir`), symbolic links resolved")
+    return target
+
+
 def dest_file_path(path: str, dest_dir: Path | None) -> Path:
     """Where a file destination may be written: ``path`` if it lies in ``dest_dir`` (the
     worker's SCOI_DEST_DIR or ``--dest-dir``) once every symbolic link of its folder is
@@ -612,6 +633,6 @@ def _deliver_file(conn: psycopg.Connection, job_id: int, dest: Destination) -> t
 
 
 __all__ = ["Appended", "Destination", "Source", "SourceError", "SourceInterrupted", "append_from_source",
-           "cancelled_on", "check_url", "deliver", "dest_file_path",
+           "cancelled_on", "check_url", "deliver", "dest_file_path", "source_file_path",
            "destinations", "read_query", "read_source", "resolve_url", "save_destination", "save_source",
            "source_of_job", "table_identifier"]

@@ -183,6 +183,7 @@ def test_a_schedule_cannot_make_the_worker_write_outside_its_dest_dir(job_db, tm
     victim.write_text("precious\n", encoding="utf-8")
     (dest_dir / "escape.tsv").symlink_to(victim)
     src = str(write_lines(tmp_path / "sched_in.fr", ["Un.", "Deux."]))
+    monkeypatch.setenv("SCOI_SOURCE_DIR", str(tmp_path))
     with ok_server() as stub:
         def add(name: str, dest: str):
             return scoi_cli(["schedule", "add", name, "--cron", "0 3 * * *", "--src", "fr", "--tgt", "en",
@@ -224,6 +225,36 @@ def test_a_schedule_cannot_make_the_worker_write_outside_its_dest_dir(job_db, tm
     assert not (dest_dir / "ok.tsv").exists()
     assert "no destination directory is configured" in \
         last_json(scoi_cli(["schedule", "show", "destf3", "--json"], job_db))["destination"]["last_error"]
+
+
+# --------------------------------------------------------------------------- file sources
+def test_a_schedule_cannot_make_the_worker_read_a_file_outside_its_source_dir(job_db, tmp_path, monkeypatch):
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    src = str(write_lines(inbox / "in.fr", ["Un."]))
+    secret = tmp_path / "worker_secret.txt"
+    secret.write_text(SECRET + "\n", encoding="utf-8")
+    (inbox / "link.fr").symlink_to(secret)
+    with ok_server() as stub:
+        def add(name: str, path: str):
+            return scoi_cli(["schedule", "add", name, "--cron", "0 3 * * *", "--src", "fr", "--tgt", "en",
+                             "--model", "openai:stub", *stub_model_args(stub.url), "--input", path], job_db)
+
+        monkeypatch.delenv("SCOI_SOURCE_DIR", raising=False)
+        refused(add("in0", src), "no source directory is configured", "SCOI_SOURCE_DIR")
+        monkeypatch.setenv("SCOI_SOURCE_DIR", str(inbox))
+        refused(add("in1", str(secret)), "outside the source directory")
+        refused(add("in2", "/etc/hostname"), "outside the source directory")
+        refused(add("in3", str(inbox / "link.fr")), "outside the source directory")
+        assert add("in4", src).returncode == 0
+        with psycopg.connect(job_db, autocommit=True) as conn:  # the row changed with SQL afterwards
+            conn.execute("UPDATE job_source SET path = %s", (str(secret),))
+            conn.execute("UPDATE schedule SET created_at = now() - interval '2 days'")  # a tick is due
+        monkeypatch.delenv("SCOI_SOURCE_DIR")
+        summary = _burst(job_db, "--source-dir", str(inbox))
+    assert summary["claimed"] == 0 and SECRET not in _sent(stub)
+    [run] = last_json(scoi_cli(["schedule", "show", "in4", "--json"], job_db))["runs"]
+    assert run["added"] is None and "outside the source directory" in run["error"]
 
 
 # --------------------------------------------------------------------------- --parser (E6)
