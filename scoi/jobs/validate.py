@@ -1,8 +1,8 @@
 """Refuse a job that could never run before any of it is stored: languages, limits,
 method, order, fill, template (a file's text is read here, at submit, and stored with the
 job), parser overrides, backend spec and options (none that runs code: scoi.backends.spec),
-and the corpus, trees and embeddings the method needs. Above the queue (scoi.jobs.store), since it asks the
-selector and the backends.
+and the corpus, trees and embeddings the method needs. Above the queue (scoi.jobs.store),
+since it asks the selector and the backends.
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from scoi.jobs.spec import JobError, JobSpec, check_backend_options, read_templa
 
 
 def validate(conn: psycopg.Connection, spec: JobSpec) -> None:
-    """Reject a job that could never run, or that would store a secret, before any item is stored."""
+    """Reject a job that could never run, or that would store a secret, before any item is
+    stored. A user template's file is read here into ``spec.template_text`` (the submitter's
+    machine): what is stored is its text, which workers render without opening any file."""
     from scoi.backends.spec import BackendSpecError, check_options, parse_spec
     from scoi.core.limits import check_range
     from scoi.core.methods import RBM25_VARIANTS, method
