@@ -111,7 +111,10 @@ def check_url(url: str | None, option: str) -> None:
     stored in plain text): scoi.secrets, the one secret check, says which without echoing it."""
     from scoi.secrets import SecretError, check_database_url
 
-    if url is None or url.startswith(ENV_PREFIX):
+    if url is None:
+        return
+    if url.startswith(ENV_PREFIX):
+        env_url_name(url, option)
         return
     try:
         check_database_url(url, option)
@@ -119,14 +122,26 @@ def check_url(url: str | None, option: str) -> None:
         raise SourceError(str(e)) from None
 
 
+def env_url_name(url: str, option: str = "--source-url") -> str:
+    """The variable an ``env:VAR`` URL names, which must end in ``_URL``: a stored job picks
+    the variable, so it may pick only a database URL, never the worker's other secrets
+    (``env:SCOI_OPENAI_API_KEY``, ``env:PGPASSWORD``); a SourceError otherwise."""
+    name = url[len(ENV_PREFIX):]
+    if not (name.endswith("_URL") and name.replace("_", "").isalnum() and name.isascii()):
+        raise SourceError(f"{option} {url[:80]!r}: an env: URL names an environment variable whose name ends in _URL "
+                          "(e.g. env:DOCS_URL), holding the database URL")
+    return name
+
+
 def resolve_url(url: str | None, default_url: str) -> str:
-    """The URL to connect to: scoi's own database when None, ``env:VAR`` read from the environment."""
+    """The URL to connect to: scoi's own database when None, ``env:VAR`` read from the
+    environment (only a variable named ``*_URL``: :func:`env_url_name`)."""
     from scoi.config import url_from_env
 
     if url is None:
         return default_url
     if url.startswith(ENV_PREFIX):
-        name = url[len(ENV_PREFIX):]
+        name = env_url_name(url)
         value = url_from_env(name)
         if value is None:
             raise SourceError(f"environment variable {name} (from {url!r}) is not set in this process; "
@@ -158,6 +173,8 @@ def _connect(url: str) -> psycopg.Connection:
 
     try:
         return connect(url, connect_timeout=10)
+    except psycopg.ProgrammingError:  # libpq's parse error quotes the text, which may be a secret
+        raise SourceError(f"cannot connect to {_safe(url)}: not a PostgreSQL URL or conninfo string") from None
     except psycopg.Error as e:
         raise SourceError(f"cannot connect to {_safe(url)}: {_first_line(e)}") from None
 
@@ -633,6 +650,6 @@ def _deliver_file(conn: psycopg.Connection, job_id: int, dest: Destination) -> t
 
 
 __all__ = ["Appended", "Destination", "Source", "SourceError", "SourceInterrupted", "append_from_source",
-           "cancelled_on", "check_url", "deliver", "dest_file_path", "source_file_path",
+           "cancelled_on", "check_url", "deliver", "dest_file_path", "env_url_name", "source_file_path",
            "destinations", "read_query", "read_source", "resolve_url", "save_destination", "save_source",
            "source_of_job", "table_identifier"]

@@ -257,6 +257,33 @@ def test_a_schedule_cannot_make_the_worker_read_a_file_outside_its_source_dir(jo
     assert run["added"] is None and "outside the source directory" in run["error"]
 
 
+# --------------------------------------------------------------------------- env: URLs
+def test_a_stored_env_url_cannot_name_the_workers_other_secrets(job_db, monkeypatch):
+    monkeypatch.setenv("SCOI_OPENAI_API_KEY", "sk-WORKER-KEY-123")
+    monkeypatch.setenv("GARBLED_URL", "sk-WORKER-KEY-456 not a conninfo")
+    with psycopg.connect(job_db, autocommit=True) as conn:
+        conn.execute("CREATE TABLE documents (id bigint PRIMARY KEY, body text)")
+        conn.execute("GRANT SELECT ON documents TO scoi_reader")
+        conn.execute("INSERT INTO documents VALUES (1, 'Le chat dort.')")
+    with ok_server() as stub:
+        base = ["schedule", "add", "--cron", "0 3 * * *", "--src", "fr", "--tgt", "en", "--model", "openai:stub",
+                *stub_model_args(stub.url), "--source-sql", "SELECT id, body FROM documents"]
+        line = refused(scoi_cli([base[0], base[1], "leak", *base[2:], "--source-url", "env:SCOI_OPENAI_API_KEY"],
+                                job_db), "ends in _URL")
+        assert "sk-WORKER" not in line
+        # A row changed with SQL afterwards: the worker refuses the variable, or names the
+        # database without quoting the value it could not read.
+        assert scoi_cli([base[0], base[1], "docs", *base[2:]], job_db).returncode == 0
+        errors = []
+        for url in ("env:SCOI_OPENAI_API_KEY", "env:GARBLED_URL"):
+            with psycopg.connect(job_db, autocommit=True) as conn:
+                conn.execute("UPDATE job_source SET url = %s", (url,))
+            errors.append(last_json(scoi_cli(["schedule", "run", "docs", "--json"], job_db), ok=False)["error"])
+    assert "ends in _URL" in errors[0]
+    assert "not a PostgreSQL URL or conninfo" in errors[1]
+    assert not any("sk-WORKER" in e for e in errors), errors
+
+
 # --------------------------------------------------------------------------- --parser (E6)
 def test_a_parser_override_is_checked_at_submit(job_db, tmp_path):
     src = str(write_lines(tmp_path / "in.fr", ["Un."]))
