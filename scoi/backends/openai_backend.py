@@ -55,8 +55,9 @@ class OpenAIBackend:
     http://127.0.0.1:8000/v1; ``api_key`` to ``$SCOI_OPENAI_API_KEY`` or
     ``$OPENAI_API_KEY`` (no Authorization header without one), sent only when ``base_url``
     is the environment's or one of ``$SCOI_OPENAI_ALLOWED_BASE_URLS`` (:func:`key_allowed`).
-    ``max_retries`` counts retries after the first attempt; the n-th retry waits about ``base_delay * 2**n``
-    seconds (at most ``max_delay``, with jitter) unless the server sends Retry-After.
+    ``max_retries`` counts retries after the first attempt; the n-th retry waits about
+    ``base_delay * 2**n`` seconds (at most ``max_delay``, with jitter) unless the server
+    sends Retry-After.
     """
 
     def __init__(
