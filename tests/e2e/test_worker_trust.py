@@ -12,7 +12,7 @@ import json
 import psycopg
 import pytest
 
-from tests.helpers.cli import last_json, refused, scoi_cli
+from tests.helpers.cli import last_json, refused, run_scoi, scoi_cli
 from tests.helpers.fake_openai import FakeOpenAI, ok_length
 from tests.helpers.jobs import items, ok_server, stub_model_args, submit_lines, write_lines
 
@@ -171,7 +171,9 @@ def test_a_job_cannot_make_the_worker_run_model_code(job_db, tmp_path, evil_mode
     # Only the worker's owner can enable it, for their own worker: then the code does run.
     with psycopg.connect(job_db, autocommit=True) as conn:
         conn.execute("UPDATE job_item SET status = 'queued', attempts = 0 WHERE job_id = %s", (plain,))
-    _burst(job_db, "--trust-remote-code", "--job", "plain")
+    monkeypatch.setenv("HF_MODULES_CACHE", str(tmp_path / "hf_modules"))  # where transformers copies the code
+    proc = run_scoi(["worker", "--burst", "--trust-remote-code", "--job", "plain"], job_db)
+    assert proc.returncode == 0, proc.stderr
     assert marker.read_text().startswith("uid ")
 
 
