@@ -268,7 +268,7 @@ SOURCE_SQL_HELP = ("Source: one query returning (key, text) rows, run read-only 
                    "(scoi_reader: GRANT SELECT ON the tables TO scoi_reader); only keys the job does not hold "
                    "yet are added.")
 SOURCE_URL_HELP = ("Database of --source-sql (default: scoi's, read as the role scoi_reader): a URL or conninfo "
-                   "without password (PGPASSWORD, ~/.pgpass, service=NAME), or env:VAR; its role must only read "
+                   "without password (PGPASSWORD, ~/.pgpass, service=NAME), or env:NAME_URL; its role must only read "
                    "(no superuser, no server files or programs, no signals).")
 SOURCE_TIMEOUT_HELP = ("Seconds --source-sql may run (its statement_timeout; it waits at most 5 s for a lock) "
                        "before it is cancelled.")

@@ -353,6 +353,15 @@ def worker(
     prefetch: bool = typer.Option(True, "--prefetch/--no-prefetch",
                                   help="Select the next batch's examples while this batch generates (same "
                                        "results; --no-prefetch when the model needs every core)."),
+    dest_dir: Path | None = typer.Option(None, "--dest-dir", file_okay=False, exists=True,
+                                         help="The only directory file destinations (schedule add --dest-file) "
+                                              "are written in (default: $SCOI_DEST_DIR; without one, none is)."),
+    source_dir: Path | None = typer.Option(None, "--source-dir", file_okay=False, exists=True,
+                                           help="The only directory schedules' file sources (schedule add --input) "
+                                                "are read in (default: $SCOI_SOURCE_DIR; without one, none is)."),
+    trust_remote_code: bool = typer.Option(False, "--trust-remote-code",
+                                           help="Let local models (hf:) run the Python code of their files "
+                                                "(default: $SCOI_TRUST_REMOTE_CODE; a job can never ask for it)."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: a JSON summary."),
 ) -> None:
     """Translate queued items: claim a batch, select examples, prompt, generate, store; repeat.
@@ -360,9 +369,15 @@ def worker(
     SIGTERM / Ctrl-C finish the current batch and exit; kill -9 loses nothing: a dead
     worker's items are claimed again at once by the next claim of any worker (a live one
     that stops sending heartbeats, after the stall timeout).
+
+    What a stored job may make the worker do is bounded by the worker's own settings:
+    its API key goes only to $SCOI_OPENAI_BASE_URL and $SCOI_OPENAI_ALLOWED_BASE_URLS,
+    schedules' files are read only in --source-dir and written only in --dest-dir, model
+    code runs only with --trust-remote-code (docs/security.md).
     """
     import psycopg
 
+    from scoi.config import ENV_DEST_DIR, ENV_SOURCE_DIR, ENV_TRUST_REMOTE_CODE, environment
     from scoi.db.engine import resolve_read_url
     from scoi.jobs.supervisor import SupervisorError, run_pool, run_worker
     from scoi.jobs.worker import WorkerOptions
@@ -374,11 +389,15 @@ def worker(
             job_id = _job(conn, job).id
     opts = WorkerOptions(batch_size=batch_size, stall_timeout=stall_timeout, burst=burst, job_id=job_id,
                          poll_seconds=poll, max_items=max_items, prefetch=prefetch)
+    own = {**({ENV_DEST_DIR: str(dest_dir.resolve())} if dest_dir is not None else {}),
+           **({ENV_SOURCE_DIR: str(source_dir.resolve())} if source_dir is not None else {}),
+           **({ENV_TRUST_REMOTE_CODE: "1"} if trust_remote_code else {})}  # pool processes inherit them
     try:
-        if concurrency > 1:
-            summary = run_pool(concurrency, opts, url, read_url=resolve_read_url())
-        else:
-            summary = run_worker(url, opts, read_url=resolve_read_url(), log=_log)
+        with environment(own):
+            if concurrency > 1:
+                summary = run_pool(concurrency, opts, url, read_url=resolve_read_url())
+            else:
+                summary = run_worker(url, opts, read_url=resolve_read_url(), log=_log)
     except KeyboardInterrupt:
         fail("interrupted; unfinished items were handed back to the queue", code=130)
     except SupervisorError as e:
@@ -389,7 +408,9 @@ def worker(
         emit_json(summary)
     else:
         _say(f"{summary['worker']}: {summary['done']} done, {summary['failed']} failed, "
-             f"{summary['requeued']} requeued, {summary['lost']} lost to other workers in "
+             f"{summary['requeued']} requeued, "
+             + (f"{summary['cancelled']} cancelled while running, " if summary["cancelled"] else "")
+             + f"{summary['lost']} lost to other workers in "
              f"{summary['seconds']:.1f}s ({summary['items_per_second']:.2f} items/s, overhead "
              f"{summary['overhead_ms_per_item']:.1f} ms/item)"
              + (f"; {summary['retries']} requests retried" if summary["retries"] else ""))

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from scoi.core import defaults
-from scoi.core.prompt import ORDER_ALIASES
+from scoi.core.prompt import ORDER_ALIASES, TEMPLATE_NAMES as BUILTIN_TEMPLATES
 
 
 #: The example order of a job whose ``params`` hold no ``order``: scoi's default before it
@@ -48,6 +48,9 @@ class JobSpec:
     embedder: str | None = None  # fuzzy / fuzzy-ann: the embedding model (default: the paper's)
     rbm25_variant: str = defaults.RBM25_VARIANT  # rbm25: moses (scoi's), ctq (as published) or agrawal
     parsers: dict[str, str] = field(default_factory=dict)  # --parser LANG=NAME: the parser the source must be on
+    #: A template file's text, read at submit (validate): workers render it and never open
+    #: the file ``template`` names (a stored job must not make a worker read a file).
+    template_text: str | None = None
 
     def __post_init__(self) -> None:
         # One spelling in params and signatures (an unknown order is rejected by validate()).
@@ -59,7 +62,8 @@ class JobSpec:
         return {"pool": self.pool, "fill": self.fill, "corpora": self.corpora, "order": self.order,
                 "seed": self.seed, "max_new_tokens": self.max_new_tokens,
                 "backend_options": self.backend_options, **self._method_params(),
-                **({"parsers": self.parsers} if self.parsers else {})}
+                **({"parsers": self.parsers} if self.parsers else {}),
+                **({"template_text": self.template_text} if self.template_text is not None else {})}
 
     def _method_params(self) -> dict[str, str | int]:
         """The settings only this job's method reads (scoi.core.methods): ``embedder``
@@ -84,7 +88,7 @@ class JobSpec:
         return signature(self.src, self.tgt, {
             "method": self.method, **method_parts(self._method_params()), "parsers": parsers, "k": self.k,
             "pool": self.pool, "fill": self.fill, "seed": self.seed, "corpora": corpora_part(self.corpora),
-            "model": self.model, "template": self.template, "order": self.order,
+            "model": self.model, "template": template_label(self.template, self.template_text), "order": self.order,
             "max_new_tokens": self.max_new_tokens})
 
 
@@ -119,6 +123,43 @@ class Job:
 def job_order(params: dict[str, Any]) -> str:
     """The example order a stored job's prompts use (``LEGACY_ORDER`` for rows without one)."""
     return params.get("order", LEGACY_ORDER)
+
+
+def template_label(template: str, text: str | None) -> str:
+    """How a signature names a template: a built-in by its name, a user template by its
+    name and a hash of its text (the text, not the file, is what prompts are made of)."""
+    if text is None:
+        return template
+    return f"{template}#sha256:{hashlib.sha256(text.encode('utf-8')).hexdigest()[:16]}"
+
+
+def read_template(path: str) -> str:
+    """The text of a template file, read at submit on the submitter's machine (a BOM
+    dropped); a JobError names the file and why it cannot be used."""
+    try:
+        return Path(path).expanduser().read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise JobError(f"template {path!r} is neither {' nor '.join(BUILTIN_TEMPLATES)} nor an existing file") from None
+    except IsADirectoryError:
+        raise JobError(f"template {path!r} is a directory; give a Jinja2 template file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise JobError(f"template {path!r} cannot be read as UTF-8 text: {e}") from None
+
+
+def job_template(job: "Job") -> tuple[str, str | None]:
+    """The template a worker renders for ``job``: (name, stored text or None for a built-in).
+
+    A user template is rendered from the text stored at submit only. A row naming a file
+    without its text (stored before templates were, or inserted by hand) is refused with
+    a JobError: a worker never reads a file a job names."""
+    if job.template in BUILTIN_TEMPLATES:
+        return job.template, None
+    text = job.params.get("template_text")
+    if not isinstance(text, str):
+        raise JobError(f"{job.label} names the template file {job.template!r} without its text; workers never "
+                       "read a file a job names: submit the job again (`scoi job submit --template FILE` stores "
+                       "the file's text)")
+    return job.template, text
 
 
 def source_hash(text: str) -> str:
@@ -173,4 +214,5 @@ def storable_text(text: str) -> tuple[str, str | None]:
     return text, "; ".join(changes) or None
 
 
-__all__ = ["Job", "JobError", "JobSpec", "LEGACY_ORDER", "check_backend_options", "job_order", "read_lines", "source_hash", "storable_text"]
+__all__ = ["Job", "JobError", "JobSpec", "LEGACY_ORDER", "check_backend_options", "job_order", "job_template",
+           "read_lines", "read_template", "source_hash", "storable_text", "template_label"]

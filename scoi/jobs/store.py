@@ -205,6 +205,12 @@ def complete_items(conn: psycopg.Connection, worker: str, columns: dict[str, lis
     return conn.execute(SQL["complete_items"], {"worker": worker, **columns}).fetchall()
 
 
+def cancelled_among(conn: psycopg.Connection, job_ids: list[int], idxs: list[int]) -> int:
+    """How many of these items (job_ids[i], idxs[i]) are cancelled now (a worker's summary
+    counts them apart from items lost to other workers)."""
+    return conn.execute(SQL["cancelled_among"], {"job_ids": job_ids, "idxs": idxs}).fetchone()[0]
+
+
 def fail_items(conn: psycopg.Connection, worker: str, columns: dict[str, list[Any]]) -> list[tuple[int, int, str]]:
     """Record a batch's failed attempts; (job_id, idx, new status) of the rows written."""
     return conn.execute(SQL["fail_items"], {"worker": worker, **columns}).fetchall()

@@ -21,7 +21,8 @@ from typing import Any, Callable, Sequence
 from scoi.jobs.worker import Worker, WorkerOptions
 
 #: The summary fields that add up over workers (WorkerStats.to_dict).
-SUMMED = ("claimed", "done", "requeued", "failed", "lost", "batches", "generate_ms", "overhead_ms", "retries")
+SUMMED = ("claimed", "done", "requeued", "failed", "lost", "cancelled", "batches", "generate_ms", "overhead_ms",
+          "retries")
 
 
 class SupervisorError(RuntimeError):

@@ -56,7 +56,7 @@ from scoi.core.prompt import Example, extract_answer, render_prompt, stop_marker
 from scoi.jobs import store
 from scoi.jobs.caches import WorkerCaches
 from scoi.jobs.liveness import Liveness
-from scoi.jobs.spec import Job, job_order, storable_text
+from scoi.jobs.spec import Job, job_order, job_template, storable_text
 from scoi.jobs.store import listen_for_items
 
 MAX_ERROR_CHARS = 4000
@@ -90,7 +90,8 @@ class WorkerStats:
     done: int = 0
     requeued: int = 0
     failed: int = 0
-    lost: int = 0          # results not written: the claim was lost (stalled and re-claimed, cancelled)
+    lost: int = 0          # results not written: the claim was lost (stalled and re-claimed by another worker)
+    cancelled: int = 0     # results not written: the job was cancelled while they ran
     batches: int = 0
     seconds: float = 0.0
     generate_ms: float = 0.0
@@ -366,8 +367,12 @@ class Worker:
             examples = [Example(p.src, p.tgt) for p in res.selected]
         tp = time.perf_counter()
         select_ms = (tp - ts) * 1000 + shared_ms
-        prompt = render_prompt(item.masked or item.source, examples, job.src_lang, job.tgt_lang, template=job.template,
-                               order=job_order(job.params), seed=job.params.get("seed", defaults.SEED))
+        template, template_text = job_template(job)  # a stored text, never a file the job names
+        prompt = render_prompt(item.masked or item.source, examples, job.src_lang, job.tgt_lang, template=template,
+                               order=job_order(job.params), seed=job.params.get("seed", defaults.SEED),
+                               template_text=template_text)
+        if (problem := storable_text(prompt)[1]) is not None:  # fails this item, before any write
+            raise ValueError(f"the prompt cannot be stored ({problem}); check the job's template")
         self.stats.add_phase("select", (tp - ts) * 1000)
         self.stats.add_phase("prompt", (time.perf_counter() - tp) * 1000)
         return Prepared(item, res, selector.labels if selector is not None else None, prompt, select_ms)
@@ -413,7 +418,10 @@ class Worker:
             if f.error not in self.stats.errors and len(self.stats.errors) < 5:
                 self.stats.errors.append(f.error)
                 self.log(f"worker {self.id}: {f.error}")
-        self.stats.lost += n - written
+        if written < n:  # not written: cancelled meanwhile, or re-claimed by another worker
+            cancelled = store.cancelled_among(self.conn, [c.job_id for c in items], [c.idx for c in items])
+            self.stats.cancelled += cancelled
+            self.stats.lost += n - written - cancelled
         self.deliver_outputs(items)
         self._last_write_ms = (time.perf_counter() - w0) * 1000
         self.stats.add_phase("record", record_ms)

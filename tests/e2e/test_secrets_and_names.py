@@ -68,7 +68,8 @@ def assert_nothing_stored(url: str, before: dict[str, int]) -> None:
 
 
 @pytest.fixture()
-def inputs(tmp_path: Path) -> dict[str, str]:
+def inputs(tmp_path: Path, monkeypatch) -> dict[str, str]:
+    monkeypatch.setenv("SCOI_SOURCE_DIR", str(tmp_path))  # schedules read file sources only there
     return {"input": str(write_lines(tmp_path / "in.fr", ["Le chat dort.", "Deux chiens."])),
             "refs": str(write_lines(tmp_path / "in.en", ["The cat sleeps.", "Two dogs."]))}
 

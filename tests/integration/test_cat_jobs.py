@@ -5,13 +5,16 @@ shows the QA state. Real PostgreSQL, a real worker, the fake OpenAI server."""
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from pathlib import Path
 
 import polib
 import pytest
 
+from scoi.jobs import schedules as S
 from scoi.jobs.create import submit
 from scoi.jobs.documents import export_document, submit_document
+from scoi.jobs.sources import Destination, Source
 from scoi.jobs.spec import JobError, JobSpec
 from scoi.jobs.store import connect, status
 from scoi.jobs.worker import Worker, WorkerOptions
@@ -82,12 +85,9 @@ def test_api_job_view_shows_qa_and_keys(job_db):
         ("f1/greeting/1", ["missing <1/>", "missing <2>"]), ("f1/greeting/2", []), ("f1/plain/1", [])]
 
 
-def test_a_schedule_reads_a_po_file_and_writes_it_back_with_new_entries_only(job_db, tmp_path):
-    from datetime import datetime, timezone
-
-    from scoi.jobs import schedules as S
-    from scoi.jobs.sources import Destination, Source
-
+def test_a_schedule_reads_a_po_file_and_writes_it_back_with_new_entries_only(job_db, tmp_path, monkeypatch):
+    monkeypatch.setenv("SCOI_DEST_DIR", str(tmp_path))  # the submitter's check and the worker's
+    monkeypatch.setenv("SCOI_SOURCE_DIR", str(tmp_path))
     src, out = tmp_path / "messages.po", tmp_path / "messages.en.po"
     src.write_bytes((DATA / "messages.po").read_bytes())
     with FakeOpenAI(answer=drop_codes_of_the_first) as fake, connect(job_db) as conn:
@@ -115,10 +115,9 @@ def test_a_schedule_reads_a_po_file_and_writes_it_back_with_new_entries_only(job
     assert len(items(job_db, job_id)) == 6
 
 
-def test_a_schedule_refuses_a_cat_destination_for_another_source(job_db, tmp_path):
-    from scoi.jobs import schedules as S
-    from scoi.jobs.sources import Destination, Source
-
+def test_a_schedule_refuses_a_cat_destination_for_another_source(job_db, tmp_path, monkeypatch):
+    monkeypatch.setenv("SCOI_DEST_DIR", str(tmp_path))
+    monkeypatch.setenv("SCOI_SOURCE_DIR", str(tmp_path))
     lines = tmp_path / "in.fr"
     lines.write_text("Bonjour.\n", encoding="utf-8")
     with connect(job_db) as conn, pytest.raises(JobError, match="--dest-format xliff writes back the CAT file"):

@@ -197,6 +197,14 @@ WHERE i.job_id = r.job_id AND i.idx = r.idx AND i.attempts = r.attempt
   AND i.status = 'running' AND i.locked_by = %(worker)s
 RETURNING i.job_id, i.idx;
 
+-- name: cancelled_among
+-- How many of a batch's items are cancelled now: results a worker could not write because
+-- the job was cancelled while it ran them (its summary says so, apart from items lost to
+-- other workers). Written items are done, failed or queued, so counting the whole batch works.
+SELECT count(*) FROM job_item i
+JOIN unnest(%(job_ids)s::bigint[], %(idxs)s::int[]) AS b(job_id, idx) ON i.job_id = b.job_id AND i.idx = b.idx
+WHERE i.status = 'cancelled';
+
 -- name: fail_items
 -- An attempt failed: keep the error (and the prompt, if one was built) and put the item
 -- back in the queue, or end it failed once it has used max_attempts. Same lock rule as
