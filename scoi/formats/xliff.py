@@ -4,10 +4,11 @@ Read: every ``<trans-unit>`` (1.2) or ``<segment>`` of a ``<unit>`` (2.x) that i
 ``translate="no"`` and has no translation yet (no target, or an empty one) and has text
 becomes a segment keyed ``FILE/UNIT`` (1.2: the ``<file>``'s position from 1, the unit id) or
 ``FILE/UNIT/N`` (2.x: the file id, the unit id, the segment's position from 1). Inline codes
-become placeholders (scoi.core.inline): ``<g>``, ``<pc>`` and ``<mrk>`` around text as
-``<N>``...``</N>``, every other element (``<x/>``, ``<bx/>``, ``<ex/>``, ``<ph>``,
-``<bpt>``, ``<ept>``, ``<it>``, ``<sc/>``, ``<ec/>``, ``<sm/>``, ``<em/>``, extensions) as
-``<N/>``. Whitespace runs become one space (the prompt is one line).
+become placeholders (scoi.core.inline): ``<g>``, ``<pc>`` and ``<mrk>`` around text, and a
+span a code opens and a sibling closes (``<sc id>``...``<ec startRef>``, ``<bx rid>``...``<ex
+rid>``, ``<bpt rid>``...``<ept rid>``), as ``<N>``...``</N>``; every other element (``<x/>``,
+``<ph>``, ``<it>``, an unpaired ``<sc/>``/``<ec/>``/``<bx/>``/``<ex/>``, ``<sm/>``, ``<em/>``,
+extensions) as ``<N/>``. Whitespace runs become one space (the prompt is one line).
 
 Write: the stored file again, each translated segment's target filled from the answer,
 codes rebuilt from the source's own elements (lxml, so the result is always well-formed),
@@ -49,7 +50,7 @@ class _Unit:
     key: str
     line: int
     masked: str
-    codes: dict[int, etree._Element]
+    codes: Codes
     shape: dict[int, tuple[str, int]]
     unit: etree._Element      # <trans-unit> (1.2) or <unit> (2.x)
     holder: etree._Element    # <trans-unit> (1.2) or <segment> (2.x): where <target> goes
@@ -64,19 +65,56 @@ def _lang(tag: str | None) -> str:
     return (tag or "").split("-")[0].split("_")[0].lower()
 
 
-def _content(el: etree._Element, codes: dict[int, etree._Element]) -> list[inline.Node]:
+#: Codes on their own that open a span a later sibling closes: 2.x ``<sc id>``/``<ec startRef>``,
+#: 1.2 ``<bx rid>``/``<ex rid>`` and ``<bpt rid>``/``<ept rid>``; (closing tag, what links them).
+SPANS = {"sc": ("ec", "id", "startRef"), "bx": ("ex", "rid", "rid"), "bpt": ("ept", "rid", "rid")}
+#: A code's source: its element, or the (start, end) elements of a span (scoi.core.inline.Pc).
+Codes = dict[int, "etree._Element | tuple[etree._Element, etree._Element]"]
+
+
+def _span_end(children: list[etree._Element], i: int) -> int | None:
+    """The index of the sibling that closes the span ``children[i]`` opens, if any."""
+    spec = SPANS.get(_local(children[i]))
+    if spec is None:
+        return None
+    end, start_attr, end_attr = spec
+    key = children[i].get(start_attr)
+    if not key:
+        return None
+    return next((j for j in range(i + 1, len(children))
+                 if _local(children[j]) == end and children[j].get(end_attr) == key), None)
+
+
+def _content(el: etree._Element, codes: Codes) -> list[inline.Node]:
     """The nodes of a source's content; each code numbered in document order into ``codes``."""
-    nodes: list[inline.Node] = [el.text] if el.text else []
-    for child in el:
+    return _siblings(el.text, list(el), codes)
+
+
+def _siblings(text: str | None, children: list[etree._Element], codes: Codes) -> list[inline.Node]:
+    """The nodes of ``text`` and ``children`` (with their tails). A span (``<sc/>``...``<ec/>``
+    among the same siblings) is one code around the siblings between, so the model sees
+    ``<N>``...``</N>`` and a misplaced end is caught like a crossed ``<pc>``."""
+    nodes: list[inline.Node] = [text] if text else []
+    i = 0
+    while i < len(children):
+        child = children[i]
         if isinstance(child.tag, str):  # comments and processing instructions are not text
             num = len(codes) + 1
-            codes[num] = child
-            if _local(child) in PAIRED:
-                nodes.append(inline.Pc(num, tuple(_content(child, codes))))
+            end = _span_end(children, i)
+            if end is not None:
+                codes[num] = (child, children[end])
+                nodes.append(inline.Pc(num, tuple(_siblings(child.tail, children[i + 1:end], codes))))
+                child = children[end]
+                i = end
             else:
-                nodes.append(inline.Ph(num))
+                codes[num] = child
+                if _local(child) in PAIRED:
+                    nodes.append(inline.Pc(num, tuple(_content(child, codes))))
+                else:
+                    nodes.append(inline.Ph(num))
         if child.tail:
             nodes.append(child.tail)
+        i += 1
     return nodes
 
 
@@ -137,7 +175,7 @@ def _units(tree: etree._ElementTree, name: str, src: str | None = None, tgt: str
                     raise DocumentError(f"{name}:{holder.sourceline}: unit {uid!r} has no <source>")
                 if _has_text(holder.find(q("target"))):
                     continue  # translated already
-                codes: dict[int, etree._Element] = {}
+                codes: Codes = {}
                 nodes = _content(source, codes)
                 masked = " ".join(inline.mask(nodes).split())
                 if not inline.plain(masked):
@@ -186,10 +224,17 @@ def pairs(data: bytes, name: str, src: str | None = None,
                 yield source.sourceline or 0, texts[0], texts[1]
 
 
-def _fill(parent: etree._Element, nodes: list[inline.Node] | tuple[inline.Node, ...],
-          codes: dict[int, etree._Element]) -> None:
-    """Append ``nodes`` to ``parent``: text, copies of the source's codes."""
-    last: etree._Element | None = None
+def _copy(parent: etree._Element, src: etree._Element) -> etree._Element:
+    el = copy.deepcopy(src)
+    el.tail = None
+    parent.append(el)
+    return el
+
+
+def _fill(parent: etree._Element, nodes: list[inline.Node] | tuple[inline.Node, ...], codes: Codes,
+          last: etree._Element | None = None) -> etree._Element | None:
+    """Append ``nodes`` to ``parent`` after ``last`` (None: at its start): text, copies of the
+    source's codes; a span's start and end around its content. Returns the last element."""
     for node in nodes:
         if isinstance(node, str):
             if last is None:
@@ -198,14 +243,15 @@ def _fill(parent: etree._Element, nodes: list[inline.Node] | tuple[inline.Node, 
                 last.tail = (last.tail or "") + node
             continue
         src = codes[node.id]
-        if isinstance(node, inline.Ph):
-            el = copy.deepcopy(src)
-            el.tail = None
-            parent.append(el)
+        if isinstance(src, tuple):  # a span: start, content, end, all siblings
+            last = _fill(parent, node.children, codes, _copy(parent, src[0]))
+            last = _copy(parent, src[1])
+        elif isinstance(node, inline.Ph):
+            last = _copy(parent, src)
         else:
-            el = etree.SubElement(parent, src.tag, attrib=dict(src.attrib))
-            _fill(el, node.children, codes)
-        last = el
+            last = etree.SubElement(parent, src.tag, attrib=dict(src.attrib))
+            _fill(last, node.children, codes)
+    return last
 
 
 def _indent(parent: etree._Element) -> str | None:

@@ -251,3 +251,34 @@ def test_reading_does_not_change_the_file_bytes():
     kept = copy.copy(data)
     xliff.write(data, "ui.fr-en.xlf", _echo(xliff.read(data, "ui.fr-en.xlf")))
     assert data == kept
+
+
+SPANS_20 = b"""<?xml version="1.0" encoding="UTF-8"?>
+<xliff xmlns="urn:oasis:names:tc:xliff:document:2.0" version="2.1" srcLang="fr" trgLang="en">
+  <file id="f1"><unit id="u1"><segment>
+    <source>Lire <sc id="1" type="fmt"/>la <pc id="2">notice</pc><ec startRef="1"/> avant.<sc id="3" isolated="yes"/></source>
+  </segment></unit></file>
+</xliff>
+"""
+SPANS_12 = b"""<?xml version="1.0" encoding="UTF-8"?>
+<xliff version="1.2" xmlns="urn:oasis:names:tc:xliff:document:1.2"><file source-language="fr"><body>
+  <trans-unit id="t"><source>Lire <bpt id="1" rid="7">&lt;a&gt;</bpt>la notice<ept id="2" rid="7">&lt;/a&gt;</ept>.</source>
+  </trans-unit></body></file></xliff>
+"""
+
+
+def test_a_span_of_sc_and_ec_is_one_code_around_its_text_and_comes_back_as_both():
+    [seg] = xliff.read(SPANS_20, "s.xlf")
+    assert seg.masked == "Lire <1>la <2>notice</2></1> avant.<3/>"
+    out, _ = xliff.write(SPANS_20, "s.xlf", {seg.key: Filled("Read <1>the <2>manual</2></1> first.<3/>")})
+    target = etree.fromstring(out).find(".//x:target", NS20)
+    assert etree.tostring(target, encoding="unicode").split(">", 1)[1].rsplit("<", 1)[0] == (
+        'Read <sc id="1" type="fmt"/>the <pc id="2">manual</pc><ec startRef="1"/> first.<sc id="3" isolated="yes"/>')
+
+
+def test_a_span_end_moved_before_its_start_is_left_out_never_written_reversed():
+    [seg] = xliff.read(SPANS_12, "s.xlf")
+    assert seg.masked == "Lire <1>la notice</1>."
+    out, _ = xliff.write(SPANS_12, "s.xlf", {seg.key: Filled("</1>Read the manual<1>.")})
+    target = etree.fromstring(out).find(".//x:target", NS12)
+    assert len(target) == 0 and target.text == "Read the manual."
