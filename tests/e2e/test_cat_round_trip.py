@@ -91,6 +91,9 @@ def test_xliff_in_job_xliff_out_keeps_every_tag_and_flags_broken_ones(job_db, tm
     assert len(title) == 0 and title.text == "The <b>cat</b> dort sur le canapé."  # text, not markup
     assert root.find(".//x:trans-unit[@id='done']/x:target", NS12).get("state") == "final"
 
+    piped = scoi_cli(["job", "export", "ui", "--format", "xliff", "-o", "-"], job_db).stdout
+    assert piped.encode() == out.read_bytes()  # stdout: the same file
+
     jsonl = scoi_cli(["job", "export", "ui"], job_db).stdout.splitlines()
     assert [json.loads(line)["qa"] for line in jsonl] == [["invented <b>", "invented </b>"], ["missing <2>"], [], []]
 
