@@ -20,6 +20,9 @@ from scoi.core import defaults
 from scoi.core.limits import LIMITS
 from scoi.core.names import printable
 
+#: ``scoi worker --burst``'s exit status when items ended failed in its run (1 is the worker's own error).
+ITEMS_FAILED = 3
+
 job_app = typer.Typer(help="Batch translation jobs stored in PostgreSQL.", no_args_is_help=True)
 
 
@@ -328,7 +331,12 @@ def worker(
 
     SIGTERM / Ctrl-C finish the current batch and exit; kill -9 loses nothing: a dead
     worker's items are claimed again at once by the next claim of any worker (a live one
-    that stops sending heartbeats, after the stall timeout).
+    that stops sending heartbeats, after the stall timeout). A worker without --burst
+    that loses the database (a restart) waits for it and carries on.
+
+    Exit status: 0 the run ended and no item failed in it; 1 the worker stopped on an
+    error (bad option, database unreachable at start); 3 (--burst) some items ended failed
+    in this run (`scoi job status JOB` shows their errors); 130 interrupted twice.
     """
     import psycopg
 
@@ -362,6 +370,8 @@ def worker(
              f"{summary['seconds']:.1f}s ({summary['items_per_second']:.2f} items/s, overhead "
              f"{summary['overhead_ms_per_item']:.1f} ms/item)"
              + (f"; {summary['retries']} requests retried" if summary["retries"] else ""))
+    if burst and summary["failed"]:
+        raise typer.Exit(ITEMS_FAILED)
 
 
 # --------------------------------------------------------------------------- eval
