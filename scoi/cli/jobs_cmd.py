@@ -14,7 +14,7 @@ import typer
 from scoi.cli.common import (BACKEND_OPT_HELP, DEST_COLUMN_HELP, DEST_KEY_HELP, DEST_TABLE_HELP, DEST_URL_HELP,
                              METHOD_HELP, SOURCE_SQL_HELP, SOURCE_TIMEOUT_HELP, SOURCE_URL_HELP, console,
                              database_url, emit_json, err_console, fail, parse_key_values, print_rows, say,
-                             table_cells)
+                             status_line, table_cells)
 from scoi.cli.job_options import JobOptions, job_options
 from scoi.core import defaults
 from scoi.core.limits import LIMITS
@@ -326,6 +326,9 @@ def worker(
                                   help="Select the next batch's examples while this batch generates (same "
                                        "results; --no-prefetch when the model needs every core)."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: a JSON summary."),
+    quiet: bool = typer.Option(False, "--quiet", "-q",
+                               help="No live line of items done/failed on stderr (never shown when stderr is "
+                                    "not a terminal, nor with --concurrency above 1)."),
 ) -> None:
     """Translate queued items: claim a batch, select examples, prompt, generate, store; repeat.
 
@@ -355,7 +358,8 @@ def worker(
         if concurrency > 1:
             summary = run_pool(concurrency, opts, url, read_url=resolve_read_url())
         else:
-            summary = run_worker(url, opts, read_url=resolve_read_url(), log=_log)
+            with status_line(not quiet and sys.stderr.isatty()) as progress:
+                summary = run_worker(url, opts, read_url=resolve_read_url(), log=_log, progress=progress)
     except KeyboardInterrupt:
         fail("interrupted; unfinished items were handed back to the queue", code=130)
     except SupervisorError as e:

@@ -16,9 +16,11 @@ import os
 import queue
 import signal
 import sys
+import threading
+from collections.abc import Iterator
 from typing import Any, Callable, Sequence
 
-from scoi.jobs.worker import Worker, WorkerOptions
+from scoi.jobs.worker import Worker, WorkerOptions, WorkerStats
 
 #: The summary fields that add up over workers (WorkerStats.to_dict).
 SUMMED = ("claimed", "done", "requeued", "failed", "lost", "batches", "generate_ms", "overhead_ms", "retries")
@@ -34,10 +36,41 @@ def log_to_stderr(text: str) -> None:
 
 
 def run_worker(url: str, options: WorkerOptions, *, read_url: str | None = None,
-               log: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Run one worker with ``options`` in this process until it exits; its summary."""
-    with Worker(url, options, log=log, read_url=read_url) as worker:
+               log: Callable[[str], None] | None = None,
+               progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run one worker with ``options`` in this process until it exits; its summary.
+    ``progress`` gets its counts as a line (:func:`progress_text`) every half second."""
+    with Worker(url, options, log=log, read_url=read_url) as worker, watch_counts(worker, progress):
         return worker.run().to_dict()
+
+
+def progress_text(stats: WorkerStats, prefix: str = "") -> str:
+    """A worker's counts so far, for a progress line: items done, failed, sent back."""
+    return (f"{prefix}{stats.done} done, {stats.failed} failed, {stats.requeued} requeued"
+            + (f", {stats.lost} lost" if stats.lost else ""))
+
+
+@contextlib.contextmanager
+def watch_counts(worker: Worker, progress: Callable[[str], None] | None, prefix: str = "",
+                 interval: float = 0.5) -> Iterator[None]:
+    """Meanwhile, hand ``progress`` the worker's counts every ``interval`` seconds (read
+    from a thread: plain integers the worker only ever increases)."""
+    if progress is None:
+        yield
+        return
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.wait(interval):
+            progress(progress_text(worker.stats, prefix))
+
+    thread = threading.Thread(target=watch, name="scoi-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def merge_summaries(summaries: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -99,4 +132,5 @@ def run_pool(n: int, options: WorkerOptions, url: str, *, read_url: str | None =
     return merge_summaries(summaries)
 
 
-__all__ = ["SupervisorError", "log_to_stderr", "merge_summaries", "run_pool", "run_worker"]
+__all__ = ["SupervisorError", "log_to_stderr", "merge_summaries", "progress_text", "run_pool", "run_worker",
+           "watch_counts"]
