@@ -110,11 +110,12 @@ IndexProgress = Callable[[str, int, int], None]  # (phase, tuples done, tuples i
 
 def embed_missing(url: str, embedder: Embedder, *, langs: Sequence[str] | None = None,
                   batch_size: int = DEFAULT_BATCH, progress: Progress | None = None,
-                  on_start: Progress | None = None, index_progress: IndexProgress | None = None) -> EmbedSummary:
+                  on_start: Progress | None = None, index_progress: IndexProgress | None = None,
+                  index_poll: float = 1.0) -> EmbedSummary:
     """Embed every sentence (of ``langs``) that has no embedding by ``embedder``, one
     committed batch at a time, then make sure the HNSW index exists. ``on_start`` gets the
     number to do, ``progress`` each batch's size, ``index_progress`` the index build's
-    phase and tuples every second (a build over a large corpus takes minutes)."""
+    phase and tuples every ``index_poll`` seconds (a build over a large corpus takes minutes)."""
     t0 = time.perf_counter()
     done = 0
     with connect(url, autocommit=True) as conn:
@@ -138,7 +139,7 @@ def embed_missing(url: str, embedder: Embedder, *, langs: Sequence[str] | None =
             if progress:
                 progress(len(rows))
         t1 = time.perf_counter()
-        with _watch_index_build(url, conn.info.backend_pid, index_progress):
+        with _watch_index_build(url, conn.info.backend_pid, index_progress, index_poll):
             ensure_index(conn, emb)
         t2 = time.perf_counter()
     return EmbedSummary(embedder.name, emb.id, emb.dim, list(langs) if langs else None, todo, done,

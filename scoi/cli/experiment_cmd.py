@@ -128,7 +128,7 @@ def run(
             emit_json({"experiment": name, "jobs": [job.id for _, job in experiment.cells], "created": created})
         return
     try:
-        with status_line(not json_out and sys.stderr.isatty()) as progress:
+        with status_line(sys.stderr.isatty()) as progress:  # stderr: stdout stays clean for --json
             run_jobs(url, experiment, workers=workers, log=log, read_url=resolve_read_url(), progress=progress)
     except KeyboardInterrupt:
         fail("interrupted; rerun the same command to resume", code=130)
