@@ -48,3 +48,13 @@ def test_each_result_is_handed_over_as_its_check_ends(small_db):
     results = run_checks(small_db, progress=seen.append)
     assert seen == results and [r.name for r in results] == list(checks())
     assert all(r.ok and r.seconds >= 0 for r in results)
+
+
+def test_the_same_terms_in_another_order_are_no_violation(small_db):
+    with psycopg.connect(small_db) as conn:
+        conn.execute("""UPDATE sentence SET term_keys = ARRAY(SELECT k FROM unnest(term_keys) WITH ORDINALITY AS u(k, i)
+                                                             ORDER BY i DESC),
+                                            term_mults = ARRAY(SELECT m FROM unnest(term_mults) WITH ORDINALITY AS u(m, i)
+                                                               ORDER BY i DESC)
+                        WHERE cardinality(term_keys) > 2""")
+    assert counts(small_db)["sentence_term_arrays"] == 0

@@ -35,13 +35,15 @@ WHERE NOT EXISTS (SELECT 1 FROM parser p WHERE p.id = s.parser_id AND p.lang = s
 -- name: sentence_term_arrays
 -- sentences whose sentence_term rows are not their term_keys/term_mults
 -- Both sides as (keys, mults) sorted by (key, mult), byte order: the same multiset gives the
--- same arrays (no text built per term, no collation-aware sort).
+-- same arrays (no text built per term, no collation-aware sort). Ingest stores the arrays in
+-- that order, so the stored arrays are compared first and sorted only when they differ.
 SELECT count(*) FROM sentence s
 LEFT JOIN (SELECT st.sentence_id, array_agg(t.key ORDER BY t.key COLLATE "C", st.mult) AS keys,
                   array_agg(st.mult ORDER BY t.key COLLATE "C", st.mult) AS mults
            FROM sentence_term st JOIN term t ON t.id = st.term_id GROUP BY st.sentence_id) x
        ON x.sentence_id = s.id
-WHERE (x.keys, x.mults) IS DISTINCT FROM
+WHERE (x.keys, x.mults) IS DISTINCT FROM (s.term_keys, s.term_mults)
+  AND (x.keys, x.mults) IS DISTINCT FROM
       (SELECT (array_agg(u.k ORDER BY u.k COLLATE "C", u.m), array_agg(u.m ORDER BY u.k COLLATE "C", u.m))
        FROM unnest(s.term_keys, s.term_mults) AS u(k, m));
 
