@@ -590,8 +590,9 @@ class Worker:
         """Wait for the database after the connection was lost (a restart): one log line,
         then attempts with backoff until it answers (True) or a stop is requested (False).
         The worker does not start the embedded server itself: ``scoi db stop`` stays stopped
-        until something starts it again (docs/jobs.md). Items held when the session died
-        are free for the next claim, this worker's included."""
+        until something starts it again (docs/jobs.md). The batch it held is handed back
+        on the new connection, its attempt uncounted (the restart was not the items' fault),
+        unless another worker claimed it meanwhile."""
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         self.log(f"worker {self.id}: lost the database ({reason}); reconnecting until it is back")
         with contextlib.suppress(psycopg.Error):
@@ -599,9 +600,16 @@ class Worker:
         self.caches.drop_selectors()  # their connections went with the server
         t0, delay = time.monotonic(), 0.5
         while not self._stop.wait(delay):
+            conn = None
             try:
                 conn = store.connect(self.url)
-            except psycopg.OperationalError:
+                # registered (lock taken) again before any claim: a worker without its lock
+                # reads as dead, and its own next claim would take its items as a dead one's
+                self.liveness.beat()
+                store.release_items(conn, self.id, uncount=True, error=None)
+            except psycopg.Error:
+                if conn is not None:
+                    conn.close()
                 delay = min(2 * delay, defaults.RECONNECT_MAX_SECONDS)
                 continue
             self.conn = self.caches.conn = conn

@@ -55,20 +55,22 @@ def _scoi_at(home: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(**_at_home(home, *args, capture_output=True, text=True, timeout=180))
 
 
-def _wait_until(pred, timeout: float, what: str) -> None:
+def _wait_until(pred, timeout: float, what: str, log: Path | None = None) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if pred():
             return
         time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+    raise AssertionError(f"timed out waiting for {what}" + (f"; worker log:\n{log.read_text()}" if log else ""))
 
 
 @pytest.mark.slow
 def test_long_running_worker_resumes_after_the_database_restarts(tmp_path):
-    """``scoi worker --poll 0.5`` on the embedded server, then ``scoi db stop``: the worker
-    says so once, waits (it does not start the server itself), and once another command
-    has started it again, translates an item submitted then."""
+    """``scoi worker --poll 0.5`` on the embedded server, then ``scoi db stop`` while it
+    generates an item: the worker says so once, waits (it does not start the server
+    itself), and once another command has started the server again, finishes the item it
+    held (handed back, its attempt uncounted, not left for the stall timeout) and one
+    submitted after the restart."""
     home = Path(tempfile.mkdtemp(prefix="scoi-restart-"))
     home.chmod(0o755)  # as root the server's account must reach its data dir
     log = tmp_path / "worker.err"
@@ -76,12 +78,15 @@ def test_long_running_worker_resumes_after_the_database_restarts(tmp_path):
         status = _scoi_at(home, "db", "upgrade")
         assert status.returncode == 0, status.stderr
         url = last_json(_scoi_at(home, "db", "status", "--json"))["url"]
-        with ok_server() as stub, log.open("w") as err:
-            worker = subprocess.Popen(**_at_home(home, "worker", "--poll", "0.5", "--stall-timeout", "3",
-                                                 stdout=subprocess.PIPE, stderr=err, text=True))
+        with ok_server() as stub, ok_server(delay=3) as slow, log.open("w") as err:
+            worker = subprocess.Popen(**_at_home(home, "worker", "--poll", "0.5", stdout=subprocess.PIPE,
+                                                 stderr=err, text=True))
             try:
                 first = submit_lines(url, tmp_path / "a.fr", ["Un."], "openai:stub", *SHORT, *stub_model_args(stub.url))
                 _wait_until(lambda: items(url, first)[0]["status"] == "done", 60, "the first item")
+                held = submit_lines(url, tmp_path / "h.fr", ["Trois."], "openai:slow", *SHORT,
+                                    *stub_model_args(slow.url))
+                _wait_until(lambda: items(url, held)[0]["status"] == "running", 30, "the held item")
                 assert _scoi_at(home, "db", "stop").returncode == 0
                 _wait_until(lambda: "lost the database" in log.read_text(), 30, "the worker to notice")
                 time.sleep(2)  # a few reconnection attempts while the server is down
@@ -90,16 +95,18 @@ def test_long_running_worker_resumes_after_the_database_restarts(tmp_path):
                 assert _scoi_at(home, "db", "status").returncode == 0  # any command starts it
                 second = submit_lines(url, tmp_path / "b.fr", ["Deux."], "openai:stub", *SHORT,
                                       *stub_model_args(stub.url))
-                _wait_until(lambda: items(url, second)[0]["status"] == "done", 60, "the item after the restart")
+                _wait_until(lambda: items(url, second)[0]["status"] == "done", 60, "the item after the restart", log)
+                _wait_until(lambda: items(url, held)[0]["status"] == "done", 60, "the held item", log)
                 assert worker.poll() is None
             finally:
                 worker.send_signal(signal.SIGTERM)
-                out, _ = worker.communicate(timeout=60)
+                worker.communicate(timeout=60)
         text = log.read_text()
         assert worker.returncode == 0, text
         assert text.count("lost the database") == 1 and "database back after" in text, text
         assert "Traceback" not in text
         assert items(url, second)[0]["output"].startswith("ok ")
+        assert items(url, held)[0]["attempts"] == 1  # the attempt the restart cut short is not counted
     finally:
         _scoi_at(home, "db", "stop")
         shutil.rmtree(home, ignore_errors=True)
