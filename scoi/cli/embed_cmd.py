@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 import typer
 
@@ -55,7 +56,7 @@ def run_embedding(url: str, model: str, langs: list[str], batch_size: int, *, sh
     return run_batches("embed", "sentences", show_bar, (EmbedderError, EmbeddingError), work)
 
 
-def index_lines():
+def index_lines() -> Callable[[str, int, int], None]:
     """The HNSW build's progress as lines above the bar: one per phase, and one each
     further tenth of the tuples loaded (not one per second)."""
     last: list[tuple[str, int]] = []

@@ -239,4 +239,4 @@ def _errors() -> tuple[type[BaseException], ...]:
     return (psycopg.Error, ReplicaUnavailable)
 
 
-__all__ = ["ReadRoute", "ReadStatus", "RETRY_S"]
+__all__ = ["ReadRoute", "ReadStatus", "RETRY_S", "error_cause"]
