@@ -328,7 +328,7 @@ def worker(
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: a JSON summary."),
     quiet: bool = typer.Option(False, "--quiet", "-q",
                                help="No live line of items done/failed on stderr (never shown when stderr is "
-                                    "not a terminal, nor with --concurrency above 1)."),
+                                    "not a terminal)."),
 ) -> None:
     """Translate queued items: claim a batch, select examples, prompt, generate, store; repeat.
 
@@ -355,10 +355,10 @@ def worker(
     opts = WorkerOptions(batch_size=batch_size, stall_timeout=stall_timeout, burst=burst, job_id=job_id,
                          poll_seconds=poll, max_items=max_items, prefetch=prefetch)
     try:
-        if concurrency > 1:
-            summary = run_pool(concurrency, opts, url, read_url=resolve_read_url())
-        else:
-            with status_line(not quiet and sys.stderr.isatty()) as progress:
+        with status_line(not quiet and sys.stderr.isatty()) as progress:
+            if concurrency > 1:
+                summary = run_pool(concurrency, opts, url, read_url=resolve_read_url(), progress=progress)
+            else:
                 summary = run_worker(url, opts, read_url=resolve_read_url(), log=_log, progress=progress)
     except KeyboardInterrupt:
         fail("interrupted; unfinished items were handed back to the queue", code=130)

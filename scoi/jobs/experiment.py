@@ -230,7 +230,7 @@ def run_jobs(url: str, experiment: Experiment, *, workers: int = 1, batch_size: 
     Items of other jobs are left alone. Returns counts summed over the jobs. ``read_url``:
     the replica the workers select on. ``progress`` gets a line (job n of N, its counts)
     as the jobs go."""
-    from scoi.jobs.supervisor import run_pool, watch_counts
+    from scoi.jobs.supervisor import counts_of, progress_text, run_pool, watch_counts
     from scoi.jobs.worker import Worker, WorkerOptions, WorkerStats
 
     say = log or (lambda msg: None)
@@ -244,11 +244,13 @@ def run_jobs(url: str, experiment: Experiment, *, workers: int = 1, batch_size: 
                 progress(prefix + "starting")
             if worker is not None:
                 worker.opts = opts
-                with watch_counts(worker, progress, prefix):
+                report = (lambda st: progress(progress_text(*counts_of(st), prefix=prefix))) if progress else None
+                with watch_counts(worker, report):
                     stats = worker.run().to_dict()
                 worker.stats = WorkerStats(worker=worker.id)  # counts per job
             else:
-                stats = run_pool(workers, opts, url, read_url=read_url)
+                stats = run_pool(workers, opts, url, read_url=read_url,
+                                 progress=(lambda text: progress(prefix + text)) if progress else None)
             for key in totals:
                 totals[key] += stats[key]
             say(f"{job.name}: {stats['done']} translated, {stats['failed']} failed")

@@ -75,3 +75,14 @@ def test_experiment_run_shows_which_job_it_is_on(job_db, tmp_path):
     assert code == 0, shown
     assert re.search(r"job 1 of 2 \(progress-exp[^)]*\): \d+ done, 0 failed", shown), shown
     assert re.search(r"job 2 of 2 \(progress-exp[^)]*\)", shown), shown
+
+
+def test_a_worker_pool_shows_the_processes_counts_summed(job_db, tmp_path):
+    sources = [fr for fr, _ in demo_pairs()[20:32]]
+    with ok_server(delay=0.3) as stub:
+        submit_lines(job_db, tmp_path / "p.fr", sources, "openai:stub", *stub_model_args(stub.url))
+        code, out, shown = run_on_terminal(["worker", "--burst", "--concurrency", "2", "--batch-size", "2", "--json"],
+                                           job_db)
+    assert code == 0, shown
+    assert re.search(r"2 processes: \d+ done, 0 failed, 0 requeued", shown), shown
+    assert out.strip().splitlines()[-1].startswith("{")
