@@ -87,7 +87,8 @@ def check_token(token: str) -> None:
                           "control or non-ASCII characters); use letters, digits and -._~+/, e.g. "
                           "$(openssl rand -hex 24)")
     if len(token) < MIN_TOKEN_CHARS:
-        raise ConfigError(f"{TOKEN_ENV} has {len(token)} characters; at least {MIN_TOKEN_CHARS} are needed, "
+        raise ConfigError(f"{TOKEN_ENV} has {len(token)} character{'s' if len(token) != 1 else ''}; at least "
+                          f"{MIN_TOKEN_CHARS} are needed, "
                           "e.g. $(openssl rand -hex 24)")
 
 

@@ -28,8 +28,8 @@ SECURITY_HEADERS = {
 #: Methods that change state: a cross-origin one is refused by a server without a token.
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
-_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
-_PATH = re.compile(r"(?<![\w./~-])(?:~|\.{1,2})?/(?!api/)[^\s'\"<>,;()]+")
+_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]*[^\s'\"<>:.,;)]")
+_PATH = re.compile(r"(?<![\w./~-])(?:~|\.{1,2})?/(?!api/)[^\s'\"<>,;()]*[^\s'\"<>,;():.]")
 
 
 def redact(message: str) -> str:

@@ -187,5 +187,16 @@ def _public_job(service: Service, row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _public_errors(row: dict[str, Any]) -> dict[str, Any]:
-    """A row with its error texts (workers' failures) less URLs and paths."""
-    return {k: redact(v) if "error" in k and isinstance(v, str) else v for k, v in row.items()}
+    """A row with its error and warning texts (workers' failures, nested lists of them too)
+    less URLs and paths."""
+    return {k: _redacted(v) if "error" in k or "warning" in k else v for k, v in row.items()}
+
+
+def _redacted(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: _redacted(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redacted(v) for v in value]
+    return value

@@ -18,6 +18,9 @@ from tests.helpers.cli import cli, scoi_env
 pytest.importorskip("fastapi", reason="scoi[serve] is not installed (pip install -e '.[serve]')")
 
 
+TOKEN = "tok-0123456789abcdef"
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -26,7 +29,7 @@ def _free_port() -> int:
 
 def test_serve_process_with_a_token(job_db):
     port = _free_port()
-    env = scoi_env(job_db, SCOI_SERVE_TOKEN="tok-123")
+    env = scoi_env(job_db, SCOI_SERVE_TOKEN=TOKEN)
     proc = subprocess.Popen([sys.executable, "-m", "scoi.cli.main", "serve", "--port", str(port), "--warm", "fr-en"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     base = f"http://127.0.0.1:{port}"
@@ -42,7 +45,7 @@ def test_serve_process_with_a_token(job_db):
             assert time.monotonic() < deadline, "scoi serve did not answer"
             time.sleep(0.2)
         assert httpx.get(base + "/api/corpora").status_code == 401
-        auth = {"Authorization": "Bearer tok-123"}
+        auth = {"Authorization": f"Bearer {TOKEN}"}
         r = httpx.post(base + "/api/select", json={"text": "Le chat dort sur le canapé.", "src": "fr", "tgt": "en"},
                        headers=auth, timeout=60)
         assert r.status_code == 200 and len(r.json()["selected"]) == 4
@@ -55,7 +58,7 @@ def test_serve_process_with_a_token(job_db):
         except subprocess.TimeoutExpired:
             proc.kill()
             out, _ = proc.communicate()
-    assert "tok-123" not in out  # the token is never printed
+    assert TOKEN not in out  # the token is never printed
 
 
 def test_serve_refuses_other_hosts_without_token(job_db, monkeypatch):
