@@ -249,3 +249,22 @@ def test_two_clients_at_once_get_what_each_alone_gets(api):
             assert res["selected"] == alone[s]["selected"]
             assert res["coverage"]["words"] == alone[s]["coverage"]["words"]
             assert res["coverage"]["tree"]["tokens"] == alone[s]["coverage"]["tree"]["tokens"]
+
+
+# --------------------------------------------------------------------------- the fuzzy methods' embedder
+def test_fuzzy_methods_use_the_embedder_the_server_names(job_db, tmp_path):
+    from scoi.embedder import Embedder
+    from scoi.embeddings import embed_missing
+    from tests.tiny_model import build_tiny_sentence_transformer
+
+    model_dir = str(build_tiny_sentence_transformer(tmp_path / "tiny-st"))
+    embed_missing(job_db, Embedder(model_dir), langs=["fr"])
+    body = {"text": SENTENCE, "src": "fr", "tgt": "en", "k": 2, "method": "fuzzy"}
+    with client(job_db) as api:  # the default embedder, which nobody embedded with here
+        r = api.post("/api/select", json=body)
+        assert r.status_code == 400 and "scoi embed --model" in r.json()["error"]
+    app = create_app(ServeConfig(url=job_db, embedder=model_dir), warm=[("fr", "en")])
+    with TestClient(app, base_url=LOCAL) as api:
+        r = api.post("/api/select", json=body)
+        assert r.status_code == 200, r.text
+        assert r.json()["params"]["embedder"] == Embedder(model_dir).name and len(r.json()["selected"]) == 2
