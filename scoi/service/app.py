@@ -393,7 +393,10 @@ def create_app(config: ServeConfig, *, warm: list[tuple[str, str]] | None = None
         headers = dict(exc.headers or {})
         if exc.status == 401:
             headers["WWW-Authenticate"] = "Bearer"
-        return JSONResponse({"error": redact(exc.message)}, status_code=exc.status, headers=headers or None)
+        shown = redact(exc.message)
+        if shown != exc.message:  # the operator's log keeps what the client does not see
+            log.warning("answered %d %s %s: %s", exc.status, request.method, request.url.path, exc.message)
+        return JSONResponse({"error": shown}, status_code=exc.status, headers=headers or None)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
