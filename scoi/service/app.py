@@ -461,8 +461,10 @@ def validation_detail(err: dict[str, Any]) -> dict[str, Any]:
     the input (which may hold NaN, a lone surrogate, or a whole body)."""
     loc = [p if isinstance(p, int) else printable(str(p)) for p in err.get("loc", ())]
     where = ".".join(str(p) for p in loc if p not in ("body",))
-    return {"loc": loc, "msg": printable(str(err.get("msg", ""))), "type": printable(str(err.get("type", ""))),
-            "where": where}
+    kind = printable(str(err.get("type", "")))
+    msg = ("contains a lone surrogate (\\ud800-\\udfff); send valid UTF-8 text" if kind == "string_unicode"
+           else printable(str(err.get("msg", ""))))
+    return {"loc": loc, "msg": msg, "type": kind, "where": where}
 
 
 def printable(text: str) -> str:
