@@ -19,6 +19,7 @@ from importlib import resources
 from typing import Annotated, Any, TypeVar
 
 import anyio
+import fastapi_offline
 import psycopg
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -30,6 +31,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from scoi import __version__
 from scoi.backends.base import BackendError
+from scoi.backends.loader import load_backend
+from scoi.backends.spec import parse_spec
 from scoi.core import defaults
 from scoi.db.queries import load
 from scoi.jobs.spec import JobError
@@ -213,8 +216,6 @@ class ModelSlot:
         if not self._started.acquire(blocking=False):
             self.done.wait()
             return
-        from scoi.backends.loader import load_backend
-
         self.state, t0 = "loading", time.monotonic()
         try:
             self.backend = load_backend(self.config.spec, **self.config.options)
@@ -233,8 +234,6 @@ class ModelSlot:
             threading.Thread(target=self.load, name=f"load-{self.config.name}", daemon=True).start()
 
     def to_dict(self) -> dict[str, Any]:
-        from scoi.backends.spec import parse_spec
-
         return {"name": self.config.name, "kind": parse_spec(self.config.spec).kind, "state": self.state,
                 "error": self.error, "load_s": self.load_s}
 
@@ -504,8 +503,6 @@ def mount_docs(app: FastAPI) -> None:
     so the API docs work without internet (FastAPI's default loads them from a CDN). Only
     the three files the page needs are served, and its start-up script is a file of ours:
     the CSP allows no inline script."""
-    import fastapi_offline
-
     files = resources.files(fastapi_offline).joinpath("static")
     assets = {"swagger-ui-bundle.js": (files, "text/javascript"), "swagger-ui.css": (files, "text/css"),
               "favicon.png": (files, "image/png"), "docs.js": (STATIC, "text/javascript")}
