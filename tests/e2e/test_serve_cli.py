@@ -4,58 +4,21 @@ taken from the environment; and the start-up refusals."""
 from __future__ import annotations
 
 import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 
 import httpx
 import pytest
 
 from tests.helpers.cli import cli, scoi_env
+from tests.helpers.serve import free_port, start_serve, stop_serve
 
 pytest.importorskip("fastapi", reason="scoi[serve] is not installed (pip install -e '.[serve]')")
-
 
 TOKEN = "tok-0123456789abcdef"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _start(port: int, env: dict[str, str], *args: str) -> subprocess.Popen:
-    """``scoi serve --port PORT ARGS`` as a user starts it, once it answers /api/health."""
-    proc = subprocess.Popen([sys.executable, "-m", "scoi.cli.main", "serve", "--port", str(port), *args],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 180
-    while True:
-        assert proc.poll() is None, proc.stdout.read()
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=2).status_code == 200:
-                return proc
-        except httpx.TransportError:
-            pass
-        assert time.monotonic() < deadline, "scoi serve did not answer"
-        time.sleep(0.2)
-
-
-def _stop(proc: subprocess.Popen) -> str:
-    proc.send_signal(signal.SIGINT)
-    try:
-        out, _ = proc.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, _ = proc.communicate()
-    return out
-
-
 def test_serve_process_with_a_token(job_db):
-    port = _free_port()
-    proc = _start(port, scoi_env(job_db, SCOI_SERVE_TOKEN=TOKEN), "--warm", "fr-en")
+    port = free_port()
+    proc = start_serve(port, scoi_env(job_db, SCOI_SERVE_TOKEN=TOKEN), "--warm", "fr-en")
     base = f"http://127.0.0.1:{port}"
     try:
         assert httpx.get(base + "/api/corpora").status_code == 401
@@ -66,16 +29,16 @@ def test_serve_process_with_a_token(job_db):
         assert "fr-en" in httpx.get(base + "/api/config", headers=auth).json()["warm"]
         assert httpx.get(base + "/").headers["content-security-policy"].startswith("default-src 'self'")
     finally:
-        out = _stop(proc)
+        out = stop_serve(proc)
     assert TOKEN not in out  # the token is never printed
 
 
 def test_serve_process_without_token_answers_this_machines_names_only(job_db):
     """DNS rebinding: a page whose own name resolves to 127.0.0.1 sends its name as Host."""
-    port = _free_port()
+    port = free_port()
     env = scoi_env(job_db)
     env.pop("SCOI_SERVE_TOKEN", None)
-    proc = _start(port, env, "--warm", "fr-en")
+    proc = start_serve(port, env, "--warm", "fr-en")
     base = f"http://127.0.0.1:{port}"
     job = {"sentences": ["Le chat dort."], "src": "fr", "tgt": "en", "model": "none"}
     try:
@@ -91,10 +54,10 @@ def test_serve_process_without_token_answers_this_machines_names_only(job_db):
         assert httpx.get(f"http://localhost:{port}/api/corpora").status_code == 200
         assert "frame-ancestors 'none'" in httpx.get(base + "/static/index.html").headers["content-security-policy"]
     finally:
-        _stop(proc)
+        stop_serve(proc)
 
 
-def test_serve_refuses_weak_tokens_and_bad_models_at_start(job_db, monkeypatch):
+def test_serve_refuses_weak_tokens_and_bad_models_atstart_serve(job_db, monkeypatch):
     for token in (" ", "a", "short-token"):
         monkeypatch.setenv("SCOI_SERVE_TOKEN", token)
         result = cli(["serve", "--host", "0.0.0.0"], job_db)
