@@ -11,7 +11,7 @@ from typing import Any
 from fastapi import APIRouter, Query
 
 from scoi.service.app import (BIGINT_MAX, SQL, ApiError, JobRequest, PromptRequest, SelectRequest, Service,
-                              TranslateRequest, check_ref, run_limited)
+                              TranslateRequest, check_ref, run_limited, text_problem)
 from scoi.service.config import TEMPLATES
 from scoi.service.guard import redact
 
@@ -129,6 +129,8 @@ def register(api: APIRouter, service: Service) -> None:
             service.backend(body.model)  # raises the unknown-model error
         if body.template not in TEMPLATES:
             raise ApiError(400, f"unknown template {body.template!r}; this server offers: {', '.join(TEMPLATES)}")
+        if body.name is not None and (problem := text_problem(body.name)):
+            raise ApiError(422, f"name {problem}")
         sentences = service.check_batch(body.sentences)
         refs = (service.check_batch(body.references, "references", blank_ok=True) if body.references is not None
                 else None)

@@ -164,6 +164,16 @@ def test_a_job_sentence_with_a_surrogate_is_named_by_its_index(api):
     assert job_count(api) == 0
 
 
+def test_a_nul_in_a_job_name_or_sentence_gets_422(api):
+    r = api.post("/api/jobs", json=job_body(name="a\x00b"))
+    assert r.status_code == 422 and r.json()["error"] == "name contains a NUL character (U+0000) at position 1"
+    r = api.post("/api/jobs", json=job_body(sentences=["Le chat\x00 dort."]))
+    assert r.status_code == 422 and r.json()["error"].startswith("sentences[0] contains a NUL character")
+    r = api.post("/api/select", json={**SELECT, "text": "Un\x00homme"})
+    assert r.status_code == 422 and r.json()["error"].startswith("text contains a NUL character")
+    assert job_count(api) == 0
+
+
 def test_blank_text_is_refused(api):
     r = api.post("/api/select", json={**SELECT, "text": "  \t "})
     assert r.status_code == 422 and r.json()["error"] == "text is blank"
