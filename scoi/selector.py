@@ -10,6 +10,7 @@ coverage in numpy (scoi.core.greedy), optional recording for inspection in SQL.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Iterator
 from concurrent import futures
@@ -238,11 +239,8 @@ class Selector:
         self.corpora = corpora
         # Terms are comparable only within one analysis scheme: queries are parsed with the
         # stored sentences' (checked here, before anything is parsed).
-        self.scheme, parser_id = self._stored_scheme(parser, method)
-        labels = [r[0] for r in self.conn.execute(SQL["labels_for_lang"], {"parser_id": parser_id}).fetchall()]
-        self.labels = LabelSpace(labels)
-        self.terms = TermTable(self.labels)
-        self._analyzer = None
+        self._parser_override = parser
+        self._load_scheme()
         if methods.method(method).embeddings:
             self.embedder_row()  # fail now, not at the first sentence, when nothing is embedded
         self._thread: futures.ThreadPoolExecutor | None = None
@@ -314,6 +312,35 @@ class Selector:
                 f"the stored sentences with the installed one: {fix}")
         return scheme, rows[0][0]
 
+    def _load_scheme(self) -> None:
+        """Load the stored scheme (checked by :meth:`_stored_scheme`), its labels and an
+        empty term table; the parser is loaded on first use. The parser row ids are read
+        first: a reanalysis committing in between shows at the next :meth:`_scheme_changed`."""
+        ids = [r[0] for r in self.conn.execute(SQL["lang_schemes"], {"lang": self.src}).fetchall()]
+        scheme, parser_id = self._stored_scheme(self._parser_override, self.method)
+        labels = [r[0] for r in self.conn.execute(SQL["labels_for_lang"], {"parser_id": parser_id}).fetchall()]
+        self.scheme, self._scheme_ids = scheme, ids
+        self.labels = LabelSpace(labels)
+        self.terms = TermTable(self.labels)
+        self._analyzer = None
+        self._pools = {}  # prepared with the previous scheme's terms
+
+    def _scheme_changed(self) -> bool:
+        """Before each selection (one index probe per parser row, ~0.07 ms): whether
+        ``scoi reanalyze`` moved the stored sentences to another scheme since this selector
+        (a serve's, a worker's) loaded its own; the new one is then loaded (True). While a
+        reanalysis is under way (two schemes) every selection raises SelectionError, as a
+        new selector would: terms of two parsers are never compared."""
+        ids = [r[0] for r in self.conn.execute(SQL["lang_schemes"], {"lang": self.src}).fetchall()]
+        if ids == self._scheme_ids:
+            return False
+        before = self.scheme
+        self._load_scheme()
+        if self.scheme != before:
+            print(f"note: the stored {self.src} sentences are now analysed with {self.scheme} (was {before}): "
+                  "parsing queries with it", file=sys.stderr, flush=True)
+        return True
+
     def _no_trees(self, method: str) -> str:
         """Why ``method`` cannot run on a source stored without trees, and the fix."""
         return trees_missing(self.conn, self.src, method) or (
@@ -336,7 +363,7 @@ class Selector:
     def analyze_batch(self, texts: list[str]) -> list[tuple[list[str], dict[str, int]]]:
         """:meth:`analyze` of many sentences in one spaCy call (about twice as fast per
         sentence as one call each); pass each result to ``select(analysis=...)``."""
-        return [(a.tokens, a.terms) for a in self.analyzer.analyze(texts)]
+        return [_Parsed((a.tokens, a.terms), self.scheme) for a in self.analyzer.analyze(texts)]
 
     def tree_terms(self, text: str) -> dict[str, int]:
         """The polynomial terms of a sentence's dependency tree."""
@@ -514,6 +541,8 @@ class Selector:
         method = method or self.method
         check_args(method, self.similarity, self.word_overlap, k)
         self.conn, self.read_status = self.reads.choose()  # the replica, or the primary (scoi.db.reads)
+        if self._scheme_changed() or getattr(analysis, "scheme", self.scheme) != self.scheme:
+            analysis = None  # parsed before `scoi reanalyze` switched parser: parse it again
         entry = methods.method(method)
         if not self.scheme.has_trees and entry.trees:
             raise SelectionError(self._no_trees(method))
@@ -673,6 +702,18 @@ def _tokenizer_13a() -> Any:
 def _tokens_13a(text: str) -> list[str]:
     """A sentence's tokens as Agrawal et al.'s R-BM25 reads it: 13a, after rstrip."""
     return _tokenizer_13a()(text.rstrip()).split()
+
+
+class _Parsed(tuple):
+    """A sentence's (Moses tokens, terms) from :meth:`Selector.analyze_batch`, with the
+    scheme that parsed it: an analysis made before a reanalysis is not used after it."""
+
+    scheme: Scheme
+
+    def __new__(cls, value: tuple[list[str], dict[str, int]], scheme: Scheme) -> _Parsed:
+        parsed = super().__new__(cls, value)
+        parsed.scheme = scheme
+        return parsed
 
 
 def _ms(seconds: float) -> float:

@@ -29,3 +29,4 @@ MAX_ATTEMPTS = 3              # attempts per job item before it fails
 WORKER_BATCH = 8              # items a worker claims and generates together
 STALL_TIMEOUT = 300.0         # seconds without heartbeat before a stuck worker's item is claimed again
 POLL_SECONDS = 2.0            # a worker's idle wait between claims (LISTEN wakes it earlier)
+RECONNECT_MAX_SECONDS = 10.0  # a worker that lost the database retries at most this far apart

@@ -38,6 +38,7 @@ only together with the item result that used it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -550,21 +551,17 @@ class Worker:
         try:
             if self.opts.job_id is not None:
                 self.preload(self.opts.job_id)
-            listen_for_items(self.conn)
-            if self.opts.prefetch:
-                from scoi.jobs.prefetch import run_pipelined
-
-                run_pipelined(self)
-            else:
-                while not self._stop.is_set():
-                    self.run_schedules()
-                    items = self.claim()
-                    if not items:
-                        if self.queue_done():
-                            break
-                        self.wait_for_work()
-                        continue
-                    self.process(items)
+            while True:
+                try:
+                    listen_for_items(self.conn)
+                    self._loop()
+                    break
+                except psycopg.Error as e:
+                    # a long-running worker outlives a database restart; --burst (cron, CI) stops
+                    if self.opts.burst or not (self.conn.closed or self.conn.broken):
+                        raise
+                    if not self._reconnect(e):
+                        break
         except KeyboardInterrupt:
             interrupted = True
             raise
@@ -585,6 +582,54 @@ class Worker:
             restore()
             hb.join(timeout=5)
         return self.stats
+
+    def _loop(self) -> None:
+        """Claim and process batches until stopped or, with ``burst``, the queue is done."""
+        if self.opts.prefetch:
+            from scoi.jobs.prefetch import run_pipelined
+
+            run_pipelined(self)
+            return
+        while not self._stop.is_set():
+            self.run_schedules()
+            items = self.claim()
+            if not items:
+                if self.queue_done():
+                    return
+                self.wait_for_work()
+                continue
+            self.process(items)
+
+    def _reconnect(self, error: BaseException) -> bool:
+        """Wait for the database after the connection was lost (a restart): one log line,
+        then attempts with backoff until it answers (True) or a stop is requested (False).
+        The worker does not start the embedded server itself: ``scoi db stop`` stays stopped
+        until something starts it again (docs/jobs.md). The batch it held is handed back
+        on the new connection, its attempt uncounted (the restart was not the items' fault),
+        unless another worker claimed it meanwhile."""
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        self.log(f"worker {self.id}: lost the database ({reason}); reconnecting until it is back")
+        with contextlib.suppress(psycopg.Error):
+            self.conn.close()
+        self.caches.drop_selectors()  # their connections went with the server
+        t0, delay = time.monotonic(), 0.5
+        while not self._stop.wait(delay):
+            conn = None
+            try:
+                conn = store.connect(self.url)
+                # registered (lock taken) again before any claim: a worker without its lock
+                # reads as dead, and its own next claim would take its items as a dead one's
+                self.liveness.beat()
+                store.release_items(conn, self.id, uncount=True, error=None)
+            except psycopg.Error:
+                if conn is not None:
+                    conn.close()
+                delay = min(2 * delay, defaults.RECONNECT_MAX_SECONDS)
+                continue
+            self.conn = self.caches.conn = conn
+            self.log(f"worker {self.id}: database back after {time.monotonic() - t0:.1f} s, resuming")
+            return True
+        return False
 
     def queue_done(self) -> bool:
         """After an empty claim: stop (burst, or max_items reached) rather than wait."""
