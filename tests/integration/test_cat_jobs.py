@@ -78,7 +78,8 @@ def test_api_job_view_shows_qa_and_keys(job_db):
     with FakeOpenAI(answer=drop_codes_of_the_first) as fake, connect(job_db) as conn:
         job_id, _ = submit_document(conn, _spec(fake.url, name="app"), DATA / "app.fr-en.xlf")
         _work(job_db)
-    with TestClient(create_app(ServeConfig(url=job_db, models={}, limits=Limits()))) as api:
+    local = "http://127.0.0.1:8765"  # a server without a token answers to loopback Hosts only
+    with TestClient(create_app(ServeConfig(url=job_db, models={}, limits=Limits())), base_url=local) as api:
         got = api.get(f"/api/jobs/{job_id}").json()
     assert got["job"]["qa"]["flagged"] == 1
     assert [(i["key"], i["qa"]) for i in got["items"]] == [
