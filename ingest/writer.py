@@ -18,6 +18,7 @@ from itertools import repeat
 
 import numpy as np
 import psycopg
+from psycopg import sql
 
 from ingest.runs import add_run_counts
 from scoi.analysis import MAX_EXAMPLE_TOKENS, Analysis
@@ -28,6 +29,8 @@ from scoi.db.literals import (VECTOR_WIDTH, bytea_array, copy_text, int_array, o
 from scoi.db.queries import load
 
 _SQL = load("ingest")
+_DELETE = load("delete")
+ON_CONFLICT = ("add", "replace", "keep")
 
 
 def lock_writes(conn: psycopg.Connection | psycopg.Cursor) -> None:
@@ -131,6 +134,103 @@ class PairRow:
     line: int
     a_sha: bytes
     b_sha: bytes
+    meta: str = "{}"  # pair.meta, as JSON text
+
+
+@dataclass
+class Dropped:
+    """What a delete removed: pairs, and the sentences no pair used any more."""
+
+    pairs: int = 0
+    sentences: int = 0
+
+    def __iadd__(self, other: "Dropped") -> "Dropped":
+        self.pairs += other.pairs
+        self.sentences += other.sentences
+        return self
+
+
+def drop_pairs(cur: psycopg.Cursor, ids: list[int]) -> Dropped:
+    """Delete the pairs ``ids`` in the cursor's transaction (which holds ``lock_writes``),
+    and every sentence of theirs that no other pair uses, keeping the BM25 index exact:
+    postings and forward rows deleted, df and token bounds recounted, N and total length
+    reduced, and each affected token's blocks rewritten from the first one that held a
+    deleted posting (the later ones shift: a block is 128 consecutive postings)."""
+    if not ids:
+        return Dropped()
+    gone = cur.execute(_DELETE["delete_pairs"], {"ids": ids}).fetchall()
+    return Dropped(len(gone), drop_unused(cur, sorted({sid for _, a, b in gone for sid in (a, b)})))
+
+
+def drop_unused(cur: psycopg.Cursor, candidates: list[int]) -> int:
+    """Delete those of the sentences ``candidates`` that no pair uses, with their terms,
+    embeddings and BM25 entries (as :func:`drop_pairs` says); returns how many."""
+    if not candidates:
+        return 0
+    orphans = [r[0] for r in cur.execute(_DELETE["orphans"], {"ids": candidates})]
+    if orphans:
+        docs = cur.execute(_DELETE["delete_docs"], {"ids": orphans}).fetchall()
+        tids = np.array([t for _, toks in docs for t in toks], dtype=np.int64)
+        sids = np.array([sid for sid, toks in docs for _ in toks], dtype=np.int64)
+        cur.execute(_DELETE["delete_postings"], {"tids": tids.tolist(), "sids": sids.tolist()})
+        cur.execute(_DELETE["delete_sentence_terms"], {"ids": orphans})
+        stats: dict[str, list[int]] = {}
+        for lang, eligible, n in cur.execute(_DELETE["delete_sentences"], {"ids": orphans}).fetchall():
+            if eligible:
+                lang_stats = stats.setdefault(lang, [0, 0])
+                lang_stats[0] += 1
+                lang_stats[1] += n
+        if stats:
+            cur.execute(_DELETE["sub_bm25_stats"], {"langs": list(stats), "ns": [v[0] for v in stats.values()],
+                                                    "lens": [v[1] for v in stats.values()]})
+            cur.execute(_DELETE["drop_empty_stats"], {"langs": list(stats)})
+        if len(tids):
+            touched = np.unique(tids).tolist()
+            cur.execute(_DELETE["recount_vocab"], {"ids": touched})
+            rewrite_blocks(cur, tids, sids)
+    return len(orphans)
+
+
+def rewrite_blocks(cur: psycopg.Cursor, tids: np.ndarray, sids: np.ndarray) -> None:
+    """Rewrite the posting blocks of the tokens whose postings (``tids``, ``sids``) were
+    just deleted from ``posting``: each token's rows from the group holding its first
+    deleted posting on are read back from ``posting``, packed again and replace the old
+    ones; its directory keeps the records before them (``upsert_dirs``), or goes when the
+    token has no posting left."""
+    first_deleted: dict[int, int] = {}
+    for tid, sid in zip(tids.tolist(), sids.tolist()):
+        if sid < first_deleted.get(tid, sid + 1):
+            first_deleted[tid] = sid
+    base: dict[int, int] = {}
+    first_sid: dict[int, int] = {}
+    for tid, meta in cur.execute(_DELETE["dirs"], {"ids": list(first_deleted)}):
+        directory = decode_dir(bytes(meta))
+        j = int(np.searchsorted(directory.last, first_deleted[tid], side="left"))
+        base[tid] = GROUP * (min(j, len(directory) - 1) // GROUP)
+        first_sid[tid] = int(directory.first[base[tid]])
+    ids = list(base)
+    rows = cur.execute(_DELETE["postings_from"], {"ids": ids, "firsts": [first_sid[t] for t in ids]}).fetchall()
+    cols = np.array(rows, dtype=np.int64).reshape(-1, 4)
+    order = np.lexsort((cols[:, 1], cols[:, 0]))
+    cols = cols[order]
+    packed, per_token = pack(cols[:, 0], cols[:, 1], cols[:, 2], cols[:, 3], base)
+    layout = {"block": BLOCK, "group": GROUP, "rec": DIR.itemsize}
+    cur.execute(_DELETE["delete_blocks_from"], {"ids": ids, "block_nos": [base[t] for t in ids]})
+    with cur.copy(_SQL["copy_blocks"]) as cp:
+        for row in packed:
+            cp.write_row(row)
+    emptied = [t for t in ids if t not in per_token]
+    cur.execute(_DELETE["delete_dirs"], {"ids": [t for t in emptied if base[t] == 0]})
+    # a token whose blocks from base[t] on are all gone keeps the full groups before them
+    kept = {t: (base[t], 0, b"") for t in emptied if base[t] > 0}
+    out = {**per_token, **kept}
+    if out:
+        tids_out = list(out)
+        cur.execute(_SQL["upsert_dirs"], {
+            "ids": tids_out, "n_blocks": [out[t][0] + out[t][1] for t in tids_out],
+            "tail_n": [int(np.frombuffer(out[t][2][-DIR.itemsize:], dtype=DIR)["n"][0]) if out[t][2] else BLOCK
+                       for t in tids_out],
+            "metas": [out[t][2] for t in tids_out], **layout})
 
 
 class LabelRegistry:
@@ -233,10 +333,18 @@ class BatchWriter:
     """
 
     def __init__(self, conn: psycopg.Connection, *, corpus_id: int, run_id: int,
-                 a_lang: str, b_lang: str, parsers: dict[str, int], labels: dict[str, LabelRegistry]) -> None:
+                 a_lang: str, b_lang: str, parsers: dict[str, int], labels: dict[str, LabelRegistry],
+                 on_conflict: str = "add", src_lang: str | None = None) -> None:
         self.conn = conn
         self.corpus_id, self.run_id = corpus_id, run_id
         self.a_lang, self.b_lang = a_lang, b_lang
+        if on_conflict not in ON_CONFLICT:
+            raise ValueError(f"on_conflict {on_conflict!r}; expected one of {', '.join(ON_CONFLICT)}")
+        # --on-conflict (docs/ingest.md): what a pair whose source the corpus already holds
+        # with another target (from an earlier run) does; src_lang: which side is the source.
+        self.on_conflict, self.src_is_a = on_conflict, (src_lang or a_lang) == a_lang
+        self.replaced = Dropped()  # stored pairs replaced (and their sentences no pair uses any more)
+        self.kept_out = 0          # pairs of the input not inserted: --on-conflict keep
         self.parsers = parsers
         self.labels = labels
         self.terms = TermResolver(conn, parsers, labels)
@@ -261,12 +369,41 @@ class BatchWriter:
             self._write_sentences(cur, new_ids, new, term_ids)
             self._write_bm25(cur, new_ids, new, vocab)
             ids.update(((s.lang, s.sha), sid) for sid, s in zip(new_ids, new))
-            inserted = self._write_pairs(cur, pairs, ids)
-            add_run_counts(cur, self.run_id, read=read, inserted=inserted, duplicates=len(pairs) - inserted,
-                           rejected=rejected)
+            todo, stale = self._conflicts(cur, pairs, ids)
+            kept_out = len(pairs) - len(todo)
+            inserted = self._write_pairs(cur, todo, ids)
+            # after the insert: a replaced pair's source is the new pair's too
+            replaced = drop_pairs(cur, stale)
+            if kept_out:  # the kept-out pairs' new sentences (written above) are in no pair
+                taken = {id(p) for p in todo}
+                drop_unused(cur, sorted({ids[(lang, h)] for p in pairs if id(p) not in taken
+                                         for lang, h in ((self.a_lang, p.a_sha), (self.b_lang, p.b_sha))}))
+            add_run_counts(cur, self.run_id, read=read, inserted=inserted,
+                           duplicates=len(pairs) - inserted - kept_out, rejected=rejected)
+        self.kept_out += kept_out
+        self.replaced += replaced
         self.terms.committed(term_ids)
         self._vocab.update(vocab)
         return inserted
+
+    def _conflicts(self, cur: psycopg.Cursor, pairs: list[PairRow], ids: dict[tuple[str, bytes], int]
+                   ) -> tuple[list[PairRow], list[int]]:
+        """The batch's pairs to insert (``keep`` leaves out those whose source the corpus
+        holds from an earlier run with another target) and the stored pairs to delete
+        (``replace``: the corpus's pairs from earlier runs whose source is one of the
+        batch's and which the batch does not hold). ``add``: all of them, none."""
+        if self.on_conflict == "add" or not pairs:
+            return pairs, []
+        keyed = [(ids[(self.a_lang, p.a_sha)], ids[(self.b_lang, p.b_sha)], p) for p in pairs]
+        src_ids = sorted({a if self.src_is_a else b for a, b, _ in keyed})
+        stmt = sql.SQL(_DELETE["source_pairs"]).format(src=sql.Identifier("a_id" if self.src_is_a else "b_id"))
+        stored = cur.execute(stmt, {"src_ids": src_ids, "corpus_id": self.corpus_id, "run_id": self.run_id}).fetchall()
+        batch = {(a, b) for a, b, _ in keyed}
+        if self.on_conflict == "replace":
+            return pairs, [pid for pid, a, b in stored if (a, b) not in batch]
+        have = {(a, b) for _, a, b in stored}
+        taken = {a if self.src_is_a else b for _, a, b in stored}
+        return [p for a, b, p in keyed if (a, b) in have or (a if self.src_is_a else b) not in taken], []
 
     def _stored_ids(self, cur: psycopg.Cursor, pairs: list[PairRow]) -> dict[tuple[str, bytes], int]:
         """(lang, sha) -> sentence.id of the batch's sentences already in the table (looked
@@ -335,7 +472,9 @@ class BatchWriter:
         write_blocks(cur, *(np.array(a, dtype=np.int64) for a in blocks))
 
     def _write_pairs(self, cur: psycopg.Cursor, pairs: list[PairRow], ids: dict[tuple[str, bytes], int]) -> int:
-        """Insert the batch's pairs by sentence id; returns how many were new."""
+        """Insert the batch's pairs by sentence id, with their metadata; returns how many
+        were new. ``replace`` also makes the stored ones this run's, with the input's
+        metadata (a pair the run confirmed is not replaced by its later batches)."""
         try:
             a_ids = [ids[(self.a_lang, p.a_sha)] for p in pairs]
             b_ids = [ids[(self.b_lang, p.b_sha)] for p in pairs]
@@ -343,9 +482,18 @@ class BatchWriter:
             # Only possible if sentences were deleted while this ingest ran.
             raise RuntimeError("a sentence of this batch vanished from the database during the ingest; "
                                "rerun the ingest") from None
-        cur.execute(_SQL["insert_pairs"], {"corpus_id": self.corpus_id, "run_id": self.run_id, "a_lang": self.a_lang,
-                                          "b_lang": self.b_lang, "a_ids": int_array(a_ids), "b_ids": int_array(b_ids),
-                                          "lines": int_array([p.line for p in pairs])})
+        metas = [p.meta for p in pairs]
+        if self.on_conflict == "replace":  # one row per pair: an upsert may not touch a row twice
+            first = {}
+            for i, key in enumerate(zip(a_ids, b_ids)):
+                first.setdefault(key, i)
+            keep = sorted(first.values())
+            a_ids, b_ids, metas = [a_ids[i] for i in keep], [b_ids[i] for i in keep], [metas[i] for i in keep]
+            pairs = [pairs[i] for i in keep]
+        cur.execute(_SQL["upsert_pairs" if self.on_conflict == "replace" else "insert_pairs"],
+                    {"corpus_id": self.corpus_id, "run_id": self.run_id, "a_lang": self.a_lang,
+                     "b_lang": self.b_lang, "a_ids": int_array(a_ids), "b_ids": int_array(b_ids),
+                     "lines": int_array([p.line for p in pairs]), "metas": text_array(metas)})
         return cur.fetchone()[0]
 
     def _resolve_tokens(self, cur: psycopg.Cursor, new: list[ParsedSentence]) -> dict[tuple[str, str], tuple[int, int]]:
