@@ -40,10 +40,11 @@ class DeleteSummary:
         return asdict(self)
 
 
-def remove_corpus(conn: psycopg.Connection, name: str) -> DeleteSummary:
+def remove_corpus(conn: psycopg.Connection, name: str, *, dry_run: bool = False) -> DeleteSummary:
     """Delete corpus ``name``: its pairs (and the sentences only they used), its ingest runs
-    and their rejected rows, and the corpus row. Refused while an ingest into it runs."""
-    with conn.transaction():
+    and their rejected rows, and the corpus row. Refused while an ingest into it runs.
+    ``dry_run``: the same work, rolled back (what would go)."""
+    with conn.transaction() as tx:
         cur = conn.cursor()
         lock_writes(cur)
         row = cur.execute(_SQL["corpus_row"], {"name": name}).fetchone()
@@ -58,17 +59,21 @@ def remove_corpus(conn: psycopg.Connection, name: str) -> DeleteSummary:
         dropped = drop_pairs(cur, ids)
         cur.execute(_SQL["delete_runs"], {"corpus_id": corpus_id})
         cur.execute(_SQL["delete_corpus"], {"corpus_id": corpus_id})
+        if dry_run:
+            raise psycopg.Rollback(tx)
     return DeleteSummary(dropped.pairs, dropped.sentences, corpus=name)
 
 
 def remove_pairs(conn: psycopg.Connection, *, ids: list[int] | None = None, file: str | None = None,
-                 where: dict[str, str] | None = None, corpus: str | None = None) -> DeleteSummary:
+                 where: dict[str, str] | None = None, corpus: str | None = None,
+                 dry_run: bool = False) -> DeleteSummary:
     """Delete the pairs named by ``ids``, or ingested from ``file`` (the runs that read it,
     by absolute path), or whose metadata hold every ``where`` key = value (a value or an
-    element of a list); ``file`` and ``where`` only in ``corpus`` when given."""
+    element of a list); ``file`` and ``where`` only in ``corpus`` when given.
+    ``dry_run``: the same work, rolled back (what would go)."""
     if sum(x is not None for x in (ids, file, where)) != 1:
         raise DeleteError("name the pairs one way: by id, by file or by metadata")
-    with conn.transaction():
+    with conn.transaction() as tx:
         cur = conn.cursor()
         lock_writes(cur)
         if corpus is not None and cur.execute(_SQL["corpus_row"], {"name": corpus}).fetchone() is None:
@@ -84,6 +89,8 @@ def remove_pairs(conn: psycopg.Connection, *, ids: list[int] | None = None, file
             found = [r[0] for r in cur.execute(_SQL["pairs_by_meta"], {"where": json.dumps(where),
                                                                      "corpus": corpus})]
         dropped = drop_pairs(cur, found)
+        if dry_run:
+            raise psycopg.Rollback(tx)
     return DeleteSummary(dropped.pairs, dropped.sentences, corpus=corpus, missing_ids=missing)
 
 
