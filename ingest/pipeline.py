@@ -219,6 +219,7 @@ def _ingest(opts: IngestOptions, url: str, src: str, tgt: str, fmt: str, choices
             with connect(url, autocommit=True) as lookup:
                 _IngestBatches(opts, fmt, src, tgt, lookup, writer, summary,
                                {k: c.name for k, c in choices.items()}, progress).run()
+            writer.finish()
         except BaseException as exc:
             conn.rollback()
             runs.finish_run(conn, run_id, "failed", str(exc)[:2000])
@@ -347,7 +348,12 @@ class _IngestBatches(BatchRunner):
             for r in part:
                 a_text, b_text = (r.src, r.tgt) if self.src == self.writer.a_lang else (r.tgt, r.src)
                 pairs.append(PairRow(r.line, sha(a_text), sha(b_text), json.dumps(r.meta or {}, ensure_ascii=False)))
-        inserted = self.writer.write(sentences, pairs, read=len(pairs), rejected=0)
+        # the later tasks, read already, skip the sentences that were stored then: a
+        # replace must not delete those under them
+        relied_on = ({(lang, sha(text)) for part, _ in self.pending.values() for r in part
+                      for lang, text in ((self.src, r.src), (self.tgt, r.tgt))}
+                     if self.writer.on_conflict != "add" else None)
+        inserted = self.writer.write(sentences, pairs, read=len(pairs), rejected=0, relied_on=relied_on)
         s = self.summary
         s.read += len(pairs)
         s.inserted += inserted

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import repeat
 
 import numpy as np
@@ -139,10 +139,12 @@ class PairRow:
 
 @dataclass
 class Dropped:
-    """What a delete removed: pairs, and the sentences no pair used any more."""
+    """What a delete removed: pairs, and the sentences no pair used any more (``kept``:
+    such sentences left in place because a later batch of the run relies on them)."""
 
     pairs: int = 0
     sentences: int = 0
+    kept: list[int] = field(default_factory=list)
 
     def __iadd__(self, other: "Dropped") -> "Dropped":
         self.pairs += other.pairs
@@ -150,24 +152,31 @@ class Dropped:
         return self
 
 
-def drop_pairs(cur: psycopg.Cursor, ids: list[int]) -> Dropped:
+def drop_pairs(cur: psycopg.Cursor, ids: list[int], protect: set[tuple[str, bytes]] | None = None) -> Dropped:
     """Delete the pairs ``ids`` in the cursor's transaction (which holds ``lock_writes``),
     and every sentence of theirs that no other pair uses, keeping the BM25 index exact:
     postings and forward rows deleted, df and token bounds recounted, N and total length
     reduced, and each affected token's blocks rewritten from the first one that held a
-    deleted posting (the later ones shift: a block is 128 consecutive postings)."""
+    deleted posting (the later ones shift: a block is 128 consecutive postings).
+    Sentences in ``protect`` (lang, sha) are left in place (see :func:`drop_unused`)."""
     if not ids:
         return Dropped()
     gone = cur.execute(_DELETE["delete_pairs"], {"ids": ids}).fetchall()
-    return Dropped(len(gone), drop_unused(cur, sorted({sid for _, a, b in gone for sid in (a, b)})))
+    n, kept = drop_unused(cur, sorted({sid for _, a, b in gone for sid in (a, b)}), protect)
+    return Dropped(len(gone), n, kept)
 
 
-def drop_unused(cur: psycopg.Cursor, candidates: list[int]) -> int:
+def drop_unused(cur: psycopg.Cursor, candidates: list[int], protect: set[tuple[str, bytes]] | None = None
+                ) -> tuple[int, list[int]]:
     """Delete those of the sentences ``candidates`` that no pair uses, with their terms,
-    embeddings and BM25 entries (as :func:`drop_pairs` says); returns how many."""
+    embeddings and BM25 entries (as :func:`drop_pairs` says): how many, and the ids of
+    those left in place because ``protect`` names them (an ingest's later batches were
+    told they are stored, and do not parse them again: they recheck them when they run)."""
     if not candidates:
-        return 0
-    orphans = [r[0] for r in cur.execute(_DELETE["orphans"], {"ids": candidates})]
+        return 0, []
+    found = cur.execute(_DELETE["orphans"], {"ids": candidates}).fetchall()
+    kept = [sid for sid, lang, h in found if protect and (lang, bytes(h)) in protect]
+    orphans = [sid for sid, lang, h in found if not (protect and (lang, bytes(h)) in protect)]
     if orphans:
         docs = cur.execute(_DELETE["delete_docs"], {"ids": orphans}).fetchall()
         tids = np.array([t for _, toks in docs for t in toks], dtype=np.int64)
@@ -188,7 +197,7 @@ def drop_unused(cur: psycopg.Cursor, candidates: list[int]) -> int:
             touched = np.unique(tids).tolist()
             cur.execute(_DELETE["recount_vocab"], {"ids": touched})
             rewrite_blocks(cur, tids, sids)
-    return len(orphans)
+    return len(orphans), kept
 
 
 def rewrite_blocks(cur: psycopg.Cursor, tids: np.ndarray, sids: np.ndarray) -> None:
@@ -345,6 +354,7 @@ class BatchWriter:
         self.on_conflict, self.src_is_a = on_conflict, (src_lang or a_lang) == a_lang
         self.replaced = Dropped()  # stored pairs replaced (and their sentences no pair uses any more)
         self.kept_out = 0          # pairs of the input not inserted: --on-conflict keep
+        self._recheck: list[int] = []  # sentences left unused by a replace that later batches rely on
         self.parsers = parsers
         self.labels = labels
         self.terms = TermResolver(conn, parsers, labels)
@@ -352,11 +362,14 @@ class BatchWriter:
         # Filled only after a commit.
         self._vocab: dict[tuple[str, str], tuple[int, int]] = {}
 
-    def write(self, sentences: list[ParsedSentence], pairs: list[PairRow], *, read: int, rejected: int) -> int:
+    def write(self, sentences: list[ParsedSentence], pairs: list[PairRow], *, read: int, rejected: int,
+              relied_on: set[tuple[str, bytes]] | None = None) -> int:
         """Write one batch in one transaction; returns the number of pairs inserted.
 
         ``sentences`` are the batch's parsed sentences (those not stored when the batch
         was read); every sentence a pair names is either among them or already stored.
+        ``relied_on``: (lang, sha) of the stored sentences that the run's later batches,
+        read already, will not parse: a replace keeps them until :meth:`finish`.
         """
         with self.conn.transaction():
             cur = self.conn.cursor()
@@ -373,18 +386,34 @@ class BatchWriter:
             kept_out = len(pairs) - len(todo)
             inserted = self._write_pairs(cur, todo, ids)
             # after the insert: a replaced pair's source is the new pair's too
-            replaced = drop_pairs(cur, stale)
+            replaced = drop_pairs(cur, stale, relied_on)
+            if self._recheck:
+                n, kept = drop_unused(cur, self._recheck, relied_on)
+                replaced.sentences += n
+                replaced.kept += kept
             if kept_out:  # the kept-out pairs' new sentences (written above) are in no pair
                 taken = {id(p) for p in todo}
                 drop_unused(cur, sorted({ids[(lang, h)] for p in pairs if id(p) not in taken
-                                         for lang, h in ((self.a_lang, p.a_sha), (self.b_lang, p.b_sha))}))
+                                         for lang, h in ((self.a_lang, p.a_sha), (self.b_lang, p.b_sha))}), relied_on)
             add_run_counts(cur, self.run_id, read=read, inserted=inserted,
                            duplicates=len(pairs) - inserted - kept_out, rejected=rejected)
         self.kept_out += kept_out
         self.replaced += replaced
+        self._recheck = replaced.kept
         self.terms.committed(term_ids)
         self._vocab.update(vocab)
         return inserted
+
+    def finish(self) -> None:
+        """After the run's last batch: delete the sentences a replace left in place for
+        later batches that, in the end, no pair uses (one transaction)."""
+        if not self._recheck:
+            return
+        with self.conn.transaction():
+            cur = self.conn.cursor()
+            lock_writes(cur)
+            self.replaced.sentences += drop_unused(cur, self._recheck)[0]
+        self._recheck = []
 
     def _conflicts(self, cur: psycopg.Cursor, pairs: list[PairRow], ids: dict[tuple[str, bytes], int]
                    ) -> tuple[list[PairRow], list[int]]:

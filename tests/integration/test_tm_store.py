@@ -8,6 +8,7 @@ import json
 from collections import Counter
 
 import psycopg
+import pytest
 
 from tests.helpers.cli import cli, cli_json
 from tests.helpers.database import scalar
@@ -183,3 +184,22 @@ def test_an_xliff_file_given_as_tmx_is_named_not_empty(db_url, tmp_path):
     result = cli(["ingest", str(path), "--src", "fr", "--tgt", "en", "--format", "tmx"], db_url)
     assert result.exit_code == 1
     assert f"{path}:2: not a TMX file (root element <xliff>)" in result.stderr
+
+
+@pytest.mark.parametrize("workers", ["0", "1"])
+def test_replace_keeps_a_sentence_a_later_batch_of_the_run_uses(db_url, tmp_path, workers):
+    """Batch 1 replaces Bonjour -> Hello, leaving "Hello." in no pair; batch 2, read (and
+    told "Hello." is stored) before batch 1 was written, pairs it with Salut: the run keeps
+    it for batch 2, and deletes only what no pair uses at the end ("Bye."). (In one
+    process, batch 2 is read after batch 1 is written and parses "Hello." again.)"""
+    ingest(db_url, write_memory(tmp_path / "tm.tmx", [("Bonjour.", "Hello."), ("Salut.", "Bye.")]), "--corpus", "tm")
+    new = [("Bonjour.", "Hi."), ("Salut.", "Hello.")]
+    args = ["ingest", str(write_memory(tmp_path / "tm2.tmx", new)), "--src", "fr", "--tgt", "en", "--corpus", "tm",
+            "--batch-size", "1", "--workers", workers]
+    out = cli_json(args, db_url)
+    assert (out["replaced"], out["inserted"]) == (2, 2)
+    assert stored_pairs(db_url) == Counter(new)
+    assert scalar(db_url, "SELECT count(*) FROM sentence WHERE text IN ('Bye.', 'Hello.')") == 1
+    assert_consistent(db_url)
+    again = cli_json(args, db_url)
+    assert (again["replaced"], again["inserted"]) == (0, 0)

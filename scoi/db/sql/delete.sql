@@ -10,9 +10,10 @@ DELETE FROM pair WHERE id = ANY(%(ids)s::bigint[]) RETURNING id, a_id, b_id;
 
 -- name: orphans
 -- Which of these sentences no pair uses any more (pair_a_id: the unique key's first
--- column; pair_b_idx).
-SELECT s.id FROM unnest(%(ids)s::bigint[]) AS s(id)
-WHERE NOT EXISTS (SELECT 1 FROM pair p WHERE p.a_id = s.id)
+-- column; pair_b_idx), with language and sha (an ingest may protect some).
+SELECT s.id, s.lang, s.text_sha FROM sentence s
+WHERE s.id = ANY(%(ids)s::bigint[])
+  AND NOT EXISTS (SELECT 1 FROM pair p WHERE p.a_id = s.id)
   AND NOT EXISTS (SELECT 1 FROM pair p WHERE p.b_id = s.id);
 
 -- name: delete_docs
