@@ -415,6 +415,15 @@ class BatchWriter:
             self.replaced.sentences += drop_unused(cur, self._recheck)[0]
         self._recheck = []
 
+    def _pair_ids(self, pairs: list[PairRow], ids: dict[tuple[str, bytes], int]) -> tuple[list[int], list[int]]:
+        """The a and b sentence ids of ``pairs``."""
+        try:
+            return [ids[(self.a_lang, p.a_sha)] for p in pairs], [ids[(self.b_lang, p.b_sha)] for p in pairs]
+        except KeyError:
+            # Only possible if sentences were deleted (scoi pairs rm, corpora rm) while this ingest ran.
+            raise RuntimeError("a sentence of this batch vanished from the database during the ingest "
+                               "(deleted by another command); rerun the ingest") from None
+
     def _conflicts(self, cur: psycopg.Cursor, pairs: list[PairRow], ids: dict[tuple[str, bytes], int]
                    ) -> tuple[list[PairRow], list[int]]:
         """The batch's pairs to insert (``keep`` leaves out those whose source the corpus
@@ -423,7 +432,7 @@ class BatchWriter:
         batch's and which the batch does not hold). ``add``: all of them, none."""
         if self.on_conflict == "add" or not pairs:
             return pairs, []
-        keyed = [(ids[(self.a_lang, p.a_sha)], ids[(self.b_lang, p.b_sha)], p) for p in pairs]
+        keyed = list(zip(*self._pair_ids(pairs, ids), pairs))
         src_ids = sorted({a if self.src_is_a else b for a, b, _ in keyed})
         stmt = sql.SQL(_DELETE["source_pairs"]).format(src=sql.Identifier("a_id" if self.src_is_a else "b_id"))
         stored = cur.execute(stmt, {"src_ids": src_ids, "corpus_id": self.corpus_id, "run_id": self.run_id}).fetchall()
@@ -504,13 +513,7 @@ class BatchWriter:
         """Insert the batch's pairs by sentence id, with their metadata; returns how many
         were new. ``replace`` also makes the stored ones this run's, with the input's
         metadata (a pair the run confirmed is not replaced by its later batches)."""
-        try:
-            a_ids = [ids[(self.a_lang, p.a_sha)] for p in pairs]
-            b_ids = [ids[(self.b_lang, p.b_sha)] for p in pairs]
-        except KeyError:
-            # Only possible if sentences were deleted while this ingest ran.
-            raise RuntimeError("a sentence of this batch vanished from the database during the ingest; "
-                               "rerun the ingest") from None
+        a_ids, b_ids = self._pair_ids(pairs, ids)
         metas = [p.meta for p in pairs]
         if self.on_conflict == "replace":  # one row per pair: an upsert may not touch a row twice
             first = {}
