@@ -22,7 +22,7 @@ from psycopg import sql
 
 from ingest.runs import add_run_counts
 from scoi.analysis import MAX_EXAMPLE_TOKENS, Analysis
-from scoi.core.bm25blocks import BLOCK, DIR, GROUP, decode_dir, decode_postings, open_from, pack
+from scoi.core.bm25blocks import BLOCK, DIR, GROUP, Directory, decode_dir, decode_postings, open_from, pack
 from scoi.core.polynomial import LabelSpace, parse_key
 from scoi.db.literals import (VECTOR_WIDTH, bytea_array, copy_text, int_array, opt_int_array, signature, sparsevec,
                               text_array)
@@ -179,8 +179,10 @@ def drop_unused(cur: psycopg.Cursor, candidates: list[int], protect: set[tuple[s
     orphans = [sid for sid, lang, h in found if not (protect and (lang, bytes(h)) in protect)]
     if orphans:
         docs = cur.execute(_DELETE["delete_docs"], {"ids": orphans}).fetchall()
-        tids = np.array([t for _, toks in docs for t in toks], dtype=np.int64)
-        sids = np.array([sid for sid, toks in docs for _ in toks], dtype=np.int64)
+        tids = np.array([t for _, toks, _, _ in docs for t in toks], dtype=np.int64)
+        sids = np.array([sid for sid, toks, _, _ in docs for _ in toks], dtype=np.int64)
+        tfs = np.array([tf for _, _, tf_list, _ in docs for tf in tf_list], dtype=np.int64)
+        dls = np.array([dl for _, toks, _, dl in docs for _ in toks], dtype=np.int64)
         cur.execute(_DELETE["delete_postings"], {"tids": tids.tolist(), "sids": sids.tolist()})
         cur.execute(_DELETE["delete_sentence_terms"], {"ids": orphans})
         stats: dict[str, list[int]] = {}
@@ -194,35 +196,60 @@ def drop_unused(cur: psycopg.Cursor, candidates: list[int], protect: set[tuple[s
                                                     "lens": [v[1] for v in stats.values()]})
             cur.execute(_DELETE["drop_empty_stats"], {"langs": list(stats)})
         if len(tids):
-            touched = np.unique(tids).tolist()
-            cur.execute(_DELETE["recount_vocab"], {"ids": touched})
+            update_vocab(cur, tids, tfs, dls)
             rewrite_blocks(cur, tids, sids)
     return len(orphans), kept
 
 
+def update_vocab(cur: psycopg.Cursor, tids: np.ndarray, tfs: np.ndarray, dls: np.ndarray) -> None:
+    """df and the token bounds of migration 0008 without the deleted postings (token, tf,
+    dl): df and df_rep drop by their counts; the extremes (largest tf, shortest sentence
+    with tf = any, 2, 3+) are recounted from the remaining postings only for the tokens
+    where a deleted posting was one (a delete can tighten a bound, and the checks want
+    exact extremes; recounting reads the token's whole list)."""
+    order = np.argsort(tids, kind="stable")
+    tids, tfs, dls = tids[order], tfs[order], dls[order]
+    uniq, start = np.unique(tids, return_index=True)
+    n = np.diff(np.r_[start, len(tids)])
+    n_rep = np.add.reduceat((tfs >= 2).astype(np.int64), start)
+    cur.execute(_DELETE["sub_df"], {"ids": uniq.tolist(), "n": n.tolist(), "n_rep": n_rep.tolist()})
+    bounds = {tid: rest for tid, *rest in cur.execute(_DELETE["token_bounds"], {"ids": uniq.tolist()})}
+    recount = set()
+    for tid, tf, dl in zip(tids.tolist(), tfs.tolist(), dls.tolist()):
+        df, max_tf, min_dl, min_dl2, min_dl3 = bounds[tid]
+        if df == 0 or tf == max_tf or dl == min_dl or (tf == 2 and dl == min_dl2) or (tf >= 3 and dl == min_dl3):
+            recount.add(tid)
+    if recount:
+        cur.execute(_DELETE["recount_vocab"], {"ids": sorted(recount)})
+
+
 def rewrite_blocks(cur: psycopg.Cursor, tids: np.ndarray, sids: np.ndarray) -> None:
-    """Rewrite the posting blocks of the tokens whose postings (``tids``, ``sids``) were
-    just deleted from ``posting``: each token's rows from the group holding its first
-    deleted posting on are read back from ``posting``, packed again and replace the old
-    ones; its directory keeps the records before them (``upsert_dirs``), or goes when the
-    token has no posting left."""
+    """Rewrite the posting blocks of the tokens whose postings (``tids``, ``sids``) are
+    deleted: each token's rows from the group holding its first deleted posting on are
+    read back (bytes, decoded here), the deleted postings left out, packed again and
+    replace the old rows; its directory keeps the records before them (``upsert_dirs``),
+    or goes when the token has no posting left."""
     first_deleted: dict[int, int] = {}
     for tid, sid in zip(tids.tolist(), sids.tolist()):
         if sid < first_deleted.get(tid, sid + 1):
             first_deleted[tid] = sid
     base: dict[int, int] = {}
-    first_sid: dict[int, int] = {}
+    dirs: dict[int, Directory] = {}
     for tid, meta in cur.execute(_DELETE["dirs"], {"ids": list(first_deleted)}):
         directory = decode_dir(bytes(meta))
         j = int(np.searchsorted(directory.last, first_deleted[tid], side="left"))
         base[tid] = GROUP * (min(j, len(directory) - 1) // GROUP)
-        first_sid[tid] = int(directory.first[base[tid]])
+        dirs[tid] = directory[base[tid]:]
     ids = list(base)
-    rows = cur.execute(_DELETE["postings_from"], {"ids": ids, "firsts": [first_sid[t] for t in ids]}).fetchall()
-    cols = np.array(rows, dtype=np.int64).reshape(-1, 4)
-    order = np.lexsort((cols[:, 1], cols[:, 0]))
-    cols = cols[order]
-    packed, per_token = pack(cols[:, 0], cols[:, 1], cols[:, 2], cols[:, 3], base)
+    gone = np.unique(sids)
+    parts: list[tuple[np.ndarray, ...]] = []
+    for tid, b_ids, b_tfdl in cur.execute(_DELETE["blocks_from"], {"ids": ids, "block_nos": [base[t] for t in ids]}):
+        t_sids, t_tfs, t_dls = decode_postings(dirs[tid], bytes(b_ids), bytes(b_tfdl))
+        keep = ~np.isin(t_sids, gone)
+        parts.append((np.full(int(keep.sum()), tid, dtype=np.int64), t_sids[keep], t_tfs[keep], t_dls[keep]))
+    cols = [np.concatenate([p[i] for p in parts]) if parts else np.zeros(0, dtype=np.int64) for i in range(4)]
+    order = np.lexsort((cols[1], cols[0]))
+    packed, per_token = pack(*(c[order] for c in cols), base)
     layout = {"block": BLOCK, "group": GROUP, "rec": DIR.itemsize}
     cur.execute(_DELETE["delete_blocks_from"], {"ids": ids, "block_nos": [base[t] for t in ids]})
     with cur.copy(_SQL["copy_blocks"]) as cp:
@@ -231,8 +258,7 @@ def rewrite_blocks(cur: psycopg.Cursor, tids: np.ndarray, sids: np.ndarray) -> N
     emptied = [t for t in ids if t not in per_token]
     cur.execute(_DELETE["delete_dirs"], {"ids": [t for t in emptied if base[t] == 0]})
     # a token whose blocks from base[t] on are all gone keeps the full groups before them
-    kept = {t: (base[t], 0, b"") for t in emptied if base[t] > 0}
-    out = {**per_token, **kept}
+    out = {**per_token, **{t: (base[t], 0, b"") for t in emptied if base[t] > 0}}
     if out:
         tids_out = list(out)
         cur.execute(_SQL["upsert_dirs"], {

@@ -17,8 +17,9 @@ WHERE s.id = ANY(%(ids)s::bigint[])
   AND NOT EXISTS (SELECT 1 FROM pair p WHERE p.b_id = s.id);
 
 -- name: delete_docs
--- The forward rows of the sentences: their distinct token ids are the postings to delete.
-DELETE FROM bm25_doc WHERE sentence_id = ANY(%(ids)s::bigint[]) RETURNING sentence_id, token_ids;
+-- The forward rows of the sentences: their distinct token ids (with tf, and the length)
+-- are the postings to delete.
+DELETE FROM bm25_doc WHERE sentence_id = ANY(%(ids)s::bigint[]) RETURNING sentence_id, token_ids, tfs, dl;
 
 -- name: delete_postings
 -- One primary-key probe per (token, sentence), then a TID scan (as ingest.sql's
@@ -47,6 +48,16 @@ WHERE b.lang = u.lang;
 -- cannot update a row and then delete it.
 DELETE FROM bm25_stats WHERE lang = ANY(%(langs)s::text[]) AND n_docs = 0;
 
+-- name: sub_df
+-- df and df_rep without the deleted postings (n, of which n_rep with tf >= 2).
+UPDATE vocab v SET df = v.df - u.n, df_rep = v.df_rep - u.n_rep
+FROM unnest(%(ids)s::int[], %(n)s::int[], %(n_rep)s::int[]) AS u(id, n, n_rep)
+WHERE v.id = u.id;
+
+-- name: token_bounds
+-- The tokens' df (after sub_df) and extremes, to tell which a deleted posting was one of.
+SELECT id, df, max_tf, min_dl, min_dl2, min_dl3 FROM vocab WHERE id = ANY(%(ids)s::int[]);
+
 -- name: recount_vocab
 -- df and the token bounds (migration 0008) of tokens that lost postings, recounted from
 -- their remaining postings (an index-only scan of each list): unlike an insert, a delete
@@ -66,13 +77,14 @@ WHERE v.id = u.id;
 -- The block directories of the tokens that lost postings.
 SELECT token_id, meta FROM bm25_dir WHERE token_id = ANY(%(ids)s::int[]);
 
--- name: postings_from
--- Each token's remaining postings from a sentence id on (the first of the blocks to
--- rewrite), read from `posting` by its primary key.
-SELECT u.token_id, p.sentence_id, p.tf, p.dl
-FROM unnest(%(ids)s::int[], %(firsts)s::bigint[]) AS u(token_id, first)
-CROSS JOIN LATERAL (SELECT p.sentence_id, p.tf, p.dl FROM posting p
-                    WHERE p.token_id = u.token_id AND p.sentence_id >= u.first) p;
+-- name: blocks_from
+-- Each token's block rows from a block number on (the ones to rewrite), their bytes
+-- concatenated in block order: one probe of the primary key per token.
+SELECT u.token_id, x.ids, x.tfdl
+FROM unnest(%(ids)s::int[], %(block_nos)s::int[]) AS u(token_id, block_no)
+CROSS JOIN LATERAL (SELECT string_agg(b.ids, ''::bytea ORDER BY b.block_no) AS ids,
+                           string_agg(b.tfdl, ''::bytea ORDER BY b.block_no) AS tfdl
+                    FROM bm25_block b WHERE b.token_id = u.token_id AND b.block_no >= u.block_no) x;
 
 -- name: delete_blocks_from
 -- Each token's block rows from a block number on (the rewritten ones).
