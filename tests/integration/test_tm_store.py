@@ -176,6 +176,14 @@ def test_tmx_variants_match_case_insensitively_and_a_dropped_one_is_reported(db_
     assert scalar(db_url, "SELECT count(*) FROM sentence WHERE text = 'Il mange rapidement.'") == 1
 
 
+def test_an_unknown_on_conflict_value_is_one_line_and_writes_nothing(db_url, tmp_path, few):
+    result = cli(["ingest", str(write_tsv(tmp_path / "a.tsv", few[:2])), "--src", "fr", "--tgt", "en",
+                  "--on-conflict", "merge"], db_url)
+    assert result.exit_code == 1
+    assert result.stderr.strip() == "error: --on-conflict 'merge': expected one of add, replace, keep"
+    assert scalar(db_url, "SELECT count(*) FROM corpus") == 0
+
+
 def test_an_xliff_file_given_as_tmx_is_named_not_empty(db_url, tmp_path):
     path = tmp_path / "doc.xlf"
     path.write_text('<?xml version="1.0"?>\n<xliff version="1.2"><file source-language="fr" datatype="plaintext" '
