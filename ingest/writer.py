@@ -183,7 +183,7 @@ def drop_unused(cur: psycopg.Cursor, candidates: list[int], protect: set[tuple[s
         sids = np.array([sid for sid, toks, _, _ in docs for _ in toks], dtype=np.int64)
         tfs = np.array([tf for _, _, tf_list, _ in docs for tf in tf_list], dtype=np.int64)
         dls = np.array([dl for _, toks, _, dl in docs for _ in toks], dtype=np.int64)
-        cur.execute(_DELETE["delete_postings"], {"tids": tids.tolist(), "sids": sids.tolist()})
+        cur.execute(_DELETE["delete_postings"], {"tids": int_array(tids.tolist()), "sids": int_array(sids.tolist())})
         cur.execute(_DELETE["delete_sentence_terms"], {"ids": orphans})
         stats: dict[str, list[int]] = {}
         for lang, eligible, n in cur.execute(_DELETE["delete_sentences"], {"ids": orphans}).fetchall():
@@ -212,15 +212,16 @@ def update_vocab(cur: psycopg.Cursor, tids: np.ndarray, tfs: np.ndarray, dls: np
     uniq, start = np.unique(tids, return_index=True)
     n = np.diff(np.r_[start, len(tids)])
     n_rep = np.add.reduceat((tfs >= 2).astype(np.int64), start)
-    cur.execute(_DELETE["sub_df"], {"ids": uniq.tolist(), "n": n.tolist(), "n_rep": n_rep.tolist()})
-    bounds = {tid: rest for tid, *rest in cur.execute(_DELETE["token_bounds"], {"ids": uniq.tolist()})}
+    ids = int_array(uniq.tolist())
+    cur.execute(_DELETE["sub_df"], {"ids": ids, "n": int_array(n.tolist()), "n_rep": int_array(n_rep.tolist())})
+    bounds = {tid: rest for tid, *rest in cur.execute(_DELETE["token_bounds"], {"ids": ids})}
     recount = set()
     for tid, tf, dl in zip(tids.tolist(), tfs.tolist(), dls.tolist()):
         df, max_tf, min_dl, min_dl2, min_dl3 = bounds[tid]
         if df == 0 or tf == max_tf or dl == min_dl or (tf == 2 and dl == min_dl2) or (tf >= 3 and dl == min_dl3):
             recount.add(tid)
     if recount:
-        cur.execute(_DELETE["recount_vocab"], {"ids": sorted(recount)})
+        cur.execute(_DELETE["recount_vocab"], {"ids": int_array(sorted(recount))})
 
 
 def rewrite_blocks(cur: psycopg.Cursor, tids: np.ndarray, sids: np.ndarray) -> None:
@@ -235,28 +236,28 @@ def rewrite_blocks(cur: psycopg.Cursor, tids: np.ndarray, sids: np.ndarray) -> N
             first_deleted[tid] = sid
     base: dict[int, int] = {}
     dirs: dict[int, Directory] = {}
-    for tid, meta in cur.execute(_DELETE["dirs"], {"ids": list(first_deleted)}):
+    for tid, meta in cur.execute(_DELETE["dirs"], {"ids": int_array(list(first_deleted))}):
         directory = decode_dir(bytes(meta))
         j = int(np.searchsorted(directory.last, first_deleted[tid], side="left"))
         base[tid] = GROUP * (min(j, len(directory) - 1) // GROUP)
         dirs[tid] = directory[base[tid]:]
     ids = list(base)
-    gone = np.unique(sids)
+    where = {"ids": int_array(ids), "block_nos": int_array([base[t] for t in ids])}
     parts: list[tuple[np.ndarray, ...]] = []
-    for tid, b_ids, b_tfdl in cur.execute(_DELETE["blocks_from"], {"ids": ids, "block_nos": [base[t] for t in ids]}):
+    for tid, b_ids, b_tfdl in cur.execute(_DELETE["blocks_from"], where):
         t_sids, t_tfs, t_dls = decode_postings(dirs[tid], bytes(b_ids), bytes(b_tfdl))
-        keep = ~np.isin(t_sids, gone)
-        parts.append((np.full(int(keep.sum()), tid, dtype=np.int64), t_sids[keep], t_tfs[keep], t_dls[keep]))
+        parts.append((np.full(len(t_sids), tid, dtype=np.int64), t_sids, t_tfs, t_dls))
     cols = [np.concatenate([p[i] for p in parts]) if parts else np.zeros(0, dtype=np.int64) for i in range(4)]
-    order = np.lexsort((cols[1], cols[0]))
-    packed, per_token = pack(*(c[order] for c in cols), base)
+    keep = ~np.isin(cols[1], sids)  # a deleted sentence loses all its postings: one test for every token
+    order = np.lexsort((cols[1][keep], cols[0][keep]))
+    packed, per_token = pack(*(c[keep][order] for c in cols), base)
     layout = {"block": BLOCK, "group": GROUP, "rec": DIR.itemsize}
-    cur.execute(_DELETE["delete_blocks_from"], {"ids": ids, "block_nos": [base[t] for t in ids]})
+    cur.execute(_DELETE["delete_blocks_from"], where)
     with cur.copy(_SQL["copy_blocks"]) as cp:
         for row in packed:
             cp.write_row(row)
     emptied = [t for t in ids if t not in per_token]
-    cur.execute(_DELETE["delete_dirs"], {"ids": [t for t in emptied if base[t] == 0]})
+    cur.execute(_DELETE["delete_dirs"], {"ids": int_array([t for t in emptied if base[t] == 0])})
     # a token whose blocks from base[t] on are all gone keeps the full groups before them
     out = {**per_token, **{t: (base[t], 0, b"") for t in emptied if base[t] > 0}}
     if out:
