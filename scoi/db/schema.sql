@@ -574,11 +574,15 @@ CREATE TABLE public.selection (
 CREATE TABLE public.selection_pick (
     selection_id bigint NOT NULL,
     "position" integer NOT NULL,
-    pair_id bigint NOT NULL,
+    pair_id bigint,
     criterion text NOT NULL,
     coverage double precision,
     match real
 );
+
+-- COMMENT COLUMN selection_pick.pair_id
+
+COMMENT ON COLUMN public.selection_pick.pair_id IS 'The example picked; NULL when that pair was deleted since.';
 
 -- COMMENT COLUMN selection_pick.match
 
@@ -862,10 +866,14 @@ CREATE TABLE public.schedule_run (
 CREATE TABLE public.selection_candidate (
     selection_id bigint NOT NULL,
     rank integer NOT NULL,
-    pair_id bigint NOT NULL,
+    pair_id bigint,
     score double precision,
     match real
 );
+
+-- COMMENT COLUMN selection_candidate.pair_id
+
+COMMENT ON COLUMN public.selection_candidate.pair_id IS 'The candidate; NULL when that pair was deleted since.';
 
 -- COMMENT COLUMN selection_candidate.match
 
@@ -1377,6 +1385,14 @@ CREATE INDEX pair_meta_idx ON public.pair USING gin (meta jsonb_path_ops);
 
 CREATE INDEX posting_rep ON public.posting USING btree (token_id, dl, sentence_id) INCLUDE (tf, sig) WHERE (tf >= 2);
 
+-- INDEX selection_candidate_pair_idx
+
+CREATE INDEX selection_candidate_pair_idx ON public.selection_candidate USING btree (pair_id);
+
+-- INDEX selection_pick_pair_idx
+
+CREATE INDEX selection_pick_pair_idx ON public.selection_pick USING btree (pair_id);
+
 -- INDEX sentence_embedding_embedder_idx
 
 CREATE INDEX sentence_embedding_embedder_idx ON public.sentence_embedding USING btree (embedder_id, sentence_id);
@@ -1581,7 +1597,7 @@ ALTER TABLE ONLY public.schedule_run
 -- FK CONSTRAINT selection_candidate selection_candidate_pair_id_fkey
 
 ALTER TABLE ONLY public.selection_candidate
-    ADD CONSTRAINT selection_candidate_pair_id_fkey FOREIGN KEY (pair_id) REFERENCES public.pair(id);
+    ADD CONSTRAINT selection_candidate_pair_id_fkey FOREIGN KEY (pair_id) REFERENCES public.pair(id) ON DELETE SET NULL;
 
 -- FK CONSTRAINT selection_candidate selection_candidate_selection_id_fkey
 
@@ -1591,7 +1607,7 @@ ALTER TABLE ONLY public.selection_candidate
 -- FK CONSTRAINT selection_pick selection_pick_pair_id_fkey
 
 ALTER TABLE ONLY public.selection_pick
-    ADD CONSTRAINT selection_pick_pair_id_fkey FOREIGN KEY (pair_id) REFERENCES public.pair(id);
+    ADD CONSTRAINT selection_pick_pair_id_fkey FOREIGN KEY (pair_id) REFERENCES public.pair(id) ON DELETE SET NULL;
 
 -- FK CONSTRAINT selection_pick selection_pick_selection_id_fkey
 
