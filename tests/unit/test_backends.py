@@ -146,3 +146,20 @@ def test_errors_never_show_a_key_in_the_server_url(openai_env):
     with pytest.raises(BackendError) as info:
         backend.generate(["x"])
     assert "127.0.0.1" in str(info.value) and "KEY" not in str(info.value) and "KEY" not in repr(backend)
+
+
+def test_openai_context_counts_with_the_servers_tokenize_route(openai_env):
+    with FakeOpenAI(tokenize=lambda prompt: len(prompt.split())) as server:
+        backend = load_backend("openai:m", base_url=server.url, context=512)
+        assert backend.context_length == 512
+        assert backend.count_tokens("un deux trois") == 3
+        assert [c["path"] for c in server.calls] == ["/tokenize"]
+
+
+def test_openai_context_without_tokenize_route_bounds_by_utf8_bytes(openai_env):
+    with FakeOpenAI() as server:  # /tokenize: 404
+        backend = load_backend("openai:m", base_url=server.url, context=512)
+        assert backend.count_tokens("été") == 6  # 5 bytes + a BOS: never fewer than the model's tokens
+        assert backend.count_tokens("abc") == 4
+        assert len(server.calls) == 1  # the missing route is asked once
+    assert load_backend("openai:m", base_url=server.url).context_length is None
