@@ -68,6 +68,10 @@ class SelectionError(RuntimeError):
     """A selection that cannot run (no corpus for the direction, bad option)."""
 
 
+#: Why a blank sentence (empty, or only whitespace) gets no selection.
+BLANK_QUERY = "the sentence is blank (empty or only whitespace): there is nothing to select examples for"
+
+
 @dataclass(frozen=True)
 class Bm25Params:
     """Preselection settings (see docs/preselection.md).
@@ -503,8 +507,12 @@ class Selector:
         spaCy: the server's work and the parse overlap instead of adding up (30-token
         sentences: parse ~5 ms, preselection ~6-8 ms). ``analysis``: the sentence's
         (Moses tokens, terms), when the caller has parsed a whole batch already. Runs with
-        one BLAS thread (:func:`_one_blas_thread`).
+        one BLAS thread (:func:`_one_blas_thread`). A blank ``text`` is refused
+        (SelectionError): no example can cover nothing, and "selecting" for it only hides a
+        caller's mistake.
         """
+        if not text.strip():
+            raise SelectionError(BLANK_QUERY)
         with _one_blas_thread():
             return self._select(text, k=k, method=method, record=record, analysis=analysis)
 

@@ -104,6 +104,8 @@ def select(
     steps = Steps()
     if (text is None) == (file is None):
         fail("give either a TEXT argument or --file FILE")
+    if text is not None and not text.strip():
+        fail("the sentence to select examples for is blank (empty or only whitespace); give a sentence")
     queries: list[str] = []
     if file is not None:
         from scoi.textfile import TextFileError, read_lines

@@ -131,7 +131,7 @@ class Prepared:
     item: Claimed
     selection: Any  # SelectionResult to record with the result, or None (zero-shot)
     labels: Any     # the selector's LabelSpace, needed to record the selection
-    prompt: str
+    prompt: str | None  # None: nothing goes to the model (a blank source passes through)
     select_ms: float
     selection_id: int | None = None
     examples: list[Example] = field(default_factory=list)  # selection order, best first
@@ -144,7 +144,7 @@ class Generated(NamedTuple):
 
     prepared: Prepared
     output: str
-    raw_output: str
+    raw_output: str | None
     generate_ms: float
     warning: str | None = None
 
@@ -388,6 +388,8 @@ class Worker:
         return PrepareResult(job, prepared, failed)
 
     def _prepare_item(self, job: Job, selector: Any, item: Claimed, analysis: Any, shared_ms: float) -> Prepared:
+        if not item.source.strip():  # passed through by generate(): no selection, no prompt
+            return Prepared(item, None, None, None, 0.0)
         ts = time.perf_counter()
         res, examples = None, []
         if selector is not None:
@@ -403,7 +405,16 @@ class Worker:
 
     def generate(self, job: Job, prepared: list[Prepared]) -> GenerateResult:
         """One backend call for the prepared items; a failure fails them all, keeping
-        their prompts."""
+        their prompts. An item whose source is blank passes through without a model call:
+        its output is blank too (docs/jobs.md), as submit does for blank input lines."""
+        blank = [Generated(p, "", None, 0.0) for p in prepared if p.prompt is None]
+        if not blank:
+            return self._generate(job, prepared)
+        rest = [p for p in prepared if p.prompt is not None]
+        result = self._generate(job, rest) if rest else GenerateResult([], [], 0.0)
+        return GenerateResult(blank + result.done, result.failed, result.seconds)
+
+    def _generate(self, job: Job, prepared: list[Prepared]) -> GenerateResult:
         try:
             backend = self.caches.backend(job)
         except Exception as e:  # noqa: BLE001
