@@ -392,7 +392,7 @@ class Selector:
         """The pool: the top ``pool`` pairs by BM25 (:meth:`preselect` then :meth:`fetch`;
         the "sql" engine: in one statement and one round trip) holding each source sentence
         once, by its best-ranked pair (scoi.core.greedy.distinct_sources, docs/method.md
-        §3); when that drops pairs, a deeper preselection fills the pool up to its size.
+        §5); when that drops pairs, a deeper preselection fills the pool up to its size.
         Sets :attr:`certified` too."""
         if not tokens:
             self.certified = True
@@ -611,7 +611,7 @@ class Selector:
 
     def _fill(self, n: int, picked: list[Picked]) -> list[Picked]:
         """``n`` random pairs (seeded) whose source sentences are neither picked already nor
-        each other's (one slot per source sentence, docs/method.md §3)."""
+        each other's (one slot per source sentence, docs/method.md §5)."""
         ids = [r[0] for r in self.conn.execute(SQL["random_examples"], {
             "lang": self.src, "tgt": self.tgt, "corpora": self.corpus_ids, "exclude": [p.pair_id for p in picked],
             "seed": self.seed, "n": 2 * n}).fetchall()]  # spare ones: variants equal after source_key

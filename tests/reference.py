@@ -1,6 +1,5 @@
-"""Slow, literal implementations of docs/method.md §3, §4 and §7, to check the fast code against.
-
-The pool rule of §3 (one pair per source sentence, the best-ranked) is :func:`distinct_pool`:
+"""Slow, literal implementations of docs/method.md §3, §4 and §7, to check the fast code against,
+and of §5's pool rule (one pair per source sentence, the best-ranked): :func:`distinct_pool`;
 the candidates ``select`` is given are such a pool.
 
 Plain Python loops over plain lists; every coverage of a candidate set is recomputed from
@@ -165,7 +164,7 @@ def select(
 
 
 def same_sentence(a: str, b: str) -> bool:
-    """docs/method.md §3: two sources are one sentence when they are equal in NFC with every
+    """docs/method.md §5: two sources are one sentence when they are equal in NFC with every
     run of whitespace read as one space and the ends stripped."""
     def norm(text: str) -> str:
         return re.sub(r"\s+", " ", unicodedata.normalize("NFC", text)).strip()
@@ -174,7 +173,7 @@ def same_sentence(a: str, b: str) -> bool:
 
 
 def distinct_pool(ranked, n: int) -> list:
-    """The pool of docs/method.md §3 from candidates ranked by BM25 (best first, ties by pair
+    """The pool of docs/method.md §5 from candidates ranked by BM25 (best first, ties by pair
     id; objects with ``src``): walk the ranking, skip a candidate whose source sentence an
     earlier kept one has, stop at ``n`` kept."""
     pool: list = []

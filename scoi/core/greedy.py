@@ -321,7 +321,7 @@ def source_key(text: str) -> str:
 def distinct_sources(sources: Sequence[str]) -> list[int]:
     """Indices of the first candidate of each source sentence (:func:`source_key`), in pool
     order: a pool holds a source sentence once, by its best-ranked pair (BM25, then pair
-    id), so no selection fills two slots with one source and two targets (docs/method.md §3)."""
+    id), so no selection fills two slots with one source and two targets (docs/method.md §5)."""
     seen: set[str] = set()
     keep: list[int] = []
     for i, text in enumerate(sources):

@@ -1,4 +1,4 @@
-"""One slot per source sentence (docs/method.md §3): a corpus holding the same source
+"""One slot per source sentence (docs/method.md §5): a corpus holding the same source
 sentence with several targets (and a variant differing only in spaces) gives every pool
 method, the random fill and fuzzy-ann's nearest pairs each source once, by its best-ranked
 pair, and the pool still has its size. Checked against tests/reference.py's literal rule."""
