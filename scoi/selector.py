@@ -353,7 +353,9 @@ class Selector:
         return self.analyzer.terms(text)
 
     def preselect_params(self, tokens: list[str], n: int | None = None) -> dict[str, Any]:
-        n = n or self.pool
+        """The preselection statement's parameters for the top ``n`` pairs (default: the
+        pool and its spares, what :meth:`select` asks for first)."""
+        n = n or self.depth
         if self.bm25.engine == "blocks":
             return {"lang": self.src, "tgt": self.tgt, "tokens": [t.lower() for t in tokens], "n": n,
                     "corpora": self.corpus_ids, "read_all": self.bm25.read_all, "rare": self.bm25.rare}

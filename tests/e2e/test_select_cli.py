@@ -117,6 +117,8 @@ def test_blank_sentence_is_refused_in_one_line(cli, cli_db, text):
     result = cli("select", text, "--src", "fr", "--tgt", "en", "--json", ok=False)
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit) and result.stdout.strip() == ""
     assert result.stderr.startswith("error: ") and "blank" in result.stderr and result.stderr.count("\n") == 1
+    prompt = cli("prompt", text, "--src", "fr", "--tgt", "en", ok=False)
+    assert prompt.exit_code == 1 and "blank" in prompt.stderr and prompt.stdout.strip() == ""
     with Selector("fr", "en", url=cli_db) as sel, pytest.raises(SelectionError, match="blank"):
         sel.select(text)
 
