@@ -67,3 +67,28 @@ def test_job_prompts_drop_last_ranked_examples_to_fit_the_context(job_db, short_
         st = status(conn, job_id)
     assert [r["examples_used"] for r in exported] == [r["examples_used"] for r in rows]
     assert st["examples_dropped"] == {"items": 3, "fewest": min(r["examples_used"] for r in rows[:3])}
+
+
+def test_openai_context_option_fits_prompts_counted_by_the_servers_tokenize(job_db):
+    """``--backend-opt context=N``: the server's /tokenize counts (here: words), examples go
+    last-ranked first, and only fitted prompts reach /completions."""
+    from tests.helpers.fake_openai import FakeOpenAI, ok_length
+
+    def words(text: str) -> int:
+        return len(text.split())
+
+    query = demo_test_pairs()[0][0]
+    with Selector("fr", "en", url=job_db) as sel:
+        ranked = [Example(p.src, p.tgt) for p in sel.select(query, k=4, method="scoi").selected]
+    context = words(render_prompt(query, ranked[:2], "fr", "en")) + NEW_TOKENS  # room for two examples
+    with FakeOpenAI(answer=ok_length, tokenize=words) as server, psycopg.connect(job_db, autocommit=True) as conn:
+        job_id = submit(conn, JobSpec("fr", "en", model="openai:stub", method="scoi", k=4, max_new_tokens=NEW_TOKENS,
+                                      backend_options={"base_url": server.url, "max_retries": 0,
+                                                       "context": context}), [query])
+        with Worker(job_db, WorkerOptions(burst=True)) as w:
+            assert w.run().done == 1
+        sent = [c["body"]["prompt"] for c in server.calls if c["path"].endswith("/completions")]
+        counted = [c for c in server.calls if c["path"] == "/tokenize"]
+    [row] = items(job_db, job_id)
+    assert row["examples_used"] == 2 and sent == [row["prompt"]] == [render_prompt(query, ranked[:2], "fr", "en")]
+    assert len(counted) == 3  # four examples, three, two
