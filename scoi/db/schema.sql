@@ -383,6 +383,8 @@ CREATE TABLE public.job_item (
     delivery_error text,
     origin text,
     origin_pair_id bigint,
+    examples_used integer,
+    CONSTRAINT job_item_examples_used_check CHECK ((examples_used >= 0)),
     CONSTRAINT job_item_max_attempts_check CHECK ((max_attempts >= 1)),
     CONSTRAINT job_item_origin_check CHECK ((origin = ANY (ARRAY['llm'::text, 'tm'::text]))),
     CONSTRAINT job_item_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'running'::text, 'done'::text, 'failed'::text, 'cancelled'::text])))
@@ -411,6 +413,10 @@ COMMENT ON COLUMN public.job_item.origin IS 'Where the output came from: llm (th
 -- COMMENT COLUMN job_item.origin_pair_id
 
 COMMENT ON COLUMN public.job_item.origin_pair_id IS 'The pair whose translation was reused when origin = tm, else NULL.';
+
+-- COMMENT COLUMN job_item.examples_used
+
+COMMENT ON COLUMN public.job_item.examples_used IS 'Examples the prompt kept: below the job''s k when examples were dropped (last-ranked first) to fit the model''s context; NULL until done.';
 
 -- VIEW selection_gap
 
