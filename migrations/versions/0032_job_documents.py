@@ -1,7 +1,7 @@
 """Jobs over CAT-tool files: the original file, each item's source with placeholders, QA flags.
 
 Revision ID: 0032
-Revises: 0023
+Revises: 0030
 Create Date: 2026-11-26
 
 - ``job_document``: the XLIFF or PO file a job was submitted from (its bytes, as given), so
@@ -17,7 +17,7 @@ Create Date: 2026-11-26
 from alembic import op
 
 revision = "0032"
-down_revision = "0023"
+down_revision = "0030"
 branch_labels = None
 depends_on = None
 

@@ -23,7 +23,7 @@ EXPORT_FORMATS = ("jsonl", "tsv")
 
 
 EXPORT_COLUMNS = ("index", "source", "output", "reference", "status", "attempts", "error", "warning",
-                  "selection_id", "select_ms", "generate_ms", "overhead_ms", "qa")
+                  "selection_id", "select_ms", "generate_ms", "overhead_ms", "examples_used", "qa")
 
 
 def export_rows(conn: psycopg.Connection, job_id: int, *, with_prompt: bool = False) -> Iterator[dict[str, Any]]:
@@ -32,10 +32,11 @@ def export_rows(conn: psycopg.Connection, job_id: int, *, with_prompt: bool = Fa
         cur.itersize = 2000
         cur.execute(SQL["export_items"], {"id": job_id})
         for (idx, source, output, reference, st, attempts, error, warning, selection_id,
-             select_ms, generate_ms, overhead_ms, raw_output, prompt, qa, _key) in cur:
+             select_ms, generate_ms, overhead_ms, raw_output, prompt, examples_used, qa) in cur:
             row = {"index": idx, "source": source, "output": output, "reference": reference, "status": st,
                    "attempts": attempts, "error": error, "warning": warning, "selection_id": selection_id,
-                   "select_ms": select_ms, "generate_ms": generate_ms, "overhead_ms": overhead_ms, "qa": qa}
+                   "select_ms": select_ms, "generate_ms": generate_ms, "overhead_ms": overhead_ms,
+                   "examples_used": examples_used, "qa": qa}
             if with_prompt:
                 row["prompt"] = prompt
                 row["raw_output"] = raw_output

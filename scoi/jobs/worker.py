@@ -53,7 +53,7 @@ import psycopg
 
 from scoi.core import defaults, inline
 from scoi.core.methods import method
-from scoi.core.prompt import Example, extract_answer, render_prompt, stop_markers
+from scoi.core.prompt import Example, PromptTooLong, extract_answer, fit_prompt, render_prompt, stop_markers
 from scoi.jobs import store
 from scoi.jobs.caches import WorkerCaches
 from scoi.jobs.liveness import Liveness
@@ -134,9 +134,11 @@ class Prepared:
     item: Claimed
     selection: Any  # SelectionResult to record with the result, or None (zero-shot)
     labels: Any     # the selector's LabelSpace, needed to record the selection
-    prompt: str
+    prompt: str | None  # None: nothing goes to the model (a blank source passes through)
     select_ms: float
     selection_id: int | None = None
+    examples: list[Example] = field(default_factory=list)  # selection order, best first
+    examples_used: int = 0  # how many of them the prompt holds (fewer when fitted to the context)
 
 
 class Generated(NamedTuple):
@@ -145,7 +147,7 @@ class Generated(NamedTuple):
 
     prepared: Prepared
     output: str
-    raw_output: str
+    raw_output: str | None
     generate_ms: float
     warning: str | None = None
     qa: list[str] | None = None  # what the output broke of the source's inline codes (None: it has none)
@@ -158,6 +160,7 @@ class Failed(NamedTuple):
     item: Claimed
     error: str
     prepared: Prepared | None = None
+    final: bool = False  # no retry can help (the prompt cannot fit the model): failed now
 
 
 class PrepareResult(NamedTuple):
@@ -187,6 +190,45 @@ def _generated(prepared: Prepared, gen: Any) -> Generated:
     masked = prepared.item.masked
     return Generated(prepared, answer, raw, gen.seconds * 1000, warning,
                      inline.check(masked, answer) if masked is not None else None)
+
+
+def _render(job: Job, source: str, examples: list[Example]) -> str:
+    """The item's prompt with ``examples`` (selection order), as the job asks for it: its
+    template is a stored text, never a file the job names. A prompt PostgreSQL cannot store
+    fails this item, before any write."""
+    template, template_text = job_template(job)
+    prompt = render_prompt(source, examples, job.src_lang, job.tgt_lang, template=template,
+                           order=job_order(job.params), seed=job.params.get("seed", defaults.SEED),
+                           template_text=template_text)
+    if (problem := storable_text(prompt)[1]) is not None:
+        raise ValueError(f"the prompt cannot be stored ({problem}); check the job's template")
+    return prompt
+
+
+def _fit_context(job: Job, backend: Any, prepared: list[Prepared], max_new_tokens: int
+                 ) -> tuple[list[Prepared], list[Failed]]:
+    """The items whose prompt fits the backend's context (``context_length`` tokens with
+    ``max_new_tokens`` of answer), their last-ranked examples dropped where needed, and
+    the items that cannot fit even without examples, failed for good (docs/jobs.md).
+    A backend that does not know its context gets every prompt as it is."""
+    context = getattr(backend, "context_length", None)
+    if not context:
+        return prepared, []
+    fitted: list[Prepared] = []
+    too_long: list[Failed] = []
+    for p in prepared:
+        try:
+            text = p.item.masked or p.item.source
+            p.prompt, p.examples_used = fit_prompt(lambda ex, p=p, text=text: _render(job, text, list(ex)),
+                                                   p.examples, backend.count_tokens, context, max_new_tokens)
+        except PromptTooLong as e:
+            too_long.append(Failed(p.item, f"PromptTooLong: {e}", p, final=True))
+            continue
+        except Exception as e:  # noqa: BLE001 - a tokenizer or /tokenize failure: retried like generation's
+            too_long.append(Failed(p.item, _error_text(e), p))
+            continue
+        fitted.append(p)
+    return fitted, too_long
 
 
 def default_worker_id() -> str:
@@ -361,6 +403,8 @@ class Worker:
         return PrepareResult(job, prepared, failed)
 
     def _prepare_item(self, job: Job, selector: Any, item: Claimed, analysis: Any, shared_ms: float) -> Prepared:
+        if not item.source.strip():  # passed through by generate(): no selection, no prompt
+            return Prepared(item, None, None, None, 0.0)
         ts = time.perf_counter()
         res, examples = None, []
         if selector is not None:
@@ -368,35 +412,43 @@ class Worker:
             examples = [Example(p.src, p.tgt) for p in res.selected]
         tp = time.perf_counter()
         select_ms = (tp - ts) * 1000 + shared_ms
-        template, template_text = job_template(job)  # a stored text, never a file the job names
-        prompt = render_prompt(item.masked or item.source, examples, job.src_lang, job.tgt_lang, template=template,
-                               order=job_order(job.params), seed=job.params.get("seed", defaults.SEED),
-                               template_text=template_text)
-        if (problem := storable_text(prompt)[1]) is not None:  # fails this item, before any write
-            raise ValueError(f"the prompt cannot be stored ({problem}); check the job's template")
+        prompt = _render(job, item.masked or item.source, examples)
         self.stats.add_phase("select", (tp - ts) * 1000)
         self.stats.add_phase("prompt", (time.perf_counter() - tp) * 1000)
-        return Prepared(item, res, selector.labels if selector is not None else None, prompt, select_ms)
+        return Prepared(item, res, selector.labels if selector is not None else None, prompt, select_ms,
+                        examples=examples, examples_used=len(examples))
 
     def generate(self, job: Job, prepared: list[Prepared]) -> GenerateResult:
         """One backend call for the prepared items; a failure fails them all, keeping
-        their prompts."""
+        their prompts. An item whose source is blank passes through without a model call:
+        its output is blank too (docs/jobs.md), as submit does for blank input lines."""
+        blank = [Generated(p, "", None, 0.0) for p in prepared if p.prompt is None]
+        if not blank:
+            return self._generate(job, prepared)
+        rest = [p for p in prepared if p.prompt is not None]
+        result = self._generate(job, rest) if rest else GenerateResult([], [], 0.0)
+        return GenerateResult(blank + result.done, result.failed, result.seconds)
+
+    def _generate(self, job: Job, prepared: list[Prepared]) -> GenerateResult:
         try:
             backend = self.caches.backend(job)
         except Exception as e:  # noqa: BLE001
             return GenerateResult([], [Failed(p.item, _error_text(e), p) for p in prepared], 0.0)
+        max_new_tokens = int(job.params.get("max_new_tokens", defaults.MAX_NEW_TOKENS))
+        prepared, too_long = _fit_context(job, backend, prepared, max_new_tokens)
+        if not prepared:
+            return GenerateResult([], too_long, 0.0)
         g0 = time.perf_counter()
         try:
-            gens = backend.generate([p.prompt for p in prepared],
-                                    max_new_tokens=int(job.params.get("max_new_tokens", defaults.MAX_NEW_TOKENS)),
+            gens = backend.generate([p.prompt for p in prepared], max_new_tokens=max_new_tokens,
                                     stop=stop_markers(job.template))
             if len(gens) != len(prepared):
                 raise RuntimeError(f"backend returned {len(gens)} generations for {len(prepared)} prompts")
         except Exception as e:  # noqa: BLE001
-            return GenerateResult([], [Failed(p.item, _error_text(e), p) for p in prepared],
+            return GenerateResult([], [Failed(p.item, _error_text(e), p) for p in prepared] + too_long,
                                   time.perf_counter() - g0)
         seconds = time.perf_counter() - g0
-        return GenerateResult([_generated(p, g) for p, g in zip(prepared, gens)], [], seconds)
+        return GenerateResult([_generated(p, g) for p, g in zip(prepared, gens)], too_long, seconds)
 
     def store(self, items: list[Claimed], done: list[Generated], failed: list[Failed], t0: float,
               gen_wall: float) -> None:
@@ -462,6 +514,7 @@ class Worker:
             "select_ms": [round(g.prepared.select_ms, 3) for g in done],
             "generate_ms": [round(g.generate_ms, 3) for g in done],
             "overhead_ms": [round(overhead, 3)] * len(done), "warnings": [g.warning for g in done],
+            "examples_used": [g.prepared.examples_used for g in done],
             "qa": [None if g.qa is None else "\n".join(g.qa) for g in done]})
         self.stats.done += len(rows)
         self.stats.generate_ms += sum(g.generate_ms for g in done)
@@ -474,7 +527,7 @@ class Worker:
         rows = store.fail_items(self.conn, self.id, {
             "job_ids": [f.item.job_id for f in failed],
             "idxs": [f.item.idx for f in failed], "attempts": [f.item.attempt for f in failed],
-            "errors": [f.error for f in failed],
+            "errors": [f.error for f in failed], "finals": [f.final for f in failed],
             "prompts": [f.prepared.prompt if f.prepared else None for f in failed],
             "selection_ids": [f.prepared.selection_id if f.prepared else None for f in failed]})
         for _, _, st in rows:
