@@ -51,7 +51,7 @@ from typing import Any, Callable, NamedTuple
 
 import psycopg
 
-from scoi.core import defaults
+from scoi.core import defaults, inline
 from scoi.core.methods import method
 from scoi.core.prompt import Example, PromptTooLong, extract_answer, fit_prompt, render_prompt, stop_markers
 from scoi.jobs import store
@@ -124,6 +124,7 @@ class Claimed:
     idx: int
     source: str
     attempt: int
+    masked: str | None = None  # the source with inline codes as placeholders (CAT files): the prompt's text
 
 
 @dataclass
@@ -149,6 +150,7 @@ class Generated(NamedTuple):
     raw_output: str | None
     generate_ms: float
     warning: str | None = None
+    qa: list[str] | None = None  # what the output broke of the source's inline codes (None: it has none)
 
 
 class Failed(NamedTuple):
@@ -184,7 +186,10 @@ def _generated(prepared: Prepared, gen: Any) -> Generated:
     PostgreSQL refuses (storable_text), the answer extracted from it, the change noted."""
     raw, note = storable_text(gen.text)
     warning = f"output cleaned: {note}" if note else None
-    return Generated(prepared, extract_answer(raw), raw, gen.seconds * 1000, warning)
+    answer = extract_answer(raw)
+    masked = prepared.item.masked
+    return Generated(prepared, answer, raw, gen.seconds * 1000, warning,
+                     inline.check(masked, answer) if masked is not None else None)
 
 
 def _render(job: Job, source: str, examples: list[Example]) -> str:
@@ -213,7 +218,8 @@ def _fit_context(job: Job, backend: Any, prepared: list[Prepared], max_new_token
     too_long: list[Failed] = []
     for p in prepared:
         try:
-            p.prompt, p.examples_used = fit_prompt(lambda ex, p=p: _render(job, p.item.source, list(ex)),
+            text = p.item.masked or p.item.source
+            p.prompt, p.examples_used = fit_prompt(lambda ex, p=p, text=text: _render(job, text, list(ex)),
                                                    p.examples, backend.count_tokens, context, max_new_tokens)
         except PromptTooLong as e:
             too_long.append(Failed(p.item, f"PromptTooLong: {e}", p, final=True))
@@ -406,7 +412,7 @@ class Worker:
             examples = [Example(p.src, p.tgt) for p in res.selected]
         tp = time.perf_counter()
         select_ms = (tp - ts) * 1000 + shared_ms
-        prompt = _render(job, item.source, examples)
+        prompt = _render(job, item.masked or item.source, examples)
         self.stats.add_phase("select", (tp - ts) * 1000)
         self.stats.add_phase("prompt", (time.perf_counter() - tp) * 1000)
         return Prepared(item, res, selector.labels if selector is not None else None, prompt, select_ms,
@@ -508,7 +514,8 @@ class Worker:
             "select_ms": [round(g.prepared.select_ms, 3) for g in done],
             "generate_ms": [round(g.generate_ms, 3) for g in done],
             "overhead_ms": [round(overhead, 3)] * len(done), "warnings": [g.warning for g in done],
-            "examples_used": [g.prepared.examples_used for g in done]})
+            "examples_used": [g.prepared.examples_used for g in done],
+            "qa": [None if g.qa is None else "\n".join(g.qa) for g in done]})
         self.stats.done += len(rows)
         self.stats.generate_ms += sum(g.generate_ms for g in done)
         return len(rows)
