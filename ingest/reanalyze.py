@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 import psycopg
 
 from ingest.pipeline import scheme_parser
-from ingest.workers import BatchRunner, Parsed, ParseTask
+from ingest.workers import BatchRunner, Parsed, ParseTask, count_repaired, repaired_notes
 from ingest.writer import (ParsedSentence, TermResolver, copy_sentence_terms, lock_writes, sentence_term_rows,
                            term_arrays)
 from scoi.analysis import Analysis, ParserChoice, ParserNotAvailable, Scheme, choose_parser
@@ -63,6 +63,8 @@ class ReanalyzeSummary:
     parse_seconds: float = 0.0  # summed over workers
     write_seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    # lang -> sentences whose parse was not a tree and was made one (docs/languages.md, "Trees")
+    repaired_trees: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> str:
         d = asdict(self)
@@ -141,6 +143,7 @@ def reanalyze(opts: ReanalyzeOptions, url: str, *, progress: Callable[[int], Non
         resolver = TermResolver(conn, {lang: reg.parser_id for lang, reg in labels.items()}, labels)
         with connect(url, autocommit=True) as reader:
             _ReanalyzeBatches(opts, reader, conn, plans, resolver, summary, progress).run()
+        summary.notes += repaired_notes(summary.repaired_trees, {p.lang: p.choice.name for p in plans})
         conn.autocommit = True
         conn.execute(RSQL["analyze_after_reanalyze"])
     finally:
@@ -185,6 +188,8 @@ class _ReanalyzeBatches(BatchRunner):
         moved = write_batch(self.conn, self.resolver, lang, ids, result.analyses[lang])
         s.write_seconds += time.perf_counter() - t0
         s.reanalyzed += moved
+        if moved:  # a batch another run moved in part still counts whole (rare: concurrent runs)
+            count_repaired(s.repaired_trees, result.analyses)
         s.skipped += planned - moved
         s.batches += 1
         self.done()

@@ -19,7 +19,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from scoi.analysis import Analysis, Analyzer, analyzer, needs_torch
+from scoi.analysis import NATASHA, Analysis, Analyzer, analyzer, needs_torch
 from scoi.config import environment, preload_environment
 
 _ANALYZERS: dict[str, Analyzer] = {}
@@ -43,6 +43,23 @@ class Parsed(NamedTuple):
     last: bool
     analyses: dict[str, list[Analysis]]  # lang -> one analysis per text of the task
     seconds: float                       # the worker's parse time (to report how busy workers were)
+
+
+def count_repaired(counts: dict[str, int], analyses: dict[str, list[Analysis]]) -> None:
+    """Add to ``counts`` (lang -> sentences) the parses in ``analyses`` that were not trees
+    and were made trees (scoi.analysis.made_tree, NatashaTrees)."""
+    for lang, items in analyses.items():
+        n = sum(a.repaired for a in items)
+        if n:
+            counts[lang] = counts.get(lang, 0) + n
+
+
+def repaired_notes(counts: dict[str, int], pipelines: dict[str, str]) -> list[str]:
+    """One note per language with repaired parses, saying how they were made trees."""
+    how = {NATASHA: "the best tree of natasha's arc scores"}
+    return [f"{lang}: {n} parse{'s' if n != 1 else ''} by {pipelines.get(lang, '?')} {'were' if n != 1 else 'was'} "
+            f"not a tree; stored as {how.get(pipelines.get(lang, ''), 'repaired by the rule of docs/languages.md')}"
+            for lang, n in sorted(counts.items())]
 
 
 def single_threaded_children() -> contextlib.AbstractContextManager[None]:

@@ -20,11 +20,16 @@ import importlib.metadata
 import importlib.util
 import json
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
 
 from scoi.core.polynomial import ROOT, tree_terms
+from scoi.core.trees import is_tree, max_spanning_tree, repair_heads
 
 # docs/method.md §1 defaults (the paper used the 3.7 "sm" pipelines).
 DEFAULT_PIPELINES = {
@@ -112,6 +117,7 @@ class Analysis:
     tokens: list[str]  # W(x): Moses tokens
     terms: dict[str, int] = field(default_factory=dict)  # key -> multiplicity
     tree_tokens: int = 0  # nodes of the tree (spaCy tokens); sum(terms.values()) == tree_tokens + 1
+    repaired: bool = False  # the parser's output was not a tree and was made one (docs/languages.md)
 
 
 def pipeline_meta(name: str) -> dict | None:
@@ -335,7 +341,21 @@ def parser_labels(name: str) -> list[str]:
 from scoi.moses import PunctNormalizer, moses_tokenizer  # noqa: E402,F401
 
 
-Tree = tuple[list[int], list[str]]  # heads (a root is its own head) and relation labels
+class Tree(NamedTuple):
+    """A parse: heads (a root is its own head), relation labels, and whether the parser's
+    own output was not a tree and was made one (docs/languages.md, "Trees")."""
+
+    heads: list[int]
+    labels: list[str]
+    repaired: bool = False
+
+
+def made_tree(tree: Tree) -> Tree:
+    """``tree`` with its heads repaired by :func:`scoi.core.trees.repair_heads` if they are
+    not a tree (a cycle or a head out of range from a pipeline that does not guarantee
+    trees): one bad parse must not stop an ingest, nor drop a sentence."""
+    heads, changed = repair_heads(tree.heads)
+    return Tree(heads, tree.labels, tree.repaired or changed) if changed else tree
 
 
 class SpacyTrees:
@@ -347,13 +367,22 @@ class SpacyTrees:
         self.batch_size = batch_size
 
     def parse(self, texts: list[str]) -> list[Tree]:
-        return [([t.head.i for t in doc], [t.dep_ or "dep" for t in doc])
+        return [Tree([t.head.i for t in doc], [t.dep_ or "dep" for t in doc])
                 for doc in self.nlp.pipe(texts, batch_size=self.batch_size)]
 
 
 class NatashaTrees:
     """Trees from natasha's slovnet syntax model (Russian, Universal Dependencies),
-    over razdel's tokens; relations as spaCy names them (``root`` is ``ROOT``)."""
+    over razdel's tokens; relations as spaCy names them (``root`` is ``ROOT``).
+
+    slovnet takes each token's best-scoring head on its own, which makes a cycle for about
+    one Russian news sentence in ten. Its model is run here step by step (slovnet's own
+    ``SyntaxInfer.process``) to keep the arc scores: a sentence whose best heads are not a
+    tree gets the best tree of those scores instead (:func:`max_spanning_tree`), and its
+    relations are labelled for those heads. Every other sentence gets exactly natasha's
+    parse. A token natasha makes its own head is read as a root, as scoi always has; the
+    decoding scores such an arc as a root arc for the same reason.
+    """
 
     def __init__(self) -> None:
         from natasha import NewsEmbedding, NewsSyntaxParser, Segmenter
@@ -372,15 +401,40 @@ class NatashaTrees:
             for sent in doc.sents:
                 sents.append([t.text for t in sent.tokens])
                 owner.append(i)
-        out: list[Tree] = [([], []) for _ in texts]
-        for i, markup in zip(owner, self.syntax.map(sents)):
-            heads, labels = out[i]
+        out: list[Tree] = [Tree([], []) for _ in texts]
+        for i, (heads_1, rels, decoded) in zip(owner, self.sentences(sents)):
+            heads, labels, repaired = out[i]
             base = len(heads)
-            for j, tok in enumerate(markup.tokens):
-                head = int(tok.head_id)  # 1-based within the sentence; 0: the root
+            for j, head in enumerate(heads_1):  # 1-based within the sentence; 0: the root
                 heads.append(base + j if head == 0 else base + head - 1)
-                labels.append(ROOT if tok.rel == "root" else tok.rel or "dep")
+                labels.append(ROOT if rels[j] == "root" else rels[j] or "dep")
+            out[i] = Tree(heads, labels, repaired or decoded)
         return out
+
+    def sentences(self, sents: list[list[str]]) -> Iterator[tuple[list[int], list[str], bool]]:
+        """(heads, relations, decoded?) of each tokenised sentence, heads 1-based (0: the
+        root); decoded: natasha's best heads were not a tree, these are the best tree's."""
+        infer = self.syntax.infer
+        model = infer.model
+        rels_vocab = infer.decoder.rels_vocab
+        for batch in infer.encoder(sents):
+            x = model.encoder(model.emb(batch.word_id, batch.shape_id), batch.pad_mask)
+            scores = model.head(x)  # batch x tokens x (1 + tokens): dependent, then head (0: root)
+            mask = ~batch.pad_mask
+            head_id = model.head.decode(scores, mask)
+            sizes = mask.sum(-1).tolist()
+            decoded = []
+            for b, n in enumerate(sizes):
+                own = [j if h == 0 else h - 1 for j, h in enumerate(head_id[b, :n].tolist())]
+                decoded.append(not is_tree(own))
+                if decoded[-1]:
+                    arcs = np.array(scores[b, :n, :n + 1], dtype=float)
+                    diag = arcs[np.arange(n), np.arange(1, n + 1)]
+                    arcs[:, 0] = np.maximum(arcs[:, 0], diag)  # a self-head is a root (see above)
+                    head_id[b, :n] = max_spanning_tree(arcs)
+            rel_id = model.rel.decode(model.rel(x, head_id), mask)
+            for b, n in enumerate(sizes):
+                yield head_id[b, :n].tolist(), [rels_vocab.decode(r) for r in rel_id[b, :n].tolist()], decoded[b]
 
 
 @lru_cache(maxsize=8)
@@ -450,9 +504,9 @@ class Analyzer:
         parsed = iter(self.trees.parse([s for s in stripped if s]))
         out: list[Analysis] = []
         for text, s in zip(texts, stripped):
-            heads, labels = next(parsed) if s else ([], [])
-            out.append(Analysis(tokens=self.tokenize(text), terms=dict(tree_terms(heads, labels)),
-                                tree_tokens=len(heads)))
+            tree = made_tree(next(parsed)) if s else Tree([], [])
+            out.append(Analysis(tokens=self.tokenize(text), terms=dict(tree_terms(tree.heads, tree.labels)),
+                                tree_tokens=len(tree.heads), repaired=tree.repaired))
         return out
 
     def terms(self, text: str) -> dict[str, int]:
@@ -461,8 +515,8 @@ class Analyzer:
         if self.trees is None:
             return {}
         s = text.strip()
-        heads, labels = self.trees.parse([s])[0] if s else ([], [])
-        return dict(tree_terms(heads, labels))
+        tree = made_tree(self.trees.parse([s])[0]) if s else Tree([], [])
+        return dict(tree_terms(tree.heads, tree.labels))
 
 
 @lru_cache(maxsize=8)

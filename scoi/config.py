@@ -162,6 +162,37 @@ def openai_api_key() -> str | None:
     return _first_set(ENV_OPENAI_API_KEY)
 
 
+# The worker's own trust settings (docs/security.md, Workers): never taken from a stored job.
+ENV_OPENAI_ALLOWED_BASE_URLS = "SCOI_OPENAI_ALLOWED_BASE_URLS"  # comma-separated; the API key may go there
+ENV_TRUST_REMOTE_CODE = "SCOI_TRUST_REMOTE_CODE"  # "1": local models may run their own code
+ENV_DEST_DIR = "SCOI_DEST_DIR"  # the only directory file destinations are written in
+ENV_SOURCE_DIR = "SCOI_SOURCE_DIR"  # the only directory schedules' file sources are read in
+
+
+def openai_allowed_base_urls() -> list[str]:
+    """``SCOI_OPENAI_ALLOWED_BASE_URLS``: base URLs besides the environment's own that the
+    environment's API key may be sent to (scoi.backends.openai_backend: a job naming
+    another ``base_url`` gets no key, since whoever stores jobs does not own it)."""
+    return [u.strip() for u in os.environ.get(ENV_OPENAI_ALLOWED_BASE_URLS, "").split(",") if u.strip()]
+
+
+def trust_remote_code_from_env() -> bool:
+    """``SCOI_TRUST_REMOTE_CODE`` on: this worker lets local models run their own Python code."""
+    return os.environ.get(ENV_TRUST_REMOTE_CODE, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def dest_dir_from_env() -> Path | None:
+    """``SCOI_DEST_DIR``: the directory file destinations may be written in (None: none may)."""
+    value = os.environ.get(ENV_DEST_DIR, "").strip()
+    return Path(value).expanduser().absolute() if value else None
+
+
+def source_dir_from_env() -> Path | None:
+    """``SCOI_SOURCE_DIR``: the directory schedules' file sources may be read in (None: none may)."""
+    value = os.environ.get(ENV_SOURCE_DIR, "").strip()
+    return Path(value).expanduser().absolute() if value else None
+
+
 def hf_offline() -> bool:
     """Whether Hugging Face downloads are off. Read at each call: huggingface_hub freezes
     its own copy at import, and tests and users set it later."""

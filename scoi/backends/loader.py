@@ -9,12 +9,14 @@ imported only for the kind asked for (no torch for an OpenAI backend).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
+
+from scoi.config import trust_remote_code_from_env
 
 from .base import Backend, BackendError
 from .spec import BackendSpecError, check_backend
 
-__all__ = ["load_backend"]
+__all__ = ["load_backend", "load_job_backend"]
 
 
 def load_backend(spec: str, **options: Any) -> Backend:
@@ -37,6 +39,21 @@ def load_backend(spec: str, **options: Any) -> Backend:
     from .openai_backend import OpenAIBackend
 
     return OpenAIBackend(parsed.target, chat=(parsed.kind == "openai-chat"), **options)
+
+
+def load_job_backend(spec: str, stored: Mapping[str, Any]) -> Backend:
+    """A job's backend, as a worker builds it: the job's ``stored`` options, which may not
+    hold one that runs code (BackendError), plus what the worker's own environment
+    enables (``SCOI_TRUST_REMOTE_CODE`` for local models). Whoever may insert a job or
+    schedule row is not the worker's owner (docs/security.md, Workers)."""
+    try:
+        parsed = check_backend(spec, stored, stored=True)
+    except BackendSpecError as e:
+        raise BackendError(str(e)) from None
+    options = dict(stored)
+    if parsed.family == "transformers" and trust_remote_code_from_env():
+        options["trust_remote_code"] = True
+    return load_backend(spec, **options)
 
 
 def _load_gguf(path_text: str, **options: Any) -> Backend:

@@ -9,6 +9,11 @@ Stop strings: only those that are not pure whitespace are sent to the server. A 
 applies ``stop`` from the first generated character, so a ``"\\n"`` stop would end the
 answer of a model that starts with a newline (docs/method.md §6) before it began; the newline cut
 is applied here instead, after the answer's first non-whitespace character.
+
+Context: the server does not say how long a prompt may be, so the ``context`` option gives
+it (the model's context length in tokens); prompts are then counted with the server's
+``/tokenize`` (llama.cpp and vLLM serve one beside ``/v1``), or, where it has none, bounded
+by their UTF-8 bytes + 1 (no tokenizer makes more tokens than bytes, plus a BOS).
 """
 
 from __future__ import annotations
@@ -19,16 +24,18 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
+from urllib.parse import urlsplit, urlunsplit
 
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from scoi.config import openai_api_key, openai_base_url
+from scoi.config import (ENV_OPENAI_ALLOWED_BASE_URLS, ENV_OPENAI_BASE_URL, openai_allowed_base_urls, openai_api_key,
+                         openai_base_url)
 from scoi.core.prompt import DEFAULT_STOP_MARKERS
 from scoi.secrets import redact_url
 
 from .base import BackendError, Generation, cut_at_stop
 
-__all__ = ["OpenAIBackend", "DEFAULT_BASE_URL"]
+__all__ = ["OpenAIBackend", "DEFAULT_BASE_URL", "key_allowed"]
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 RETRY_STATUSES = frozenset({408, 409, 425, 429}) | frozenset(range(500, 600))
@@ -51,9 +58,11 @@ class OpenAIBackend:
 
     ``base_url`` defaults to ``$SCOI_OPENAI_BASE_URL``, ``$OPENAI_BASE_URL`` or
     http://127.0.0.1:8000/v1; ``api_key`` to ``$SCOI_OPENAI_API_KEY`` or
-    ``$OPENAI_API_KEY`` (no Authorization header without one). ``max_retries`` counts
-    retries after the first attempt; the n-th retry waits about ``base_delay * 2**n``
-    seconds (at most ``max_delay``, with jitter) unless the server sends Retry-After.
+    ``$OPENAI_API_KEY`` (no Authorization header without one), sent only when ``base_url``
+    is the environment's or one of ``$SCOI_OPENAI_ALLOWED_BASE_URLS`` (:func:`key_allowed`).
+    ``max_retries`` counts retries after the first attempt; the n-th retry waits about
+    ``base_delay * 2**n`` seconds (at most ``max_delay``, with jitter) unless the server
+    sends Retry-After.
     """
 
     def __init__(
@@ -70,6 +79,7 @@ class OpenAIBackend:
         concurrency: int = 4,
         extra_body: dict[str, Any] | None = None,
         name: str | None = None,
+        context: int | None = None,
     ) -> None:
         import httpx
 
@@ -84,7 +94,11 @@ class OpenAIBackend:
         # What messages (stored as items' errors) show: no user info or query, where a URL
         # from the environment may carry a key.
         self.shown_url = redact_url(self.base_url)
-        key = api_key if api_key is not None else openai_api_key()
+        # The environment's key goes only where the environment says (its base URL, the
+        # allow-list): a job's stored base_url is the submitter's choice, not the key owner's.
+        env_key = openai_api_key()
+        self.key_withheld = api_key is None and env_key is not None and not key_allowed(self.base_url)
+        key = api_key if api_key is not None else (None if self.key_withheld else env_key)
         self.timeout = timeout
         self.max_retries = max_retries
         self.base_delay = base_delay
@@ -92,6 +106,9 @@ class OpenAIBackend:
         self.concurrency = concurrency
         self.extra_body = dict(extra_body or {})
         self.retries = 0  # retries made so far, for logs and tests
+        #: the model's context length in tokens (the ``context`` option), None: unknown
+        self.context_length = context
+        self._tokenize: bool | None = None  # whether the server's /tokenize answers (None: not tried)
         self._lock = threading.Lock()
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._client = httpx.Client(
@@ -119,6 +136,35 @@ class OpenAIBackend:
             return [self._one(p, max_new_tokens, stop) for p in prompts]
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(prompts))) as pool:
             return list(pool.map(lambda p: self._one(p, max_new_tokens, stop), prompts))
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text``: the server's ``/tokenize`` count, or, when the server has no
+        such route, UTF-8 bytes + 1, an upper bound (so a prompt counted to fit does fit)."""
+        if self._tokenize is not False:
+            count = self._server_count(text)
+            self._tokenize = count is not None
+            if count is not None:
+                return count
+        return len(text.encode("utf-8")) + 1
+
+    def _server_count(self, text: str) -> int | None:
+        """``/tokenize`` at the server's root (llama.cpp reads ``content``, vLLM ``prompt``),
+        or None when it does not answer with a count."""
+        import httpx
+
+        root = self.base_url[: -len("/v1")] if self.base_url.endswith("/v1") else self.base_url
+        try:
+            response = self._client.post(f"{root}/tokenize", json={"model": self.model, "prompt": text,
+                                                                   "content": text})
+            data = response.json() if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError):
+            return None
+        if isinstance(data, dict):
+            if isinstance(data.get("count"), int):
+                return data["count"]
+            if isinstance(data.get("tokens"), list):
+                return len(data["tokens"])
+        return None
 
     def close(self) -> None:
         self._client.close()
@@ -193,6 +239,9 @@ class OpenAIBackend:
             raise _Transient(f"{type(exc).__name__}: {exc}") from None
         if response.status_code >= 400:
             problem = f"HTTP {response.status_code}: {response.text[:BODY_EXCERPT]!r}"
+            if response.status_code in (401, 403) and self.key_withheld:
+                problem += (f" (this worker sends its API key only to {ENV_OPENAI_BASE_URL[0]} and "
+                            f"{ENV_OPENAI_ALLOWED_BASE_URLS}; this base URL is in neither)")
             if response.status_code not in RETRY_STATUSES:
                 raise BackendError(f"{url} failed with {problem}")
             raise _Transient(problem, _retry_after(response.headers.get("retry-after")))
@@ -215,6 +264,19 @@ class OpenAIBackend:
     def _count_retry(self, state: RetryCallState) -> None:
         with self._lock:
             self.retries += 1
+
+
+def _normal_url(url: str) -> str:
+    """A base URL as compared with the allow-list: scheme and host lower-case, no trailing slash."""
+    parts = urlsplit(url.strip())
+    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"), parts.query, ""))
+
+
+def key_allowed(base_url: str) -> bool:
+    """Whether the environment's API key may be sent to ``base_url``: the environment's base
+    URL (default: DEFAULT_BASE_URL) or one of ``SCOI_OPENAI_ALLOWED_BASE_URLS``."""
+    allowed = {_normal_url(u) for u in (openai_base_url() or DEFAULT_BASE_URL, *openai_allowed_base_urls())}
+    return _normal_url(base_url) in allowed
 
 
 def _count(value: Any) -> int | None:

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from scoi.config import ENV_TRUST_REMOTE_CODE
+
 __all__ = ["ACCEPTED_FORMS", "KINDS", "OPTIONS", "BackendSpec", "BackendSpecError", "check_backend", "check_options",
            "parse_spec"]
 
@@ -61,6 +63,9 @@ class Option:
     choices: tuple[str, ...] | None = None
     nullable: bool = False
     secret: bool = False  # taken from Python code, never from stored settings (not listed)
+    #: Runs code from the model's files: a worker's own setting (SCOI_TRUST_REMOTE_CODE, ``scoi
+    #: worker --trust-remote-code``) or an operator's (``scoi serve``), never a stored job's.
+    runs_code: bool = False
 
     def describe(self) -> str:
         if self.choices:
@@ -80,7 +85,7 @@ OPTIONS: dict[str, dict[str, Option]] = {
         "dtype": Option(str, choices=("float32", "bfloat16", "float16", "float64", "auto")),
         "device": Option(str),
         "threads": Option(int, 1, 1024, nullable=True),
-        "trust_remote_code": Option(bool),
+        "trust_remote_code": Option(bool, runs_code=True),
         "name": Option(str),
     },
     "openai": {
@@ -93,6 +98,7 @@ OPTIONS: dict[str, dict[str, Option]] = {
         "concurrency": Option(int, 1, 1024),
         "extra_body": Option(dict),
         "name": Option(str),
+        "context": Option(int, 1, 10_000_000, nullable=True),  # the model's context length in tokens
     },
 }
 
@@ -150,22 +156,29 @@ def _check_value(name: str, rule: Option, value: Any, family: str) -> None:
                                f"not {shown}")
 
 
-def check_options(spec: BackendSpec, options: Mapping[str, Any]) -> None:
+def check_options(spec: BackendSpec, options: Mapping[str, Any], *, stored: bool = False) -> None:
     """Refuse an option the backend's constructor does not take (``pwd``, ``concurency``)
-    or a value of the wrong type or out of range; the message lists what is accepted."""
+    or a value of the wrong type or out of range; the message lists what is accepted.
+    ``stored``: the options of a job or schedule, which may not hold an option that runs
+    code (whoever may insert a job is not the worker's owner)."""
     accepted = OPTIONS[spec.family]
     for name, value in options.items():
         rule = accepted.get(name)
+        if stored and rule is not None and rule.runs_code:
+            raise BackendSpecError(f"backend option {name!r} runs code from the model's files, so a job or schedule "
+                                   f"cannot carry it; a worker enables it for itself: {ENV_TRUST_REMOTE_CODE}=1 or "
+                                   "`scoi worker --trust-remote-code`")
         if rule is None:
             close = difflib.get_close_matches(str(name), list(accepted), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
+            offered = sorted(n for n, o in accepted.items() if not o.secret and not (stored and o.runs_code))
             raise BackendSpecError(f"unknown backend option {str(name)[:60]!r} for {spec.kind}{hint}; accepted: "
-                                   f"{', '.join(sorted(n for n, o in accepted.items() if not o.secret))}")
+                                   f"{', '.join(offered)}")
         _check_value(name, rule, value, spec.family)
 
 
-def check_backend(spec: str, options: Mapping[str, Any]) -> BackendSpec:
+def check_backend(spec: str, options: Mapping[str, Any], *, stored: bool = False) -> BackendSpec:
     """:func:`parse_spec` and :func:`check_options` together: what submit calls."""
     parsed = parse_spec(spec)
-    check_options(parsed, options)
+    check_options(parsed, options, stored=stored)
     return parsed

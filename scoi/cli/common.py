@@ -92,6 +92,23 @@ def rate_bar(label: str, unit: str, show: bool) -> Iterator[tuple[Progress | Non
         yield advance, lambda total: bar.update(task, total=total)
 
 
+@contextmanager
+def status_line(show: bool) -> Iterator[Callable[[str], None] | None]:
+    """A live line on stderr for long work of open size (a worker: the queue may grow):
+    a spinner, the text last given and the elapsed time; log lines printed through
+    ``err_console`` go above it. Yields the update callback, or None when not shown
+    (``--quiet``, or stderr is not a terminal); nothing is left on screen at the end."""
+    if not show:
+        yield None
+        return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=err_console.get(), transient=True) as bar:  # type: ignore[attr-defined]
+        task = bar.add_task("starting", total=None)
+        yield lambda text: bar.update(task, description=text)
+
+
 T = TypeVar("T")
 
 
@@ -151,8 +168,14 @@ def database_url(steps: Steps | None = None) -> str:
         if steps is not None:
             steps.step("migration check")
     except Exception as e:  # noqa: BLE001 - shown to the user with the reason
-        fail(f"cannot open the database: {e}")
+        fail(f"cannot open the database: {one_line(str(e))}")
     return info.url
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line: libpq's messages span lines ("Connection refused\n\tIs the server
+    running…"), which :func:`fail` would otherwise print as a literal ``\n\t``."""
+    return " ".join(text.split())
 
 
 def process_age() -> float | None:
@@ -274,7 +297,7 @@ SOURCE_SQL_HELP = ("Source: one query returning (key, text) rows, run read-only 
                    "(scoi_reader: GRANT SELECT ON the tables TO scoi_reader); only keys the job does not hold "
                    "yet are added.")
 SOURCE_URL_HELP = ("Database of --source-sql (default: scoi's, read as the role scoi_reader): a URL or conninfo "
-                   "without password (PGPASSWORD, ~/.pgpass, service=NAME), or env:VAR; its role must only read "
+                   "without password (PGPASSWORD, ~/.pgpass, service=NAME), or env:NAME_URL; its role must only read "
                    "(no superuser, no server files or programs, no signals).")
 SOURCE_TIMEOUT_HELP = ("Seconds --source-sql may run (its statement_timeout; it waits at most 5 s for a lock) "
                        "before it is cancelled.")

@@ -69,7 +69,8 @@ def _options() -> dict[str, tuple[type | Any, Any]]:
         "method": (str, typer.Option(d["method"], "--method", help=METHOD_HELP)),
         "k": (int, typer.Option(d["k"], "-k", "--k", min=0, max=LIMITS["k"][1], help="Examples per prompt.")),
         "template": (str, typer.Option(d["template"], "--template",
-                                       help="xglm | alpaca | path of a Jinja2 template.")),
+                                       help="xglm | alpaca | path of a Jinja2 template (its text is read now and "
+                                            "stored with the job; workers never open it).")),
         "max_attempts": (int, typer.Option(d["max_attempts"], "--max-attempts", min=1,
                                            max=LIMITS["max_attempts"][1], help="Attempts per item before it fails.")),
         "pool": (int, typer.Option(d["pool"], "--pool", min=1, max=LIMITS["pool"][1],

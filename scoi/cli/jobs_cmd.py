@@ -14,11 +14,14 @@ import typer
 from scoi.cli.common import (BACKEND_OPT_HELP, DEST_COLUMN_HELP, DEST_KEY_HELP, DEST_TABLE_HELP, DEST_URL_HELP,
                              METHOD_HELP, SOURCE_SQL_HELP, SOURCE_TIMEOUT_HELP, SOURCE_URL_HELP, WHERE_HELP,
                              console, database_url, emit_json, err_console, fail, given_where, parse_key_values,
-                             print_rows, say, table_cells)
+                             print_rows, say, status_line, table_cells)
 from scoi.cli.job_options import JobOptions, job_options
 from scoi.core import defaults
 from scoi.core.limits import LIMITS
 from scoi.core.names import printable
+
+#: ``scoi worker --burst``'s exit status when items ended failed in its run (1 is the worker's own error).
+ITEMS_FAILED = 3
 
 job_app = typer.Typer(help="Batch translation jobs stored in PostgreSQL.", no_args_is_help=True)
 
@@ -66,7 +69,11 @@ def _job(conn, ref: str):
 @job_app.command("submit")
 @job_options()
 def submit(
-    input_file: Path | None = typer.Option(None, "--input", "-i", help="Text file, one source sentence per line."),
+    input_file: Path | None = typer.Option(None, "--input", "-i",
+                                           help="Text file, one source sentence per line; or a CAT file (.xlf, "
+                                                ".xliff: XLIFF 1.2/2.x; .po, .pot: gettext), one item per "
+                                                "untranslated segment, written back by `job export --format "
+                                                "xliff|po`."),
     source_sql: str | None = typer.Option(None, "--source-sql", help=SOURCE_SQL_HELP + " Instead of --input."),
     source_url: str | None = typer.Option(None, "--source-url", help=SOURCE_URL_HELP),
     source_timeout: float = typer.Option(30.0, "--source-timeout", help=SOURCE_TIMEOUT_HELP),
@@ -82,6 +89,7 @@ def submit(
     """Create a job with one item per input line (or per row of --source-sql); `scoi worker`
     translates them (and upserts them into --dest-table)."""
     from scoi.jobs.create import submit as submit_job
+    from scoi.jobs.documents import document_format, submit_document
     from scoi.jobs.spec import JobError
 
     if (input_file is None) == (source_sql is None):
@@ -103,6 +111,10 @@ def submit(
                 source = Source("sql", query=source_sql, url=source_url, timeout=source_timeout)
                 job_id, added = submit_from_source(conn, spec, source, dest, database_url())
                 n_items = added.added
+            elif document_format(input_file) is not None:
+                if references is not None:
+                    fail("--references goes with a text --input, not with an XLIFF or PO file")
+                job_id, n_items = submit_document(conn, spec, input_file)
             else:
                 sources, refs = _read_inputs(input_file, references)
                 job_id = submit_job(conn, spec, sources, refs, input_path=str(input_file.resolve()),
@@ -146,9 +158,14 @@ def sync(
     Lines are matched by content, so rerunning adds nothing, and appending lines to the
     file adds exactly those. Follow with `scoi worker --burst --job NAME`.
     """
+    from scoi.jobs.documents import document_format
     from scoi.jobs.sync import sync as sync_job
     from scoi.jobs.spec import JobError, JobSpec
 
+    if document_format(input_file) is not None:
+        fail(f"{input_file}: job sync reads text lines; for an XLIFF or PO file that grows, add a schedule "
+             f"(`scoi schedule add NAME --input {input_file} --dest-file OUT --dest-format "
+             f"{document_format(input_file)} ...`), or submit it as a job (`scoi job submit --input`)")
     sources, refs = _read_inputs(input_file, references)
     given = {a for a, v in (("src", src), ("tgt", tgt), ("model", model), ("method", method), ("k", k),
                             ("template", template)) if v is not None}
@@ -223,31 +240,46 @@ def status_cmd(job: str = typer.Argument(..., help="Job id or name."),
              f"overhead {st['avg_overhead_ms']} ms")
     for s in st["scores"]:
         _say(f"  {s['metric']}: {s['score']:.2f}  ({s['signature']})")
+    if st["examples_dropped"]["items"]:
+        _say(f"  {st['examples_dropped']['items']} done items kept fewer than k={j.k} examples to fit the "
+             f"model's context (fewest: {st['examples_dropped']['fewest']}); see examples_used in job export")
     for e in st["errors"]:
         _say(f"  item {e['idx']} [{e['status']}, {e['attempts']} attempts]: {e['last_error']}")
     for w in st["warnings"]:
         _say(f"  item {w['idx']} [{w['status']}]: {w['warning']}")
     for d in st["delivery_errors"]:
         _say(f"  item {d['idx']} [undelivered, key {d['source_key']!r}]: {d['delivery_error']}")
+    if st["qa"]["flagged"]:
+        _say(f"  {st['qa']['flagged']} items broke their inline codes (QA; flagged in the exported file):")
+    for q in st["qa"]["items"]:
+        _say(f"  item {q['idx']} [qa, key {q['source_key']!r}]: {'; '.join(q['qa'])}")
 
 
 # --------------------------------------------------------------------------- job export / retry / cancel
 @job_app.command("export")
 def export_cmd(
     job: str = typer.Argument(..., help="Job id or name."),
-    fmt: str = typer.Option("jsonl", "--format", "-f", help="jsonl | tsv."),
+    fmt: str = typer.Option("jsonl", "--format", "-f",
+                            help="jsonl | tsv | xliff | po (xliff, po: the job's CAT file with targets filled)."),
     output: Path | None = typer.Option(None, "--output", "-o",
                                        help="Write to this file (a new file or a regular one, replaced atomically) "
                                             "instead of stdout; - is stdout."),
     with_prompt: bool = typer.Option(False, "--with-prompt", help="Add each item's prompt and raw output."),
     json_out: bool = typer.Option(False, "--json", help="With -o: last line of stdout is a JSON summary."),
 ) -> None:
-    """One row per item in input order: index, source, output, reference, status, ..."""
+    """One row per item in input order: index, source, output, reference, status, ..., qa.
+
+    A job submitted from an XLIFF or PO file exports as that file (--format xliff or po):
+    ids, notes and untouched units kept, each done segment's target filled with its inline
+    codes restored and marked for review (XLIFF 1.2 needs-review-translation, 2.x initial,
+    PO fuzzy); a segment whose codes the model broke also gets a QA note."""
+    from scoi.jobs.documents import DOCUMENT_FORMATS, export_document
     from scoi.jobs.export import export_rows, export_target, export_to_file, write_export, EXPORT_FORMATS
     from scoi.jobs.spec import JobError
 
-    if fmt not in EXPORT_FORMATS:
-        fail(f"unknown format {fmt!r}; expected one of {', '.join(EXPORT_FORMATS)}")
+    formats = EXPORT_FORMATS + DOCUMENT_FORMATS
+    if fmt not in formats:
+        fail(f"unknown format {fmt!r}; expected one of {', '.join(formats)}")
     if output is not None and str(output) == "-":
         output = None
     try:
@@ -255,6 +287,11 @@ def export_cmd(
             export_target(output)  # a bad path fails before the database is asked anything
         with _connect() as conn:
             j = _job(conn, job)
+            if output is None and fmt in DOCUMENT_FORMATS:
+                data, _ = export_document(conn, j.id, fmt)
+                sys.stdout.buffer.write(data)
+                sys.stdout.flush()
+                return
             if output is None:
                 write_export(export_rows(conn, j.id, with_prompt=with_prompt), fmt, sys.stdout)
                 sys.stdout.flush()
@@ -265,7 +302,7 @@ def export_cmd(
     if json_out:
         emit_json({"job_id": j.id, "rows": n, "output": str(output), "format": fmt})
     else:
-        _say(f"{n} rows written to {output}")
+        _say(f"{n} {'targets' if fmt in DOCUMENT_FORMATS else 'rows'} written to {output}")
 
 
 @job_app.command("retry")
@@ -331,16 +368,39 @@ def worker(
     prefetch: bool = typer.Option(True, "--prefetch/--no-prefetch",
                                   help="Select the next batch's examples while this batch generates (same "
                                        "results; --no-prefetch when the model needs every core)."),
+    dest_dir: Path | None = typer.Option(None, "--dest-dir", file_okay=False, exists=True,
+                                         help="The only directory file destinations (schedule add --dest-file) "
+                                              "are written in (default: $SCOI_DEST_DIR; without one, none is)."),
+    source_dir: Path | None = typer.Option(None, "--source-dir", file_okay=False, exists=True,
+                                           help="The only directory schedules' file sources (schedule add --input) "
+                                                "are read in (default: $SCOI_SOURCE_DIR; without one, none is)."),
+    trust_remote_code: bool = typer.Option(False, "--trust-remote-code",
+                                           help="Let local models (hf:) run the Python code of their files "
+                                                "(default: $SCOI_TRUST_REMOTE_CODE; a job can never ask for it)."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: a JSON summary."),
+    quiet: bool = typer.Option(False, "--quiet", "-q",
+                               help="No live line of items done/failed on stderr (never shown when stderr is "
+                                    "not a terminal)."),
 ) -> None:
     """Translate queued items: claim a batch, select examples, prompt, generate, store; repeat.
 
     SIGTERM / Ctrl-C finish the current batch and exit; kill -9 loses nothing: a dead
     worker's items are claimed again at once by the next claim of any worker (a live one
-    that stops sending heartbeats, after the stall timeout).
+    that stops sending heartbeats, after the stall timeout). A worker without --burst
+    that loses the database (a restart) waits for it and carries on.
+
+    What a stored job may make the worker do is bounded by the worker's own settings:
+    its API key goes only to $SCOI_OPENAI_BASE_URL and $SCOI_OPENAI_ALLOWED_BASE_URLS,
+    schedules' files are read only in --source-dir and written only in --dest-dir, model
+    code runs only with --trust-remote-code (docs/security.md).
+
+    Exit status: 0 the run ended and no item failed in it; 1 the worker stopped on an
+    error (bad option, database unreachable at start); 3 (--burst) some items ended failed
+    in this run (`scoi job status JOB` shows their errors); 130 interrupted twice.
     """
     import psycopg
 
+    from scoi.config import ENV_DEST_DIR, ENV_SOURCE_DIR, ENV_TRUST_REMOTE_CODE, environment
     from scoi.db.engine import resolve_read_url
     from scoi.jobs.supervisor import SupervisorError, run_pool, run_worker
     from scoi.jobs.worker import WorkerOptions
@@ -352,11 +412,15 @@ def worker(
             job_id = _job(conn, job).id
     opts = WorkerOptions(batch_size=batch_size, stall_timeout=stall_timeout, burst=burst, job_id=job_id,
                          poll_seconds=poll, max_items=max_items, prefetch=prefetch)
+    own = {**({ENV_DEST_DIR: str(dest_dir.resolve())} if dest_dir is not None else {}),
+           **({ENV_SOURCE_DIR: str(source_dir.resolve())} if source_dir is not None else {}),
+           **({ENV_TRUST_REMOTE_CODE: "1"} if trust_remote_code else {})}  # pool processes inherit them
     try:
-        if concurrency > 1:
-            summary = run_pool(concurrency, opts, url, read_url=resolve_read_url())
-        else:
-            summary = run_worker(url, opts, read_url=resolve_read_url(), log=_log)
+        with environment(own), status_line(not quiet and sys.stderr.isatty()) as progress:
+            if concurrency > 1:
+                summary = run_pool(concurrency, opts, url, read_url=resolve_read_url(), progress=progress)
+            else:
+                summary = run_worker(url, opts, read_url=resolve_read_url(), log=_log, progress=progress)
     except KeyboardInterrupt:
         fail("interrupted; unfinished items were handed back to the queue", code=130)
     except SupervisorError as e:
@@ -368,11 +432,14 @@ def worker(
     else:
         _say(f"{summary['worker']}: {summary['done']} done"
              + (f" ({summary['reused']} reused from the memory)" if summary["reused"] else "")
-             + f", {summary['failed']} failed, "
-             f"{summary['requeued']} requeued, {summary['lost']} lost to other workers in "
+             + f", {summary['failed']} failed, {summary['requeued']} requeued, "
+             + (f"{summary['cancelled']} cancelled while running, " if summary["cancelled"] else "")
+             + f"{summary['lost']} lost to other workers in "
              f"{summary['seconds']:.1f}s ({summary['items_per_second']:.2f} items/s, overhead "
              f"{summary['overhead_ms_per_item']:.1f} ms/item)"
              + (f"; {summary['retries']} requests retried" if summary["retries"] else ""))
+    if burst and summary["failed"]:
+        raise typer.Exit(ITEMS_FAILED)
 
 
 # --------------------------------------------------------------------------- eval

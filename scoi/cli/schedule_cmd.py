@@ -47,7 +47,10 @@ def add(
     cron: str = typer.Option(..., "--cron", help="Five cron fields, e.g. \"15 2 * * *\" (02:15 every day)."),
     tz: str = typer.Option("UTC", "--timezone", help="Time zone the cron fields are read in (IANA name)."),
     input_file: Path | None = typer.Option(None, "--input", "-i",
-                                           help="Source: a text file; each run adds its new lines."),
+                                           help="Source: a text file in $SCOI_SOURCE_DIR (the workers' "
+                                                "--source-dir); each run adds its new lines; or a CAT file "
+                                                "(.xlf, .xliff, .po, .pot) there, each run adds its new "
+                                                "segments (by key) and keeps the file as read."),
     source_sql: str | None = typer.Option(None, "--source-sql", help=SOURCE_SQL_HELP),
     source_url: str | None = typer.Option(None, "--source-url", help=SOURCE_URL_HELP),
     source_timeout: float = typer.Option(30.0, "--source-timeout", help=SOURCE_TIMEOUT_HELP),
@@ -56,8 +59,11 @@ def add(
     dest_column: str | None = typer.Option(None, "--dest-column", help=DEST_COLUMN_HELP),
     dest_url: str | None = typer.Option(None, "--dest-url", help=DEST_URL_HELP),
     dest_file: Path | None = typer.Option(None, "--dest-file",
-                                          help="Destination: a file, rewritten when the job has nothing left."),
-    dest_format: str = typer.Option("tsv", "--dest-format", help="Format of --dest-file: tsv | jsonl."),
+                                          help="Destination: a file in $SCOI_DEST_DIR (the workers' --dest-dir), "
+                                               "rewritten when the job has nothing left."),
+    dest_format: str = typer.Option("tsv", "--dest-format",
+                                    help="Format of --dest-file: tsv | jsonl | xliff | po (xliff, po: the CAT "
+                                         "file the schedule reads, targets filled)."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the schedule as JSON."),
     opts: JobOptions = JobOptions(),
 ) -> None:

@@ -1,7 +1,8 @@
 """Few-shot translation prompts and answer extraction (docs/method.md §6).
 
 Everything here is pure string work, so that a prompt can be rebuilt byte for byte from a
-run's stored examples; the only I/O is reading a user Jinja2 template given by path.
+run's stored examples; the only I/O is reading a user Jinja2 template given by path (a
+job carries its template's text instead: workers render it and never open a file a job names).
 
 Reading of the docs/method.md §6 layouts (the built-in templates reproduce them exactly):
 
@@ -52,7 +53,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from scoi.core import defaults
 
@@ -64,8 +65,10 @@ __all__ = [
     "STOP_MARKERS",
     "TEMPLATE_NAMES",
     "Example",
+    "PromptTooLong",
     "canonical_order",
     "extract_answer",
+    "fit_prompt",
     "language_name",
     "order_examples",
     "render_prompt",
@@ -237,16 +240,21 @@ def _render_alpaca(query: str, examples: Sequence[Example], src: str, tgt: str) 
 
 @lru_cache(maxsize=32)
 def _load_user_template(path: str, mtime_ns: int):  # mtime_ns: re-read an edited file
-    import jinja2
-
     try:
         source = Path(path).read_text(encoding="utf-8-sig")  # a BOM is not template text
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"cannot read prompt template {path}: {exc}") from None
+    return _compile_template(source, path)
+
+
+@lru_cache(maxsize=32)
+def _compile_template(source: str, label: str):
+    import jinja2
+
     # Default Jinja2 settings: a single trailing newline at the end of the file (which
     # editors add) is dropped, so a template can end its prompt with "Sentence: " or ":".
-    # Sandboxed and immutable: a template file (a worker renders the path stored with a
-    # job) may read its variables, never reach Python internals (``cycler.__init__.
+    # Sandboxed and immutable: a template (a worker renders the text stored with a job)
+    # may read its variables, never reach Python internals (``cycler.__init__.
     # __globals__.os``) nor change what it is given; a try is a SecurityError, one line.
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
@@ -254,20 +262,24 @@ def _load_user_template(path: str, mtime_ns: int):  # mtime_ns: re-read an edite
     try:
         return env.from_string(source)
     except jinja2.TemplateSyntaxError as exc:
-        raise ValueError(f"prompt template {path}, line {exc.lineno}: {exc.message}") from None
+        raise ValueError(f"prompt template {label}, line {exc.lineno}: {exc.message}") from None
 
 
-def _render_user(path: str, query: str, examples: Sequence[Example], src_lang: str, tgt_lang: str) -> str:
+def _render_user(path: str, query: str, examples: Sequence[Example], src_lang: str, tgt_lang: str,
+                 text: str | None = None) -> str:
     import jinja2
 
-    p = Path(path).expanduser()
-    if not p.is_file():
-        raise ValueError(
-            f"prompt template {path!r} is neither a built-in template "
-            f"({', '.join(TEMPLATE_NAMES)}) nor an existing file"
-        )
-    resolved = str(p.resolve())
-    template = _load_user_template(resolved, os.stat(resolved).st_mtime_ns)
+    if text is not None:  # a job's stored template text: no file is read
+        template = _compile_template(text, path)
+    else:
+        p = Path(path).expanduser()
+        if not p.is_file():
+            raise ValueError(
+                f"prompt template {path!r} is neither a built-in template "
+                f"({', '.join(TEMPLATE_NAMES)}) nor an existing file"
+            )
+        resolved = str(p.resolve())
+        template = _load_user_template(resolved, os.stat(resolved).st_mtime_ns)
     try:
         return template.render(
             examples=list(examples),
@@ -306,6 +318,7 @@ def render_prompt(
     template: str = defaults.TEMPLATE,
     order: str = DEFAULT_ORDER,
     seed: int = 0,
+    template_text: str | None = None,
 ) -> str:
     """The few-shot prompt for translating ``query`` from ``src_lang`` to ``tgt_lang``.
 
@@ -316,6 +329,8 @@ def render_prompt(
     order (best first); ``order`` is ``"reverse"`` (default: the first selected is the last
     example, right before the query, as in the published runs, docs/method.md §6), ``"selection"``
     or ``"random"`` (seeded by ``seed``); ``"reversed"`` is accepted for ``"reverse"``.
+    With ``template_text`` the user template is that text (``template`` only names it in
+    messages) and no file is read: how a worker renders a job's template.
     Raises ValueError for unknown languages, orders or templates.
     """
     src_name = language_name(src_lang)
@@ -325,7 +340,37 @@ def render_prompt(
         return _render_xglm(query, ordered, src_name, tgt_name)
     if template == "alpaca":
         return _render_alpaca(query, ordered, src_name, tgt_name)
-    return _render_user(template, query, ordered, src_lang, tgt_lang)
+    return _render_user(template, query, ordered, src_lang, tgt_lang, template_text)
+
+
+class PromptTooLong(ValueError):
+    """Even the prompt without examples leaves no room for the answer in the model's
+    context: the item cannot be translated by this model (retrying would not help)."""
+
+
+def fit_prompt(render: Callable[[Sequence[Example]], str], examples: Sequence[Example],
+               count_tokens: Callable[[str], int], context: int, max_new_tokens: int) -> tuple[str, int]:
+    """The prompt ``render(examples[:n])`` for the largest ``n`` whose tokens plus
+    ``max_new_tokens`` fit in ``context``, and that ``n``.
+
+    ``examples`` come in selection order (best first), so the example dropped each time is
+    the last-ranked one, wherever the prompt order puts it (first, by default); a prompt
+    past its model's positions fails inside the model (``IndexError``) or degrades
+    silently. Raises PromptTooLong when even no example fits.
+    """
+    room = context - max_new_tokens
+    n = len(examples)
+    while True:
+        prompt = render(examples[:n])
+        needed = count_tokens(prompt)
+        if needed <= room:
+            return prompt, n
+        if n == 0:
+            raise PromptTooLong(
+                f"the prompt needs {needed} tokens without any example, and with max_new_tokens "
+                f"{max_new_tokens} that exceeds the model's context of {context} tokens; shorten the "
+                "sentence, lower max_new_tokens or use a model with a longer context")
+        n -= 1
 
 
 #: Quote pairs stripped from around an answer when both ends match: straight double and

@@ -74,9 +74,14 @@ class WorkerCaches:
         if sel is not None:
             sel.close()
 
+    def drop_selectors(self) -> None:
+        """Close and forget every selector (the database restarted: each is built again)."""
+        for key in list(self._selectors):
+            self.drop_selector(key)
+
     def backend(self, job: Job) -> Any:
         """The job's backend; a backend that failed to load raises its error again, at once."""
-        from scoi.backends.loader import load_backend
+        from scoi.backends.loader import load_job_backend
 
         options = job.params.get("backend_options") or {}
         key = (job.model, json.dumps(options, sort_keys=True))
@@ -85,7 +90,7 @@ class WorkerCaches:
             self.log(f"loading {job.model}")
             t0 = time.perf_counter()
             try:
-                backend = load_backend(job.model, **options)
+                backend = load_job_backend(job.model, options)  # never a stored option that runs code
             except Exception as e:  # noqa: BLE001 - kept, so every item gets the same error quickly
                 backend = e
             self._backends[key] = backend

@@ -30,6 +30,7 @@ Secrets are never stored: a URL with a password is refused, as backend options a
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -41,8 +42,11 @@ from typing import Any, Callable
 import psycopg
 from psycopg import sql
 
+from scoi.core import inline
+from scoi.config import ENV_DEST_DIR, ENV_SOURCE_DIR, dest_dir_from_env, source_dir_from_env
 from scoi.db.queries import load
 from scoi.jobs.create import new_job
+from scoi.jobs.documents import DOCUMENT_FORMATS, append_document, document_format, read_segments
 from scoi.jobs.export import EXPORT_FORMATS, export_to_file
 from scoi.jobs.spec import JobError, JobSpec, read_lines
 from scoi.jobs.store import append_new
@@ -109,7 +113,10 @@ def check_url(url: str | None, option: str) -> None:
     stored in plain text): scoi.secrets, the one secret check, says which without echoing it."""
     from scoi.secrets import SecretError, check_database_url
 
-    if url is None or url.startswith(ENV_PREFIX):
+    if url is None:
+        return
+    if url.startswith(ENV_PREFIX):
+        env_url_name(url, option)
         return
     try:
         check_database_url(url, option)
@@ -117,14 +124,26 @@ def check_url(url: str | None, option: str) -> None:
         raise SourceError(str(e)) from None
 
 
+def env_url_name(url: str, option: str = "--source-url") -> str:
+    """The variable an ``env:VAR`` URL names, which must end in ``_URL``: a stored job picks
+    the variable, so it may pick only a database URL, never the worker's other secrets
+    (``env:SCOI_OPENAI_API_KEY``, ``env:PGPASSWORD``); a SourceError otherwise."""
+    name = url[len(ENV_PREFIX):]
+    if not (name.endswith("_URL") and name.replace("_", "").isalnum() and name.isascii()):
+        raise SourceError(f"{option} {url[:80]!r}: an env: URL names an environment variable whose name ends in _URL "
+                          "(e.g. env:DOCS_URL), holding the database URL")
+    return name
+
+
 def resolve_url(url: str | None, default_url: str) -> str:
-    """The URL to connect to: scoi's own database when None, ``env:VAR`` read from the environment."""
+    """The URL to connect to: scoi's own database when None, ``env:VAR`` read from the
+    environment (only a variable named ``*_URL``: :func:`env_url_name`)."""
     from scoi.config import url_from_env
 
     if url is None:
         return default_url
     if url.startswith(ENV_PREFIX):
-        name = url[len(ENV_PREFIX):]
+        name = env_url_name(url)
         value = url_from_env(name)
         if value is None:
             raise SourceError(f"environment variable {name} (from {url!r}) is not set in this process; "
@@ -156,6 +175,8 @@ def _connect(url: str) -> psycopg.Connection:
 
     try:
         return connect(url, connect_timeout=10)
+    except psycopg.ProgrammingError:  # libpq's parse error quotes the text, which may be a secret
+        raise SourceError(f"cannot connect to {_safe(url)}: not a PostgreSQL URL or conninfo string") from None
     except psycopg.Error as e:
         raise SourceError(f"cannot connect to {_safe(url)}: {_first_line(e)}") from None
 
@@ -195,6 +216,7 @@ class Source:
         elif self.kind == "file":
             if self.url is not None:
                 raise SourceError("--source-url goes with --source-sql, not with --input")
+            source_file_path(self.path or "", source_dir_from_env())  # checked again at every run
         else:
             raise SourceError(f"unknown source kind {self.kind!r}; expected file or sql")
 
@@ -208,9 +230,13 @@ class Source:
 
 
 def read_source(source: Source, default_url: str) -> list[tuple[str | None, str]]:
-    """The source's (key, text) rows: keys for a query, None for the lines of a file."""
+    """The source's (key, text) rows: keys for a query, None for the lines of a file, the
+    segment keys and texts (without codes) of a CAT file (XLIFF, PO: scoi.jobs.documents)."""
+    if source.kind == "file" and document_format(source.path or "") is not None:
+        path = source_file_path(source.path or "", source_dir_from_env())
+        return [(s.key, inline.plain(s.masked)) for s in read_segments(path)[2]]
     if source.kind == "file":
-        return [(None, line) for line in read_lines(source.path or "")]
+        return [(None, line) for line in read_lines(source_file_path(source.path or "", source_dir_from_env()))]
     if source.url is not None:
         return read_query(source.query or "", resolve_url(source.url, default_url), source.timeout)
     try:
@@ -335,6 +361,10 @@ def append_from_source(conn: psycopg.Connection, job_id: int, max_attempts: int,
     """Add to the job the source rows it does not hold yet (by key; by content hash for a
     file), inside the caller's transaction. The source is read (unless the caller read it
     already: ``rows``), and checked, before anything is written or locked."""
+    if source.kind == "file" and document_format(source.path or "") is not None:
+        added, skipped = append_document(conn, job_id, max_attempts,
+                                         source_file_path(source.path or "", source_dir_from_env()))
+        return Appended(added=added, skipped=skipped)
     if rows is None:
         rows = read_source(source, default_url)
     keys = [key for key, _ in rows] if source.kind == "sql" else None
@@ -400,11 +430,18 @@ class Destination:
         ``keys``, one the key column's type does not take or two that are one value once
         cast (1.0 and 1.00 in a numeric key)."""
         if self.kind == "file":
-            if self.format not in EXPORT_FORMATS:
-                raise SourceError(f"unknown --dest-format {self.format!r}; expected {' or '.join(EXPORT_FORMATS)}")
+            document = document_format(source.path or "") if source.kind == "file" else None
+            if self.format in DOCUMENT_FORMATS and self.format != document:
+                raise SourceError(f"--dest-format {self.format} writes back the CAT file a schedule reads; the source "
+                                  f"is not a{'n XLIFF' if self.format == 'xliff' else ' PO'} file (--input "
+                                  f"{'FILE.xlf' if self.format == 'xliff' else 'FILE.po'})")
+            if self.format not in EXPORT_FORMATS + DOCUMENT_FORMATS:
+                raise SourceError(f"unknown --dest-format {self.format!r}; expected "
+                                  f"{' or '.join(EXPORT_FORMATS + DOCUMENT_FORMATS)}")
             parent = Path(self.path or "").expanduser().resolve().parent
             if not parent.is_dir():
                 raise SourceError(f"--dest-file {self.path}: directory {parent} does not exist")
+            dest_file_path(self.path or "", dest_dir_from_env())  # the workers check it again at delivery
             return
         if self.kind != "table":
             raise SourceError(f"unknown destination kind {self.kind!r}; expected file or table")
@@ -460,6 +497,51 @@ class Destination:
             a, b = equal[0][:2]
             raise SourceError(f"{where}s {a!r} and {b!r} are the same {key_type} value in {self.table}.{self.key}; "
                               "one translation would overwrite the other: make the keys distinct")
+
+
+def source_file_path(path: str, source_dir: Path | None) -> Path:
+    """The file a schedule's file source may be read from: ``path`` if, every symbolic link
+    resolved, it lies in ``source_dir`` (SCOI_SOURCE_DIR or ``scoi worker --source-dir``);
+    otherwise a SourceError. A stored schedule names the file and its lines become prompts
+    sent to the server the schedule names, so it must never choose a file outside the
+    directory the worker's owner gave (docs/security.md, Workers)."""
+    if source_dir is None:
+        raise SourceError(f"--input {path}: no source directory is configured; schedules read their file sources "
+                          f"only inside {ENV_SOURCE_DIR} (workers: `scoi worker --source-dir DIR` or "
+                          f"{ENV_SOURCE_DIR}=DIR; `scoi schedule add` checks against {ENV_SOURCE_DIR} too)")
+    given = Path(path)
+    if not given.is_absolute():
+        raise SourceError(f"--input {path}: expected the absolute path of a file")
+    target = Path(os.path.realpath(given))
+    if not target.is_relative_to(Path(os.path.realpath(source_dir))):
+        raise SourceError(f"--input {path}: outside the source directory {source_dir} ({ENV_SOURCE_DIR} / "
+                          "`scoi worker --source-dir`), symbolic links resolved")
+    return target
+
+
+def dest_file_path(path: str, dest_dir: Path | None) -> Path:
+    """Where a file destination may be written: ``path`` if it lies in ``dest_dir`` (the
+    worker's SCOI_DEST_DIR or ``--dest-dir``) once every symbolic link of its folder is
+    resolved, and is not itself a link; otherwise a SourceError. A stored job or schedule
+    names the file, so it must never choose a file outside the directory the worker's
+    owner gave (docs/security.md, Workers)."""
+    if dest_dir is None:
+        raise SourceError(f"--dest-file {path}: no destination directory is configured; file destinations are "
+                          f"written only inside {ENV_DEST_DIR} (workers: `scoi worker --dest-dir DIR` or "
+                          f"{ENV_DEST_DIR}=DIR; `scoi schedule add` checks against {ENV_DEST_DIR} too)")
+    given = Path(path)
+    if not given.is_absolute() or given.name in ("", ".", ".."):
+        raise SourceError(f"--dest-file {path}: expected the absolute path of a file")
+    root = Path(os.path.realpath(dest_dir))
+    parent = Path(os.path.realpath(given.parent))
+    if not parent.is_relative_to(root):
+        raise SourceError(f"--dest-file {path}: outside the destination directory {dest_dir} "
+                          f"({ENV_DEST_DIR} / `scoi worker --dest-dir`), symbolic links resolved")
+    target = parent / given.name
+    if target.is_symlink():
+        raise SourceError(f"--dest-file {path}: is a symbolic link; a destination is a regular file of "
+                          f"{dest_dir}")
+    return target
 
 
 def save_destination(conn: psycopg.Connection, job_id: int, dest: Destination) -> None:
@@ -578,12 +660,12 @@ def _deliver_file(conn: psycopg.Connection, job_id: int, dest: Destination) -> t
         unfinished, undelivered = conn.execute(SQL["file_delivery_state"], {"job_id": job_id}).fetchone()
         if unfinished or not undelivered:
             return 0, None
-        export_to_file(conn, job_id, dest.format or "tsv", Path(dest.path or "").expanduser())
+        export_to_file(conn, job_id, dest.format or "tsv", dest_file_path(dest.path or "", dest_dir_from_env()))
         conn.execute(SQL["mark_all_delivered"], {"job_id": job_id})
     return undelivered, None
 
 
 __all__ = ["Appended", "Destination", "Source", "SourceError", "SourceInterrupted", "append_from_source",
-           "cancelled_on", "check_url", "deliver",
+           "cancelled_on", "check_url", "deliver", "dest_file_path", "env_url_name", "source_file_path",
            "destinations", "read_query", "read_source", "resolve_url", "save_destination", "save_source",
            "source_of_job", "table_identifier"]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from scoi.core import defaults
-from scoi.core.prompt import ORDER_ALIASES
+from scoi.core.prompt import ORDER_ALIASES, TEMPLATE_NAMES as BUILTIN_TEMPLATES
 
 
 #: The example order of a job whose ``params`` hold no ``order``: scoi's default before it
@@ -50,6 +50,9 @@ class JobSpec:
     parsers: dict[str, str] = field(default_factory=dict)  # --parser LANG=NAME: the parser the source must be on
     reuse: str = defaults.REUSE  # exact: an exact match's stored translation instead of the model (scoi.reuse)
     where: dict[str, str] | None = None  # --where KEY=VALUE: only pairs whose metadata holds these
+    #: A template file's text, read at submit (validate): workers render it and never open
+    #: the file ``template`` names (a stored job must not make a worker read a file).
+    template_text: str | None = None
 
     def __post_init__(self) -> None:
         # One spelling in params and signatures (an unknown order is rejected by validate()).
@@ -62,7 +65,8 @@ class JobSpec:
                 "seed": self.seed, "max_new_tokens": self.max_new_tokens,
                 "backend_options": self.backend_options, **self._method_params(),
                 **({"parsers": self.parsers} if self.parsers else {}), "reuse": self.reuse,
-                **({"where": self.where} if self.where else {})}
+                **({"where": self.where} if self.where else {}),
+                **({"template_text": self.template_text} if self.template_text is not None else {})}
 
     def _method_params(self) -> dict[str, str | int]:
         """The settings only this job's method reads (scoi.core.methods): ``embedder``
@@ -90,7 +94,8 @@ class JobSpec:
         return signature(self.src, self.tgt, {
             "method": self.method, **method_parts(self._method_params()), "parsers": parsers, "k": self.k,
             "pool": self.pool, "fill": self.fill, "seed": self.seed, "corpora": corpora_part(self.corpora),
-            "where": where_part(self.where), "model": self.model, "template": self.template, "order": self.order,
+            "where": where_part(self.where), "model": self.model,
+            "template": template_label(self.template, self.template_text), "order": self.order,
             "max_new_tokens": self.max_new_tokens})
 
 
@@ -130,6 +135,43 @@ def job_order(params: dict[str, Any]) -> str:
 def job_reuse(params: dict[str, Any]) -> str:
     """A stored job's ``--reuse`` (``off`` for rows stored before reuse existed: they never did)."""
     return params.get("reuse", "off")
+
+
+def template_label(template: str, text: str | None) -> str:
+    """How a signature names a template: a built-in by its name, a user template by its
+    name and a hash of its text (the text, not the file, is what prompts are made of)."""
+    if text is None:
+        return template
+    return f"{template}#sha256:{hashlib.sha256(text.encode('utf-8')).hexdigest()[:16]}"
+
+
+def read_template(path: str) -> str:
+    """The text of a template file, read at submit on the submitter's machine (a BOM
+    dropped); a JobError names the file and why it cannot be used."""
+    try:
+        return Path(path).expanduser().read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise JobError(f"template {path!r} is neither {' nor '.join(BUILTIN_TEMPLATES)} nor an existing file") from None
+    except IsADirectoryError:
+        raise JobError(f"template {path!r} is a directory; give a Jinja2 template file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise JobError(f"template {path!r} cannot be read as UTF-8 text: {e}") from None
+
+
+def job_template(job: "Job") -> tuple[str, str | None]:
+    """The template a worker renders for ``job``: (name, stored text or None for a built-in).
+
+    A user template is rendered from the text stored at submit only. A row naming a file
+    without its text (stored before templates were, or inserted by hand) is refused with
+    a JobError: a worker never reads a file a job names."""
+    if job.template in BUILTIN_TEMPLATES:
+        return job.template, None
+    text = job.params.get("template_text")
+    if not isinstance(text, str):
+        raise JobError(f"{job.label} names the template file {job.template!r} without its text; workers never "
+                       "read a file a job names: submit the job again (`scoi job submit --template FILE` stores "
+                       "the file's text)")
+    return job.template, text
 
 
 def source_hash(text: str) -> str:
@@ -184,5 +226,5 @@ def storable_text(text: str) -> tuple[str, str | None]:
     return text, "; ".join(changes) or None
 
 
-__all__ = ["Job", "JobError", "JobSpec", "LEGACY_ORDER", "check_backend_options", "job_order", "job_reuse", "read_lines",
-           "source_hash", "storable_text"]
+__all__ = ["Job", "JobError", "JobSpec", "LEGACY_ORDER", "check_backend_options", "job_order", "job_reuse",
+           "job_template", "read_lines", "read_template", "source_hash", "storable_text", "template_label"]

@@ -38,6 +38,7 @@ only together with the item result that used it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -50,13 +51,13 @@ from typing import Any, Callable, NamedTuple
 
 import psycopg
 
-from scoi.core import defaults
+from scoi.core import defaults, inline
 from scoi.core.methods import method
-from scoi.core.prompt import Example, extract_answer, render_prompt, stop_markers
+from scoi.core.prompt import Example, PromptTooLong, extract_answer, fit_prompt, render_prompt, stop_markers
 from scoi.jobs import store
 from scoi.jobs.caches import WorkerCaches
 from scoi.jobs.liveness import Liveness
-from scoi.jobs.spec import Job, job_order, job_reuse, storable_text
+from scoi.jobs.spec import Job, job_order, job_reuse, job_template, storable_text
 from scoi.jobs.store import listen_for_items
 from scoi.reuse import exact_matches
 
@@ -92,7 +93,8 @@ class WorkerStats:
     reused: int = 0        # of the done: the memory's translation of an exact match, no model call
     requeued: int = 0
     failed: int = 0
-    lost: int = 0          # results not written: the claim was lost (stalled and re-claimed, cancelled)
+    lost: int = 0          # results not written: the claim was lost (stalled and re-claimed by another worker)
+    cancelled: int = 0     # results not written: the job was cancelled while they ran
     batches: int = 0
     seconds: float = 0.0
     generate_ms: float = 0.0
@@ -124,6 +126,7 @@ class Claimed:
     idx: int
     source: str
     attempt: int
+    masked: str | None = None  # the source with inline codes as placeholders (CAT files): the prompt's text
     #: the translation memory's exact match to insert instead of generating (scoi.reuse.Match),
     #: found at claim time when the job reuses (``--reuse exact``); or why looking it up failed
     reuse: Any = None
@@ -137,9 +140,13 @@ class Prepared:
     item: Claimed
     selection: Any  # SelectionResult to record with the result, or None (zero-shot, reused)
     labels: Any     # the selector's LabelSpace, needed to record the selection
-    prompt: str | None  # None: the item reuses a stored translation (no prompt, no model)
+    #: None: nothing goes to the model (a blank source passes through; an exact match
+    #: reuses its stored translation)
+    prompt: str | None
     select_ms: float
     selection_id: int | None = None
+    examples: list[Example] = field(default_factory=list)  # selection order, best first
+    examples_used: int = 0  # how many of them the prompt holds (fewer when fitted to the context)
 
 
 class Generated(NamedTuple):
@@ -151,6 +158,7 @@ class Generated(NamedTuple):
     raw_output: str | None
     generate_ms: float
     warning: str | None = None
+    qa: list[str] | None = None  # what the output broke of the source's inline codes (None: it has none)
 
     @property
     def origin_pair_id(self) -> int | None:
@@ -165,6 +173,7 @@ class Failed(NamedTuple):
     item: Claimed
     error: str
     prepared: Prepared | None = None
+    final: bool = False  # no retry can help (the prompt cannot fit the model): failed now
 
 
 class PrepareResult(NamedTuple):
@@ -190,7 +199,56 @@ def _generated(prepared: Prepared, gen: Any) -> Generated:
     PostgreSQL refuses (storable_text), the answer extracted from it, the change noted."""
     raw, note = storable_text(gen.text)
     warning = f"output cleaned: {note}" if note else None
-    return Generated(prepared, extract_answer(raw), raw, gen.seconds * 1000, warning)
+    answer = extract_answer(raw)
+    masked = prepared.item.masked
+    return Generated(prepared, answer, raw, gen.seconds * 1000, warning,
+                     inline.check(masked, answer) if masked is not None else None)
+
+
+def _reused(prepared: Prepared) -> Generated:
+    """An exact match's stored translation as the item's output, QA-checked against a CAT
+    item's masked source like a model's answer (it has no codes: find_reuse)."""
+    target, masked = prepared.item.reuse.target, prepared.item.masked
+    return Generated(prepared, target, None, 0.0, None, inline.check(masked, target) if masked is not None else None)
+
+
+def _render(job: Job, source: str, examples: list[Example]) -> str:
+    """The item's prompt with ``examples`` (selection order), as the job asks for it: its
+    template is a stored text, never a file the job names. A prompt PostgreSQL cannot store
+    fails this item, before any write."""
+    template, template_text = job_template(job)
+    prompt = render_prompt(source, examples, job.src_lang, job.tgt_lang, template=template,
+                           order=job_order(job.params), seed=job.params.get("seed", defaults.SEED),
+                           template_text=template_text)
+    if (problem := storable_text(prompt)[1]) is not None:
+        raise ValueError(f"the prompt cannot be stored ({problem}); check the job's template")
+    return prompt
+
+
+def _fit_context(job: Job, backend: Any, prepared: list[Prepared], max_new_tokens: int
+                 ) -> tuple[list[Prepared], list[Failed]]:
+    """The items whose prompt fits the backend's context (``context_length`` tokens with
+    ``max_new_tokens`` of answer), their last-ranked examples dropped where needed, and
+    the items that cannot fit even without examples, failed for good (docs/jobs.md).
+    A backend that does not know its context gets every prompt as it is."""
+    context = getattr(backend, "context_length", None)
+    if not context:
+        return prepared, []
+    fitted: list[Prepared] = []
+    too_long: list[Failed] = []
+    for p in prepared:
+        try:
+            text = p.item.masked or p.item.source
+            p.prompt, p.examples_used = fit_prompt(lambda ex, p=p, text=text: _render(job, text, list(ex)),
+                                                   p.examples, backend.count_tokens, context, max_new_tokens)
+        except PromptTooLong as e:
+            too_long.append(Failed(p.item, f"PromptTooLong: {e}", p, final=True))
+            continue
+        except Exception as e:  # noqa: BLE001 - a tokenizer or /tokenize failure: retried like generation's
+            too_long.append(Failed(p.item, _error_text(e), p))
+            continue
+        fitted.append(p)
+    return fitted, too_long
 
 
 def default_worker_id() -> str:
@@ -287,9 +345,13 @@ class Worker:
     def find_reuse(self, items: list[Claimed]) -> None:
         """Mark the items whose job reuses exact matches (``--reuse exact``) and whose
         source has one in the job's corpora and metadata filter: one lookup per job of the
-        batch, on this thread's connection, before anything is selected or generated."""
+        batch, on this thread's connection, before anything is selected or generated.
+        An item with inline codes (a CAT file's) goes to the model: a stored translation
+        has no placeholders to put its codes back at."""
         for job_id, group in groupby(items, key=lambda c: c.job_id):
-            group = list(group)
+            group = [it for it in group if it.masked is None or not inline.has_tokens(it.masked)]
+            if not group:
+                continue
             try:
                 job = self.caches.job(job_id)
                 if job_reuse(job.params) != "exact":
@@ -340,7 +402,7 @@ class Worker:
         failed: list[Failed] = []
         for prep in preps:
             failed += prep.failed
-            done += [Generated(p, p.item.reuse.target, None, 0.0) for p in prep.prepared if p.item.reuse is not None]
+            done += [_reused(p) for p in prep.prepared if p.item.reuse is not None]
             to_generate = [p for p in prep.prepared if p.item.reuse is None]
             if not to_generate:
                 continue
@@ -395,6 +457,8 @@ class Worker:
         return PrepareResult(job, prepared, failed)
 
     def _prepare_item(self, job: Job, selector: Any, item: Claimed, analysis: Any, shared_ms: float) -> Prepared:
+        if not item.source.strip():  # passed through by generate(): no selection, no prompt
+            return Prepared(item, None, None, None, 0.0)
         ts = time.perf_counter()
         res, examples = None, []
         if selector is not None:
@@ -402,31 +466,43 @@ class Worker:
             examples = [Example(p.src, p.tgt) for p in res.selected]
         tp = time.perf_counter()
         select_ms = (tp - ts) * 1000 + shared_ms
-        prompt = render_prompt(item.source, examples, job.src_lang, job.tgt_lang, template=job.template,
-                               order=job_order(job.params), seed=job.params.get("seed", defaults.SEED))
+        prompt = _render(job, item.masked or item.source, examples)
         self.stats.add_phase("select", (tp - ts) * 1000)
         self.stats.add_phase("prompt", (time.perf_counter() - tp) * 1000)
-        return Prepared(item, res, selector.labels if selector is not None else None, prompt, select_ms)
+        return Prepared(item, res, selector.labels if selector is not None else None, prompt, select_ms,
+                        examples=examples, examples_used=len(examples))
 
     def generate(self, job: Job, prepared: list[Prepared]) -> GenerateResult:
         """One backend call for the prepared items; a failure fails them all, keeping
-        their prompts."""
+        their prompts. An item whose source is blank passes through without a model call:
+        its output is blank too (docs/jobs.md), as submit does for blank input lines."""
+        blank = [Generated(p, "", None, 0.0) for p in prepared if p.prompt is None]
+        if not blank:
+            return self._generate(job, prepared)
+        rest = [p for p in prepared if p.prompt is not None]
+        result = self._generate(job, rest) if rest else GenerateResult([], [], 0.0)
+        return GenerateResult(blank + result.done, result.failed, result.seconds)
+
+    def _generate(self, job: Job, prepared: list[Prepared]) -> GenerateResult:
         try:
             backend = self.caches.backend(job)
         except Exception as e:  # noqa: BLE001
             return GenerateResult([], [Failed(p.item, _error_text(e), p) for p in prepared], 0.0)
+        max_new_tokens = int(job.params.get("max_new_tokens", defaults.MAX_NEW_TOKENS))
+        prepared, too_long = _fit_context(job, backend, prepared, max_new_tokens)
+        if not prepared:
+            return GenerateResult([], too_long, 0.0)
         g0 = time.perf_counter()
         try:
-            gens = backend.generate([p.prompt for p in prepared],
-                                    max_new_tokens=int(job.params.get("max_new_tokens", defaults.MAX_NEW_TOKENS)),
+            gens = backend.generate([p.prompt for p in prepared], max_new_tokens=max_new_tokens,
                                     stop=stop_markers(job.template))
             if len(gens) != len(prepared):
                 raise RuntimeError(f"backend returned {len(gens)} generations for {len(prepared)} prompts")
         except Exception as e:  # noqa: BLE001
-            return GenerateResult([], [Failed(p.item, _error_text(e), p) for p in prepared],
+            return GenerateResult([], [Failed(p.item, _error_text(e), p) for p in prepared] + too_long,
                                   time.perf_counter() - g0)
         seconds = time.perf_counter() - g0
-        return GenerateResult([_generated(p, g) for p, g in zip(prepared, gens)], [], seconds)
+        return GenerateResult([_generated(p, g) for p, g in zip(prepared, gens)], too_long, seconds)
 
     def store(self, items: list[Claimed], done: list[Generated], failed: list[Failed], t0: float,
               gen_wall: float) -> None:
@@ -449,7 +525,10 @@ class Worker:
             if f.error not in self.stats.errors and len(self.stats.errors) < 5:
                 self.stats.errors.append(f.error)
                 self.log(f"worker {self.id}: {f.error}")
-        self.stats.lost += n - written
+        if written < n:  # not written: cancelled meanwhile, or re-claimed by another worker
+            cancelled = store.cancelled_among(self.conn, [c.job_id for c in items], [c.idx for c in items])
+            self.stats.cancelled += cancelled
+            self.stats.lost += n - written - cancelled
         self.deliver_outputs(items)
         self._last_write_ms = (time.perf_counter() - w0) * 1000
         self.stats.add_phase("record", record_ms)
@@ -489,6 +568,8 @@ class Worker:
             "select_ms": [round(g.prepared.select_ms, 3) for g in done],
             "generate_ms": [round(g.generate_ms, 3) for g in done],
             "overhead_ms": [round(overhead, 3)] * len(done), "warnings": [g.warning for g in done],
+            "examples_used": [g.prepared.examples_used for g in done],
+            "qa": [None if g.qa is None else "\n".join(g.qa) for g in done],
             "origins": ["llm" if g.origin_pair_id is None else "tm" for g in done],
             "origin_pair_ids": [g.origin_pair_id for g in done]})
         self.stats.done += len(rows)
@@ -505,7 +586,7 @@ class Worker:
         rows = store.fail_items(self.conn, self.id, {
             "job_ids": [f.item.job_id for f in failed],
             "idxs": [f.item.idx for f in failed], "attempts": [f.item.attempt for f in failed],
-            "errors": [f.error for f in failed],
+            "errors": [f.error for f in failed], "finals": [f.final for f in failed],
             "prompts": [f.prepared.prompt if f.prepared else None for f in failed],
             "selection_ids": [f.prepared.selection_id if f.prepared else None for f in failed]})
         for _, _, st in rows:
@@ -582,21 +663,17 @@ class Worker:
         try:
             if self.opts.job_id is not None:
                 self.preload(self.opts.job_id)
-            listen_for_items(self.conn)
-            if self.opts.prefetch:
-                from scoi.jobs.prefetch import run_pipelined
-
-                run_pipelined(self)
-            else:
-                while not self._stop.is_set():
-                    self.run_schedules()
-                    items = self.claim()
-                    if not items:
-                        if self.queue_done():
-                            break
-                        self.wait_for_work()
-                        continue
-                    self.process(items)
+            while True:
+                try:
+                    listen_for_items(self.conn)
+                    self._loop()
+                    break
+                except psycopg.Error as e:
+                    # a long-running worker outlives a database restart; --burst (cron, CI) stops
+                    if self.opts.burst or not (self.conn.closed or self.conn.broken):
+                        raise
+                    if not self._reconnect(e):
+                        break
         except KeyboardInterrupt:
             interrupted = True
             raise
@@ -617,6 +694,54 @@ class Worker:
             restore()
             hb.join(timeout=5)
         return self.stats
+
+    def _loop(self) -> None:
+        """Claim and process batches until stopped or, with ``burst``, the queue is done."""
+        if self.opts.prefetch:
+            from scoi.jobs.prefetch import run_pipelined
+
+            run_pipelined(self)
+            return
+        while not self._stop.is_set():
+            self.run_schedules()
+            items = self.claim()
+            if not items:
+                if self.queue_done():
+                    return
+                self.wait_for_work()
+                continue
+            self.process(items)
+
+    def _reconnect(self, error: BaseException) -> bool:
+        """Wait for the database after the connection was lost (a restart): one log line,
+        then attempts with backoff until it answers (True) or a stop is requested (False).
+        The worker does not start the embedded server itself: ``scoi db stop`` stays stopped
+        until something starts it again (docs/jobs.md). The batch it held is handed back
+        on the new connection, its attempt uncounted (the restart was not the items' fault),
+        unless another worker claimed it meanwhile."""
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        self.log(f"worker {self.id}: lost the database ({reason}); reconnecting until it is back")
+        with contextlib.suppress(psycopg.Error):
+            self.conn.close()
+        self.caches.drop_selectors()  # their connections went with the server
+        t0, delay = time.monotonic(), 0.5
+        while not self._stop.wait(delay):
+            conn = None
+            try:
+                conn = store.connect(self.url)
+                # registered (lock taken) again before any claim: a worker without its lock
+                # reads as dead, and its own next claim would take its items as a dead one's
+                self.liveness.beat()
+                store.release_items(conn, self.id, uncount=True, error=None)
+            except psycopg.Error:
+                if conn is not None:
+                    conn.close()
+                delay = min(2 * delay, defaults.RECONNECT_MAX_SECONDS)
+                continue
+            self.conn = self.caches.conn = conn
+            self.log(f"worker {self.id}: database back after {time.monotonic() - t0:.1f} s, resuming")
+            return True
+        return False
 
     def queue_done(self) -> bool:
         """After an empty claim: stop (burst, or max_items reached) rather than wait."""

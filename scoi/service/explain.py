@@ -10,7 +10,9 @@ BM25 pool holds them at all; and the sentence's dependency tree drawn as SVG by 
 
 from __future__ import annotations
 
+import math
 from collections import Counter
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from scoi.core.polynomial import ROOT, parse_key, term_key
@@ -94,6 +96,18 @@ def token_terms(heads: list[int], labels: list[str]) -> list[str]:
     return keys
 
 
+# The page draws words in a bold 19 px font (app.css): about 13.5 px per character at most.
+WORD_PX_PER_CHAR = 13.5
+MIN_WORD_DISTANCE = 100
+
+
+def word_distance(words: Iterable[str]) -> int:
+    """Pixels between two words' centres in the drawn tree: room for the longest word and a
+    gap, so long words never overlap (displaCy spaces words evenly whatever their length)."""
+    longest = max((len(w) for w in words), default=0)
+    return max(MIN_WORD_DISTANCE, math.ceil(longest * WORD_PX_PER_CHAR) + 20)
+
+
 def draw_tree(sel: Selector, text: str, terms: dict[str, dict[str, Any]], pick_tokens: list[set[str]]
               ) -> dict[str, Any]:
     """The dependency tree as displaCy SVG, with per token: its term, the pick covering the
@@ -119,6 +133,7 @@ def draw_tree(sel: Selector, text: str, terms: dict[str, dict[str, Any]], pick_t
     if tokens:
         svg = displacy.render({"words": [{"text": t["text"], "tag": t["pos"]} for t in tokens], "arcs": drawn},
                               style="dep", manual=True, jupyter=False,
-                              options={"compact": True, "distance": 100, "offset_x": 40, "bg": "transparent",
+                              options={"compact": True, "distance": word_distance(t["text"] for t in tokens),
+                                       "offset_x": 40, "bg": "transparent",
                                        "color": "currentColor", "font": "inherit", "arrow_spacing": 14})
     return {"svg": svg, "tokens": tokens, "arcs": arcs}

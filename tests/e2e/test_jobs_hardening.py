@@ -8,6 +8,8 @@ OpenAI-compatible server, the real CLI."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 import psycopg
 import pytest
@@ -139,6 +141,7 @@ def test_retry_failed_only_reopens_only_the_failed_items(job_db, tmp_path):
 def test_api_key_comes_from_the_environment_and_is_never_stored(job_db, tmp_path, monkeypatch):
     monkeypatch.setenv("SCOI_OPENAI_API_KEY", "sk-from-env")
     with ok_server() as stub:
+        monkeypatch.setenv("SCOI_OPENAI_ALLOWED_BASE_URLS", stub.url)  # the key goes only where the env allows
         submit_lines(job_db, tmp_path / "in.fr", ["Un.", "Deux."], "openai:stub", *stub_model_args(stub.url))
         assert last_json(scoi_cli(["worker", "--burst", "--json"], job_db))["done"] == 2
     auth = {v for c in stub.calls for k, v in c["headers"].items() if k.lower() == "authorization"}
@@ -161,3 +164,25 @@ def test_api_key_comes_from_the_environment_and_is_never_stored(job_db, tmp_path
         with pytest.raises(JobError, match="never stored"):  # the Python API refuses them too
             submit(conn, JobSpec("fr", "en", model="openai:stub", method="zero", k=0,
                                  backend_options={"api_key": "sk-x"}), ["Un."])
+
+
+def test_a_worker_says_items_cancelled_while_running_were_cancelled(job_db, tmp_path):
+    """`scoi job cancel` while a worker runs the batch: its summary counts them as cancelled,
+    not as "lost to other workers" (no other worker ran)."""
+    with ok_server(delay=1.5) as slow:
+        job_id = submit_lines(job_db, tmp_path / "in.fr", ["Un.", "Deux.", "Trois."], "openai:stub",
+                              *stub_model_args(slow.url), "--backend-opt", "concurrency=1", "--name", "canc2b")
+
+        def cancel_once_running() -> None:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and sum(i["status"] == "running" for i in items(job_db, job_id)) < 3:
+                time.sleep(0.05)
+            scoi_cli(["job", "cancel", "canc2b"], job_db)
+
+        canceller = threading.Thread(target=cancel_once_running)
+        canceller.start()
+        proc = run_scoi(["worker", "--burst", "--no-prefetch", "--batch-size", "3"], job_db)
+        canceller.join()
+    assert proc.returncode == 0, proc.stderr
+    assert "3 cancelled while running, 0 lost to other workers" in proc.stdout, proc.stdout
+    assert [i["status"] for i in items(job_db, job_id)] == ["cancelled"] * 3

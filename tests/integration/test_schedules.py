@@ -304,7 +304,9 @@ def test_a_failed_delivery_is_kept_and_retried(db_url, stub):
     assert scalar(db_url, "SELECT count(*) FROM documents_en") == 2
 
 
-def test_file_source_and_file_destination(db_url, stub, tmp_path):
+def test_file_source_and_file_destination(db_url, stub, tmp_path, monkeypatch):
+    monkeypatch.setenv("SCOI_DEST_DIR", str(tmp_path))  # the submitter's check and the worker's
+    monkeypatch.setenv("SCOI_SOURCE_DIR", str(tmp_path))
     inbox = tmp_path / "inbox.fr"
     inbox.write_text("Bonjour.\nMerci.\n\n", encoding="utf-8")
     out = tmp_path / "inbox.en.tsv"

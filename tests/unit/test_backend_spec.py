@@ -89,3 +89,15 @@ def test_the_parser_imports_no_model_library():
             "print(sorted(m for m in ('torch', 'transformers', 'httpx') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_an_option_that_runs_code_is_refused_in_stored_settings_only():
+    """trust_remote_code runs the model directory's Python: an operator's own setting
+    (``scoi serve --backend-opt``) may hold it, a job's or schedule's never."""
+    hf = parse_spec("hf:/models/m")
+    check_options(hf, {"trust_remote_code": True})
+    with pytest.raises(BackendSpecError, match="runs code from the model's files.*SCOI_TRUST_REMOTE_CODE=1"):
+        check_options(hf, {"trust_remote_code": False}, stored=True)
+    with pytest.raises(BackendSpecError) as refused:
+        check_options(hf, {"trust_remote_cod": True}, stored=True)
+    assert "trust_remote_code" not in str(refused.value).split("accepted:")[1]  # not offered to a job

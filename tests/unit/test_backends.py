@@ -48,7 +48,8 @@ def test_missing_gguf_file_is_a_clear_error(tmp_path):
 
 @pytest.fixture()
 def openai_env(monkeypatch):
-    for name in ("SCOI_OPENAI_BASE_URL", "OPENAI_BASE_URL", "SCOI_OPENAI_API_KEY", "OPENAI_API_KEY"):
+    for name in ("SCOI_OPENAI_BASE_URL", "OPENAI_BASE_URL", "SCOI_OPENAI_API_KEY", "OPENAI_API_KEY",
+                 "SCOI_OPENAI_ALLOWED_BASE_URLS"):
         monkeypatch.delenv(name, raising=False)
     return monkeypatch
 
@@ -146,3 +147,47 @@ def test_errors_never_show_a_key_in_the_server_url(openai_env):
     with pytest.raises(BackendError) as info:
         backend.generate(["x"])
     assert "127.0.0.1" in str(info.value) and "KEY" not in str(info.value) and "KEY" not in repr(backend)
+
+
+def test_the_env_key_may_go_only_to_the_base_urls_the_env_names(openai_env):
+    from scoi.backends.openai_backend import DEFAULT_BASE_URL, key_allowed
+
+    assert key_allowed(DEFAULT_BASE_URL) and not key_allowed("http://127.0.0.1:18002/v1")
+    openai_env.setenv("SCOI_OPENAI_BASE_URL", "https://llm.internal/v1")
+    openai_env.setenv("SCOI_OPENAI_ALLOWED_BASE_URLS", " http://127.0.0.1:9/v1/ ,,https://other.example/v1")
+    assert key_allowed("HTTPS://LLM.internal/v1/") and key_allowed("http://127.0.0.1:9/v1")
+    assert key_allowed("https://other.example/v1")
+    assert not key_allowed(DEFAULT_BASE_URL)  # the default is the env's only when it names none
+    for url in ("https://llm.internal/v2", "https://llm.internal.evil.example/v1", "http://llm.internal/v1",
+                "https://other.example/v1/../../x"):
+        assert not key_allowed(url), url
+
+
+def test_a_job_base_url_the_env_does_not_allow_gets_no_key(openai_env):
+    from scoi.backends.openai_backend import OpenAIBackend
+
+    openai_env.setenv("SCOI_OPENAI_API_KEY", "sk-env")
+    with FakeOpenAI() as theirs:
+        backend = OpenAIBackend("m", base_url=theirs.url, max_retries=0)
+        backend.generate(["p"])
+        assert backend.key_withheld and "authorization" not in {k.lower() for k in theirs.calls[0]["headers"]}
+        openai_env.setenv("SCOI_OPENAI_ALLOWED_BASE_URLS", theirs.url)
+        OpenAIBackend("m", base_url=theirs.url, max_retries=0).generate(["p"])
+        assert theirs.calls[1]["headers"]["Authorization"] == "Bearer sk-env"
+
+
+def test_openai_context_counts_with_the_servers_tokenize_route(openai_env):
+    with FakeOpenAI(tokenize=lambda prompt: len(prompt.split())) as server:
+        backend = load_backend("openai:m", base_url=server.url, context=512)
+        assert backend.context_length == 512
+        assert backend.count_tokens("un deux trois") == 3
+        assert [c["path"] for c in server.calls] == ["/tokenize"]
+
+
+def test_openai_context_without_tokenize_route_bounds_by_utf8_bytes(openai_env):
+    with FakeOpenAI() as server:  # /tokenize: 404
+        backend = load_backend("openai:m", base_url=server.url, context=512)
+        assert backend.count_tokens("été") == 6  # 5 bytes + a BOS: never fewer than the model's tokens
+        assert backend.count_tokens("abc") == 4
+        assert len(server.calls) == 1  # the missing route is asked once
+    assert load_backend("openai:m", base_url=server.url).context_length is None

@@ -12,7 +12,7 @@ RETURNING id;
 -- Items go in with COPY (thousands of lines in one round trip). Blank sources are stored
 -- as done with an empty output, so exports stay line-aligned with the input.
 COPY job_item (job_id, idx, source, source_hash, reference, max_attempts, status, output, finished_at,
-                source_key)
+                source_key, masked)
 FROM STDIN;
 
 -- name: notify_items
@@ -70,6 +70,17 @@ SELECT idx, source_key, delivery_error FROM job_item
 WHERE job_id = %(id)s AND status = 'done' AND delivered_at IS NULL AND delivery_error IS NOT NULL
 ORDER BY idx
 LIMIT %(n)s;
+
+-- name: qa_flags
+-- Items of a CAT-file job whose answer broke its inline codes (job_item.qa, migration 0032):
+-- the first few with their flags (job status; qa_count counts them).
+SELECT idx, source_key, qa FROM job_item
+WHERE job_id = %(id)s AND cardinality(qa) > 0
+ORDER BY idx
+LIMIT %(n)s;
+
+-- name: qa_count
+SELECT count(*) AS n FROM job_item WHERE job_id = %(id)s AND cardinality(qa) > 0;
 
 -- name: recent_warnings
 -- Items whose output the worker had to clean to store it (NUL removed, ...).
@@ -135,7 +146,7 @@ SET status = 'running', locked_by = %(worker)s, locked_at = now(), heartbeat_at 
                                   p.holder, %(stall)s, i.attempts, i.max_attempts) END
 FROM picked p
 WHERE i.job_id = p.job_id AND i.idx = p.idx
-RETURNING i.job_id, i.idx, i.source, i.attempts;
+RETURNING i.job_id, i.idx, i.source, i.attempts, i.masked;
 
 -- name: register_worker
 -- A worker announces itself and takes its liveness lock on the connection it keeps for
@@ -165,6 +176,13 @@ DELETE FROM job_worker w
 WHERE w.id = %(worker)s
   AND NOT EXISTS (SELECT 1 FROM job_item i WHERE i.status = 'running' AND i.locked_by = w.id);
 
+-- name: examples_dropped
+-- Done items whose prompt kept fewer than the job's k examples (dropped, last-ranked
+-- first, to fit the model's context), and the fewest any kept (job status).
+SELECT count(*) AS items, min(i.examples_used) AS fewest
+FROM job_item i JOIN job j ON j.id = i.job_id
+WHERE i.job_id = %(id)s AND i.status = 'done' AND i.examples_used < j.k;
+
 -- name: holder_counts
 -- A job's running items by the state of the worker holding them (view job_item_holder).
 SELECT holder_state, count(*) AS n FROM job_item_holder WHERE job_id = %(id)s GROUP BY holder_state;
@@ -183,31 +201,41 @@ UPDATE job_item i
 SET status = 'done', output = r.output, raw_output = r.raw_output, prompt = r.prompt,
     selection_id = r.selection_id, select_ms = r.select_ms, generate_ms = r.generate_ms,
     overhead_ms = r.overhead_ms, warning = r.warning, last_error = NULL, finished_at = now(), heartbeat_at = NULL,
+    examples_used = r.examples_used, qa = string_to_array(r.qa, E'\n'),
     origin = r.origin, origin_pair_id = r.origin_pair_id
 FROM unnest(%(job_ids)s::bigint[], %(idxs)s::int[], %(attempts)s::int[], %(selection_ids)s::bigint[],
             %(prompts)s::text[], %(outputs)s::text[], %(raw_outputs)s::text[],
             %(select_ms)s::float8[], %(generate_ms)s::float8[], %(overhead_ms)s::float8[], %(warnings)s::text[],
-            %(origins)s::text[], %(origin_pair_ids)s::bigint[])
+            %(examples_used)s::int[], %(qa)s::text[], %(origins)s::text[], %(origin_pair_ids)s::bigint[])
      AS r(job_id, idx, attempt, selection_id, prompt, output, raw_output, select_ms, generate_ms, overhead_ms,
-          warning, origin, origin_pair_id)
+          warning, examples_used, qa, origin, origin_pair_id)
 WHERE i.job_id = r.job_id AND i.idx = r.idx AND i.attempts = r.attempt
   AND i.status = 'running' AND i.locked_by = %(worker)s
 RETURNING i.job_id, i.idx;
 
+-- name: cancelled_among
+-- How many of a batch's items are cancelled now: results a worker could not write because
+-- the job was cancelled while it ran them (its summary says so, apart from items lost to
+-- other workers). Written items are done, failed or queued, so counting the whole batch works.
+SELECT count(*) FROM job_item i
+JOIN unnest(%(job_ids)s::bigint[], %(idxs)s::int[]) AS b(job_id, idx) ON i.job_id = b.job_id AND i.idx = b.idx
+WHERE i.status = 'cancelled';
+
 -- name: fail_items
 -- An attempt failed: keep the error (and the prompt, if one was built) and put the item
--- back in the queue, or end it failed once it has used max_attempts. Same lock rule as
+-- back in the queue, or end it failed once it has used max_attempts, or at once when
+-- ``final`` (no retry can help: a prompt that cannot fit the model). Same lock rule as
 -- complete_items.
 UPDATE job_item i
-SET status = CASE WHEN i.attempts >= i.max_attempts THEN 'failed' ELSE 'queued' END,
-    finished_at = CASE WHEN i.attempts >= i.max_attempts THEN now() END,
+SET status = CASE WHEN r.final OR i.attempts >= i.max_attempts THEN 'failed' ELSE 'queued' END,
+    finished_at = CASE WHEN r.final OR i.attempts >= i.max_attempts THEN now() END,
     last_error = r.error,
     prompt = coalesce(r.prompt, i.prompt),
     selection_id = coalesce(r.selection_id, i.selection_id),
     heartbeat_at = NULL
 FROM unnest(%(job_ids)s::bigint[], %(idxs)s::int[], %(attempts)s::int[], %(errors)s::text[],
-            %(prompts)s::text[], %(selection_ids)s::bigint[])
-     AS r(job_id, idx, attempt, error, prompt, selection_id)
+            %(prompts)s::text[], %(selection_ids)s::bigint[], %(finals)s::bool[])
+     AS r(job_id, idx, attempt, error, prompt, selection_id, final)
 WHERE i.job_id = r.job_id AND i.idx = r.idx AND i.attempts = r.attempt
   AND i.status = 'running' AND i.locked_by = %(worker)s
 RETURNING i.job_id, i.idx, i.status;
@@ -226,7 +254,7 @@ WHERE locked_by = %(worker)s AND status = 'running';
 
 -- name: export_items
 SELECT idx, source, output, reference, status, attempts, last_error, warning, selection_id,
-       select_ms, generate_ms, overhead_ms, raw_output, prompt, origin, origin_pair_id
+       select_ms, generate_ms, overhead_ms, raw_output, prompt, examples_used, qa, origin, origin_pair_id
 FROM job_item WHERE job_id = %(id)s ORDER BY idx;
 
 -- name: retry_items
