@@ -130,6 +130,38 @@ def test_newest_pair_wins_and_metadata_filter_limits_reuse(job_db, tmp_path):
     assert old_only[0]["output"] == parliament[0]["output"]
 
 
+def test_cat_segments_with_inline_codes_go_to_the_model_and_reused_ones_are_qa_checked(job_db, tmp_path):
+    """An XLIFF job reuses a segment without inline codes (QA-checked like a model answer:
+    markup in the stored target is flagged); a segment with codes goes to the model even
+    though its plain text is stored, since a stored translation has no placeholders."""
+    from pathlib import Path
+
+    from scoi.jobs.documents import export_document, submit_document
+    from scoi.jobs.spec import JobSpec
+    from scoi.jobs.worker import Worker, WorkerOptions
+    from tests.helpers.ingest import ingest_inprocess
+    from tests.helpers.jobs import items, ok_server, write_lines
+
+    tsv = write_lines(tmp_path / "tm.tsv", ["fr\ten", "Bonjour , vous avez trois messages.\tHello, you have three messages.",
+                                            "Le chien mange.\tThe dog <b>eats</b>."])
+    ingest_inprocess(job_db, [tsv], corpus="ui")
+    xlf = Path(__file__).resolve().parents[1] / "data" / "cat" / "app.fr-en.xlf"
+    with ok_server() as stub, psycopg.connect(job_db, autocommit=True) as conn:
+        job_id, n = submit_document(conn, JobSpec("fr", "en", model="openai:stub", method="zero", k=0, name="cat",
+                                                  backend_options={"max_retries": 0, "base_url": stub.url}), xlf)
+        with Worker(job_db, WorkerOptions(burst=True, job_id=job_id)) as w:
+            assert w.run().reused == 2
+        prompts = [c["body"]["prompt"] for c in stub.calls if c["path"].endswith("/completions")]
+        got = {r["source_key"]: (r["origin"], r["origin_pair_id"] is not None, r["output"], r["qa"])
+               for r in items(job_db, job_id)}
+        data, written = export_document(conn, job_id, "xliff")
+    assert n == 3 and len(prompts) == 1 and "Bonjour <1/>, vous avez <2>trois messages</2>." in str(prompts[0])
+    assert got["f1/greeting/1"][:2] == ("llm", False) and got["f1/greeting/1"][2].startswith("ok ")
+    assert got["f1/greeting/2"] == ("tm", True, "The cat is sleeping.", [])
+    assert got["f1/plain/1"][:3] == ("tm", True, "The dog <b>eats</b>.") and "invented <b>" in got["f1/plain/1"][3]
+    assert written == 3 and b"The cat is sleeping." in data
+
+
 # ------------------------------------------------------------------ the API
 def test_api_translate_reuses_an_exact_match_and_takes_the_filter_as_data(job_db):
     import pytest
@@ -146,7 +178,8 @@ def test_api_translate_reuses_an_exact_match_and_takes_the_filter_as_data(job_db
     with psycopg.connect(job_db, autocommit=True) as conn:
         conn.execute("UPDATE pair SET meta = '{\"domain\": \"legal\"}' WHERE id = %s", (_pair_id(job_db, fr),))
     with ok_server() as fake, TestClient(create_app(ServeConfig(url=job_db, models={"stub": ModelConfig(
-            "stub", "openai:stub", {"base_url": fake.url, "max_retries": 0})}))) as api:
+            "stub", "openai:stub", {"base_url": fake.url, "max_retries": 0})})),
+            base_url="http://127.0.0.1:8765") as api:  # a server without a token answers loopback Hosts only
         body = {"text": f" {fr} ", "src": "fr", "tgt": "en", "model": "stub", "k": 2}
         reused = api.post("/api/translate", json=body).json()
         assert fake.calls == []
