@@ -88,7 +88,8 @@ def test_select_where_restricts_the_examples(job_db):
     assert all(p["src"] in legal_fr and p["src"] in prompt.stdout for p in got["selected"])
 
 
-def test_schedule_keeps_reuse_and_where_and_experiment_never_reuses(job_db, tmp_path):
+def test_schedule_keeps_reuse_and_where_and_experiment_never_reuses(job_db, tmp_path, monkeypatch):
+    monkeypatch.setenv("SCOI_SOURCE_DIR", str(tmp_path))  # schedules read file sources only there
     src = write_lines(tmp_path / "in.fr", [fr for fr, _ in demo_pairs()[:2]])
     ref = write_lines(tmp_path / "in.en", [en for _, en in demo_pairs()[:2]])
     out = last_json(scoi_cli(["schedule", "add", "nightly", "--cron", "0 3 * * *", "--input", str(src),
