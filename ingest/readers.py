@@ -374,6 +374,16 @@ def segment_text(seg, keep_codes: bool = False) -> str:
     return "".join(parts)
 
 
+def safe_iterparse(fh: IO[bytes], tags: tuple[str, ...]):
+    """lxml's ``iterparse`` over ``tags`` (end events) as every XML input is read (TMX, TBX):
+    no recovery from malformed XML; huge_tree off, so libxml2's limits hold (a text node of
+    at most 10 MB, nesting of at most 256 levels, entity amplification refused); lxml's
+    defaults otherwise: no network, no external DTD, external entities (XXE) never resolved."""
+    from lxml import etree
+
+    return etree.iterparse(fh, events=("end",), tag=tags, recover=False, huge_tree=False)
+
+
 def read_tmx(file: str, src_lang: str, tgt_lang: str, *, keep_codes: bool = False) -> Iterator[Record]:
     """TMX 1.4: each ``<tu>`` with a ``<tuv xml:lang=...>`` per language (region subtags
     ignored); inline codes are dropped from the text unless ``keep_codes``."""
@@ -385,9 +395,7 @@ def read_tmx(file: str, src_lang: str, tgt_lang: str, *, keep_codes: bool = Fals
         return (lang or "").split("-")[0].split("_")[0].lower()
 
     with open_text(file) as fh:
-        # huge_tree off: libxml2's limits hold (a text node of at most 10 MB, nesting of at
-        # most 256 levels), so one segment never takes more memory than that.
-        parser = etree.iterparse(fh, events=("end",), tag=("tu", "body"), recover=False, huge_tree=False)
+        parser = safe_iterparse(fh, ("tu", "body"))
         saw_body = False
         try:
             for _, el in parser:
@@ -416,4 +424,4 @@ def read_tmx(file: str, src_lang: str, tgt_lang: str, *, keep_codes: bool = Fals
             raise InputError(file, None, "not a TMX file: no <body> element")
 
 
-__all__ = ["FORMATS", "Record", "InputError", "read_records", "detect_format", "open_text"]
+__all__ = ["FORMATS", "Record", "InputError", "read_records", "detect_format", "open_text", "safe_iterparse"]
