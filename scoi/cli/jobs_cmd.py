@@ -422,7 +422,7 @@ def eval_jobs(
     over the items all jobs translated (sacreBLEU's own for BLEU and chrF, the same
     resampling over per-item COMET scores): mean ± 95% interval, and * when p < 0.05.
     """
-    from scoi.jobs.eval import EvalError, compare as compare_jobs, evaluate
+    from scoi.jobs.eval import EvalError, compare as compare_jobs, evaluate, term_summary
 
     with _connect() as conn:
         found = [_job(conn, ref) for ref in jobs]
@@ -438,6 +438,7 @@ def eval_jobs(
                                              n_samples=samples, warn=_warn)
             else:
                 results = [(j, evaluate(conn, j, comet=comet, partial=partial, warn=_warn)) for j in found]
+                terms = {j.id: term_summary(conn, j) for j in found}
         except EvalError as e:
             fail(str(e))
     if compare:
@@ -458,10 +459,15 @@ def eval_jobs(
         console.print(table)
         return
     if json_out:
-        out = [{"job_id": j.id, "name": j.name, "scores": [s.to_dict() for s in scores]} for j, scores in results]
+        out = [{"job_id": j.id, "name": j.name, "scores": [s.to_dict() for s in scores],
+                **({"terms": terms[j.id]} if terms[j.id] else {})} for j, scores in results]
         emit_json(out[0] if len(out) == 1 else out)
         return
     for j, scores in results:
         _say(f"{j.label} ({j.method}, k={j.k}, {len(scores) and scores[0].n_items} items):")
         for s in scores:
             _say(f"  {s.metric:6s} {s.score:7.2f}  {s.signature}")
+        if t := terms[j.id]:
+            share = f"{t['accuracy']:.2f}%" if t["required"] else "no term required"
+            _say(f"  terms  {share}  {t['found']} of {t['required']} required target terms found "
+                 f"(glossary {t['glossary']})")

@@ -50,6 +50,7 @@ from typing import Any, Callable, NamedTuple
 
 import psycopg
 
+from scoi import glossary
 from scoi.core import defaults
 from scoi.core.methods import method
 from scoi.core.prompt import Example, extract_answer, render_prompt, stop_markers
@@ -135,6 +136,7 @@ class Prepared:
     prompt: str
     select_ms: float
     selection_id: int | None = None
+    terms: Any = None  # the glossary matches of the source (scoi.core.glossary.Match), None without a glossary
 
 
 class Generated(NamedTuple):
@@ -146,6 +148,7 @@ class Generated(NamedTuple):
     raw_output: str
     generate_ms: float
     warning: str | None = None
+    term_check: list[dict] | None = None  # [{src, tgt, found}] for a job with a glossary
 
 
 class Failed(NamedTuple):
@@ -363,14 +366,19 @@ class Worker:
         tp = time.perf_counter()
         select_ms = (tp - ts) * 1000 + shared_ms
         template, template_text = job_template(job)  # a stored text, never a file the job names
+        terms = None
+        if job.params.get("glossary"):  # docs/glossary.md: the terms found go into the prompt
+            entries = glossary.cached_entries(self.url, job.params["glossary"], job.src_lang, job.tgt_lang)
+            terms = glossary.match(entries, [item.source], job.src_lang)[0]
         prompt = render_prompt(item.source, examples, job.src_lang, job.tgt_lang, template=template,
                                order=job_order(job.params), seed=job.params.get("seed", defaults.SEED),
-                               template_text=template_text)
+                               template_text=template_text, glossary=[m.to_dict() for m in terms or ()])
         if (problem := storable_text(prompt)[1]) is not None:  # fails this item, before any write
             raise ValueError(f"the prompt cannot be stored ({problem}); check the job's template")
         self.stats.add_phase("select", (tp - ts) * 1000)
         self.stats.add_phase("prompt", (time.perf_counter() - tp) * 1000)
-        return Prepared(item, res, selector.labels if selector is not None else None, prompt, select_ms)
+        return Prepared(item, res, selector.labels if selector is not None else None, prompt, select_ms,
+                        terms=terms)
 
     def generate(self, job: Job, prepared: list[Prepared]) -> GenerateResult:
         """One backend call for the prepared items; a failure fails them all, keeping
@@ -390,7 +398,12 @@ class Worker:
             return GenerateResult([], [Failed(p.item, _error_text(e), p) for p in prepared],
                                   time.perf_counter() - g0)
         seconds = time.perf_counter() - g0
-        return GenerateResult([_generated(p, g) for p, g in zip(prepared, gens)], [], seconds)
+        done = [_generated(p, g) for p, g in zip(prepared, gens)]
+        if job.params.get("glossary"):  # the required target terms, checked in each output
+            checks = glossary.term_checks([g.prepared.terms or [] for g in done], [g.output for g in done],
+                                          job.tgt_lang)
+            done = [g._replace(term_check=c) for g, c in zip(done, checks)]
+        return GenerateResult(done, [], seconds)
 
     def store(self, items: list[Claimed], done: list[Generated], failed: list[Failed], t0: float,
               gen_wall: float) -> None:
@@ -456,6 +469,12 @@ class Worker:
             "select_ms": [round(g.prepared.select_ms, 3) for g in done],
             "generate_ms": [round(g.generate_ms, 3) for g in done],
             "overhead_ms": [round(overhead, 3)] * len(done), "warnings": [g.warning for g in done]})
+        written = set(rows)
+        checked = [g for g in done
+                   if g.term_check is not None and (g.prepared.item.job_id, g.prepared.item.idx) in written]
+        if checked:
+            glossary.store_term_checks(self.conn, [g.prepared.item.job_id for g in checked],
+                                       [g.prepared.item.idx for g in checked], [g.term_check for g in checked])
         self.stats.done += len(rows)
         self.stats.generate_ms += sum(g.generate_ms for g in done)
         return len(rows)

@@ -39,8 +39,8 @@ ORDER BY id;
 
 -- name: store_term_checks
 -- The term checks of done items (the worker, after it stored their outputs).
-UPDATE job_item i SET term_check = c.check
-FROM unnest(%(job_ids)s::bigint[], %(idxs)s::int[], %(checks)s::jsonb[]) AS c(job_id, idx, check)
+UPDATE job_item i SET term_check = c.term_check
+FROM unnest(%(job_ids)s::bigint[], %(idxs)s::int[], %(checks)s::jsonb[]) AS c(job_id, idx, term_check)
 WHERE i.job_id = c.job_id AND i.idx = c.idx;
 
 -- name: job_term_checks

@@ -1,0 +1,124 @@
+"""Glossaries in PostgreSQL: adding TBX and CSV files (all or nothing, idempotent), matching
+sentences on lemmas with the real French pipeline, the glossary block in the prompts a job
+sends to a (fake, real HTTP) OpenAI server, the stored term check and its summary in
+``scoi eval``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+
+from tests.helpers.cli import last_json, refused, scoi_cli
+from tests.helpers.fake_openai import FakeOpenAI
+from tests.helpers.jobs import items, submit_lines
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "glossary"
+TBX = DATA / "board.fr-en.tbx"
+CSV = DATA / "board.fr-en.csv"
+
+
+def add(url: str, file: Path, *extra: str) -> dict:
+    return last_json(scoi_cli(["glossary", "add", str(file), "--src", "fr", "--tgt", "en", "--json", *extra], url))
+
+
+def test_adding_a_tbx_twice_stores_its_entries_once(db_url: str) -> None:
+    assert add(db_url, TBX) == {"glossary": "board", "src": "fr", "tgt": "en", "read": 4, "added": 4, "present": 0}
+    assert add(db_url, TBX) == {"glossary": "board", "src": "fr", "tgt": "en", "read": 4, "added": 0, "present": 4}
+    assert add(db_url, CSV, "--name", "board")["added"] == 3
+    listed = scoi_cli(["glossary", "list", "--json"], db_url)
+    assert listed.returncode == 0 and '"entries": 7' in listed.stdout and '"fr-en"' in listed.stdout
+    with psycopg.connect(db_url) as conn:
+        rows = conn.execute("SELECT src_term, tgt_term, note FROM glossary_terms WHERE glossary = 'board' "
+                            "ORDER BY src_term").fetchall()
+        keys = conn.execute("SELECT src_key, src_lemmas, meta->>'entry' FROM glossary_entry "
+                            "WHERE src_term = 'ONU'").fetchone()
+    assert ("ONU", "UN", "Toujours en majuscules.") in rows and len(rows) == 7
+    assert keys == (["ONU"], None, "c3")  # an acronym keeps its case and is not lemmatised
+
+
+def test_a_bad_file_stores_nothing_and_names_its_line(db_url: str, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.csv"
+    bad.write_text("src,tgt\nconseil,board\nchambre\n", encoding="utf-8")
+    refused(scoi_cli(["glossary", "add", str(bad), "--src", "fr", "--tgt", "en"], db_url), "bad.csv:3",
+            "expected 2")
+    with psycopg.connect(db_url) as conn:
+        assert conn.execute("SELECT count(*) FROM glossary").fetchone() == (0,)
+    refused(scoi_cli(["glossary", "match", "x", "--src", "fr", "--tgt", "en", "--glossary", "bad"], db_url),
+            "no glossary named 'bad'")
+
+
+def test_match_finds_inflected_multi_word_terms_longest_first(db_url: str) -> None:
+    add(db_url, TBX)
+    out = last_json(scoi_cli(["glossary", "match", "Les conseils d'administration de l'ONU et le conseil.",
+                              "--src", "fr", "--tgt", "en", "--glossary", "board", "--json"], db_url))
+    assert out["glossary"] == [
+        {"src": "conseil d'administration", "tgt": "board of directors", "note": "Gouvernance"},
+        {"src": "ONU", "tgt": "UN", "note": "Toujours en majuscules."},
+        {"src": "conseil", "tgt": "council", "note": None}]
+    lower = last_json(scoi_cli(["glossary", "match", "l'onu", "--src", "fr", "--tgt", "en", "--glossary", "board",
+                                "--json"], db_url))
+    assert lower["glossary"] == []  # the acronym only as written
+    assert scoi_cli(["glossary", "rm", "board"], db_url).returncode == 0
+    refused(scoi_cli(["glossary", "rm", "board"], db_url), "no glossary named 'board'")
+
+
+def test_select_and_prompt_show_the_terms_found(job_db: str) -> None:
+    add(job_db, TBX)
+    sel = last_json(scoi_cli(["select", "Le conseil d'administration se réunit.", "--src", "fr", "--tgt", "en",
+                              "--glossary", "board", "--json"], job_db))
+    assert sel["glossary"] == [{"src": "conseil d'administration", "tgt": "board of directors",
+                                "note": "Gouvernance"}]
+    prompt = scoi_cli(["prompt", "Le conseil d'administration se réunit.", "--src", "fr", "--tgt", "en",
+                       "--glossary", "board"], job_db)
+    assert prompt.stdout.startswith("Glossary:\n- conseil d'administration \u2192 board of directors (Gouvernance)"
+                                    "\n\nFrench Sentence: ")
+    plain = scoi_cli(["prompt", "Le conseil d'administration se réunit.", "--src", "fr", "--tgt", "en"], job_db)
+    assert plain.stdout.startswith("French Sentence: ")
+
+
+def answer(prompt: str) -> str:
+    """The council's line translated with the glossary's term, the other without."""
+    return " \"The board of directors met.\"\n" if "administration" in prompt.splitlines()[-2] else \
+        " \"The UN council met.\"\n"
+
+
+def test_job_prompts_hold_the_glossary_and_outputs_are_checked(job_db: str, tmp_path: Path) -> None:
+    add(job_db, TBX)
+    sources = ["Le conseil d'administration s'est réuni.", "Le conseil de l'ONU s'est réuni.", "Il pleut."]
+    with FakeOpenAI(answer=answer) as fake:
+        job = submit_lines(job_db, tmp_path / "in.txt", sources, "openai:stub", "--method", "zero", "-k", "0",
+                           "--backend-opt", "max_retries=0", "--backend-opt", f"base_url={fake.url}",
+                           "--glossary", "board", refs=["The board met.", "The UN council met.", "It rains."])
+        run = scoi_cli(["worker", "--burst", "--job", str(job)], job_db)
+        assert run.returncode == 0, run.stderr
+        prompts = sorted(c["body"]["prompt"] for c in fake.calls)
+    assert "Glossary:\n- conseil d'administration \u2192 board of directors (Gouvernance)\n\n" in prompts[1]
+    assert prompts[2].startswith("Glossary:\n- conseil \u2192 council\n- ONU \u2192 UN (Toujours en majuscules.)\n\n")
+    assert prompts[0] == 'French Sentence: "Il pleut."\nEnglish Sentence: '  # no term: the plain prompt
+    got = items(job_db, job)
+    assert [i["term_check"] for i in got] == [
+        [{"src": "conseil d'administration", "tgt": "board of directors", "found": True}],
+        [{"src": "conseil", "tgt": "council", "found": True}, {"src": "ONU", "tgt": "UN", "found": True}],
+        []]
+    ev = last_json(scoi_cli(["eval", str(job), "--json"], job_db))
+    assert ev["terms"] == {"glossary": "board", "found": 3, "required": 3, "accuracy": 100.0}
+    text = scoi_cli(["eval", str(job)], job_db).stdout
+    assert "terms  100.00%  3 of 3 required target terms found (glossary board)" in text
+
+
+def test_a_job_naming_a_missing_glossary_is_refused(job_db: str, tmp_path: Path) -> None:
+    (tmp_path / "in.txt").write_text("Bonjour.\n", encoding="utf-8")
+    proc = scoi_cli(["job", "submit", "--input", str(tmp_path / "in.txt"), "--src", "fr", "--tgt", "en",
+                     "--model", "openai:stub", "--method", "zero", "-k", "0", "--glossary", "nope"], job_db)
+    refused(proc, "--glossary", "no glossary named 'nope'")
+    with psycopg.connect(job_db) as conn:
+        assert conn.execute("SELECT count(*) FROM job").fetchone() == (0,)
+
+
+def test_a_glossary_for_another_pair_is_refused_by_jobs(job_db: str, tmp_path: Path) -> None:
+    add(job_db, TBX)
+    (tmp_path / "in.txt").write_text("Bonjour.\n", encoding="utf-8")
+    proc = scoi_cli(["job", "submit", "--input", str(tmp_path / "in.txt"), "--src", "fr", "--tgt", "de",
+                     "--model", "openai:stub", "--method", "zero", "-k", "0", "--glossary", "board"], job_db)
+    refused(proc, "glossary 'board' has no fr -> de entries")
