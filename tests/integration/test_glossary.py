@@ -122,3 +122,32 @@ def test_a_glossary_for_another_pair_is_refused_by_jobs(job_db: str, tmp_path: P
     proc = scoi_cli(["job", "submit", "--input", str(tmp_path / "in.txt"), "--src", "fr", "--tgt", "de",
                      "--model", "openai:stub", "--method", "zero", "-k", "0", "--glossary", "board"], job_db)
     refused(proc, "glossary 'board' has no fr -> de entries")
+
+
+def test_the_api_returns_terms_and_the_job_view_sums_up_the_check(job_db: str) -> None:
+    from fastapi.testclient import TestClient
+
+    from scoi.jobs.worker import Worker, WorkerOptions
+    from scoi.service.app import create_app
+    from scoi.service.config import ModelConfig, ServeConfig
+
+    add(job_db, TBX)
+    text = "Le conseil d'administration se réunit."
+    with FakeOpenAI(answer=answer) as fake, TestClient(create_app(ServeConfig(url=job_db, models={
+            "stub": ModelConfig("stub", "openai:stub", {"base_url": fake.url, "max_retries": 0})}))) as api:
+        assert api.get("/api/config").json()["glossaries"] == ["board"]
+        sel = api.post("/api/select", json={"text": text, "src": "fr", "tgt": "en", "glossary": "board"}).json()
+        assert sel["glossary"] == [{"src": "conseil d'administration", "tgt": "board of directors",
+                                    "note": "Gouvernance"}]
+        assert "glossary" not in api.post("/api/select", json={"text": text, "src": "fr", "tgt": "en"}).json()
+        prompt = api.post("/api/prompt", json={"text": text, "src": "fr", "tgt": "en", "glossary": "board"}).json()
+        assert prompt["prompt"].startswith("Glossary:\n- conseil d'administration \u2192 board of directors")
+        bad = api.post("/api/select", json={"text": text, "src": "fr", "tgt": "en", "glossary": "nope"})
+        assert bad.status_code == 400 and "no glossary named 'nope'" in bad.json()["error"]
+        r = api.post("/api/jobs", json={"sentences": [text, "Il pleut."], "src": "fr", "tgt": "en", "model": "stub",
+                                        "k": 0, "method": "zero", "glossary": "board"})
+        assert r.status_code == 201, r.text
+        with Worker(job_db, WorkerOptions(burst=True, batch_size=2)) as w:
+            w.run()
+        got = api.get(f"/api/jobs/{r.json()['job_id']}").json()
+    assert got["job"]["terms"] == {"glossary": "board", "found": 1, "required": 1, "accuracy": 100.0}
