@@ -12,6 +12,7 @@ import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ingest.readers import InputError, open_text, safe_iterparse
 from scoi.textfile import TextFileError, decode_line
@@ -40,7 +41,8 @@ def glossary_format(file: str, fmt: str | None = None) -> str:
     """``fmt`` if given, else from the file name (.tbx / .csv / .tsv / .txt)."""
     if fmt:
         if fmt not in GLOSSARY_FORMATS:
-            raise InputError(file, None, f"unknown glossary format {fmt!r}; expected one of {', '.join(GLOSSARY_FORMATS)}")
+            raise InputError(file, None,
+                             f"unknown glossary format {fmt!r}; expected one of {', '.join(GLOSSARY_FORMATS)}")
         return fmt
     name = file.lower().removesuffix(".gz")
     for ext, f in ((".tbx", "tbx"), (".xml", "tbx"), (".csv", "csv"), (".tsv", "tsv"), (".txt", "tsv")):
@@ -88,7 +90,7 @@ def _local(tag: object) -> str:
     return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
 
 
-def _text(el) -> str:
+def _text(el: Any) -> str:
     return " ".join("".join(el.itertext()).split())
 
 

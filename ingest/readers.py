@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from scoi.textfile import TextFileError, decode_line, raw_lines
 
@@ -374,7 +374,7 @@ def segment_text(seg, keep_codes: bool = False) -> str:
     return "".join(parts)
 
 
-def safe_iterparse(fh: IO[bytes], tags: tuple[str, ...]):
+def safe_iterparse(fh: IO[bytes], tags: tuple[str, ...]) -> Iterator[tuple[str, Any]]:
     """lxml's ``iterparse`` over ``tags`` (end events) as every XML input is read (TMX, TBX):
     no recovery from malformed XML; huge_tree off, so libxml2's limits hold (a text node of
     at most 10 MB, nesting of at most 256 levels, entity amplification refused); lxml's

@@ -18,7 +18,9 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from scoi.analysis import NATASHA, NO_PARSER, choose_parser, import_spacy, is_factory, needs_torch, pipeline_meta
+from scoi.analysis import (NATASHA, NO_PARSER, ParserNotAvailable, choose_parser, import_spacy, is_factory, needs_torch,
+                           pipeline_meta)
+from scoi.db import connect
 from scoi.core.glossary import Entry, Match, check_terms, find_matches, is_acronym, key_of
 from scoi.core.names import BadName, check_language_code
 from scoi.db.queries import load
@@ -40,7 +42,7 @@ def lemma_pipeline_name(lang: str) -> str | None:
     """The spaCy pipeline that lemmatizes ``lang`` here (the one scoi parses it with), or None."""
     try:
         choice = choose_parser(lang, required=False)
-    except Exception:  # noqa: BLE001 - a language without a pipeline is matched on tokens
+    except ParserNotAvailable:  # a code no pipeline can have: matched on Moses tokens
         return None
     if choice.name in (NO_PARSER, NATASHA) or is_factory(choice.name):
         return None
@@ -49,7 +51,8 @@ def lemma_pipeline_name(lang: str) -> str | None:
 
 
 @lru_cache(maxsize=8)
-def _lemmatizer(lang: str):
+def _lemmatizer(lang: str) -> Any:
+    """The tagging and lemmatizing part of ``lang``'s pipeline (no parser), or None."""
     name = lemma_pipeline_name(lang)
     if name is None:
         return None
@@ -152,7 +155,7 @@ def cached_entries(url: str, name: str, src_lang: str, tgt_lang: str) -> list[En
     hit = _CACHE.get(key)
     if hit is not None and time.monotonic() - hit[0] < CACHE_SECONDS:
         return hit[1]
-    with psycopg.connect(url) as conn:
+    with connect(url) as conn:
         found = entries(conn, name, src_lang, tgt_lang)
     _CACHE[key] = (time.monotonic(), found)
     return found

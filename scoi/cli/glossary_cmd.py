@@ -83,15 +83,22 @@ def match(
     text: str = typer.Argument(..., help="A sentence in the source language."),
     src: str = typer.Option(..., "--src", help="Source language code."),
     tgt: str = typer.Option(..., "--tgt", help="Target language code."),
-    glossary: str = typer.Option(..., "--glossary", "-g", help="The glossary's name."),
+    glossary: str | None = typer.Option(None, "--glossary", "-g", help="The glossary's name (default: the only "
+                                                                        "glossary, when there is one)."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """The glossary terms found in TEXT (longest first, case rule and lemmas: docs/glossary.md)."""
-    from scoi.glossary import GlossaryError, entries, match as match_terms
+    from scoi.glossary import GlossaryError, entries, list_glossaries, match as match_terms
     from scoi.jobs.store import connect
 
     try:
         with connect(database_url()) as conn:
+            if glossary is None:
+                names = [g["name"] for g in list_glossaries(conn)]
+                if len(names) != 1:
+                    fail(f"give --glossary NAME; the glossaries are: {', '.join(names)}" if names else
+                         "no glossary; add one with `scoi glossary add FILE --src .. --tgt ..`")
+                glossary = names[0]
             found = match_terms(entries(conn, glossary, src, tgt), [text], src.lower())[0]
     except GlossaryError as e:
         fail(str(e))

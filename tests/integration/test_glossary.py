@@ -151,3 +151,13 @@ def test_the_api_returns_terms_and_the_job_view_sums_up_the_check(job_db: str) -
             w.run()
         got = api.get(f"/api/jobs/{r.json()['job_id']}").json()
     assert got["job"]["terms"] == {"glossary": "board", "found": 1, "required": 1, "accuracy": 100.0}
+
+
+def test_match_uses_the_only_glossary_and_asks_for_a_name_when_there_are_several(db_url: str) -> None:
+    refused(scoi_cli(["glossary", "match", "le conseil", "--src", "fr", "--tgt", "en"], db_url), "no glossary")
+    add(db_url, TBX)
+    out = last_json(scoi_cli(["glossary", "match", "le conseil", "--src", "fr", "--tgt", "en", "--json"], db_url))
+    assert out["glossary"] == [{"src": "conseil", "tgt": "council", "note": None}]
+    add(db_url, CSV, "--name", "commerce")
+    refused(scoi_cli(["glossary", "match", "le conseil", "--src", "fr", "--tgt", "en"], db_url),
+            "give --glossary NAME; the glossaries are: board, commerce")
