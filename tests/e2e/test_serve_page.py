@@ -181,3 +181,20 @@ def test_long_sentence_tree_words_never_overlap(page, served):
     assert len(boxes) >= 22
     for (l1, r1, w1), (l2, r2, w2) in zip(boxes, boxes[1:]):
         assert r1 < l2, f"{w1!r} ({l1:.0f}-{r1:.0f}) overlaps {w2!r} ({l2:.0f}-{r2:.0f})"
+
+
+def test_select_with_a_glossary_shows_the_terms_found(page, served):
+    from tests.helpers.cli import scoi_cli
+
+    url, db = served
+    tbx = ROOT / "tests" / "data" / "glossary" / "board.fr-en.tbx"
+    assert scoi_cli(["glossary", "add", str(tbx), "--src", "fr", "--tgt", "en"], db).returncode == 0
+    page.goto(url)
+    page.wait_for_selector("body[data-ready]")
+    assert not page.locator("#glossary-box").is_hidden()
+    page.fill("#text", "Le conseil d'administration de l'ONU se réunit.")
+    page.select_option("#glossary", "board")
+    page.click("#select-btn")
+    page.wait_for_selector("#glossary-terms .chip")
+    chips = page.locator("#glossary-terms .chip").all_inner_texts()
+    assert chips == ["conseil d'administration \u2192 board of directors", "ONU \u2192 UN"]
