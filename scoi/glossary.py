@@ -21,7 +21,7 @@ from psycopg.rows import dict_row
 from scoi.analysis import (NATASHA, NO_PARSER, ParserNotAvailable, choose_parser, import_spacy, is_factory, needs_torch,
                            pipeline_meta)
 from scoi.db import connect
-from scoi.core.glossary import Entry, Match, check_terms, find_matches, is_acronym, key_of
+from scoi.core.glossary import Entry, Index, Match, build_index, check_terms, find_matches, is_acronym, key_of
 from scoi.core.names import BadName, check_language_code
 from scoi.db.queries import load
 from scoi.moses import PunctNormalizer, moses_tokenizer
@@ -145,25 +145,26 @@ def entries(conn: psycopg.Connection, name: str, src_lang: str, tgt_lang: str) -
                   tuple(tl) if tl is not None else None) for s, t, note, sk, tk, sl, tl in rows]
 
 
-_CACHE: dict[tuple[str, str, str, str], tuple[float, list[Entry]]] = {}
+_CACHE: dict[tuple[str, str, str, str], tuple[float, Index]] = {}
 
 
-def cached_entries(url: str, name: str, src_lang: str, tgt_lang: str) -> list[Entry]:
-    """:func:`entries` read on a connection of its own and kept ``CACHE_SECONDS``: a
-    worker looks a job's glossary up once a minute, not per item."""
+def cached_entries(url: str, name: str, src_lang: str, tgt_lang: str) -> Index:
+    """:func:`entries`, indexed, read on a connection of its own and kept
+    ``CACHE_SECONDS``: a worker reads a job's glossary once a minute, not per item."""
     key = (url, name, src_lang, tgt_lang)
     hit = _CACHE.get(key)
     if hit is not None and time.monotonic() - hit[0] < CACHE_SECONDS:
         return hit[1]
     with connect(url) as conn:
-        found = entries(conn, name, src_lang, tgt_lang)
+        found = build_index(entries(conn, name, src_lang, tgt_lang))
     _CACHE[key] = (time.monotonic(), found)
     return found
 
 
-def match(glossary: Sequence[Entry], texts: Sequence[str], lang: str) -> list[list[Match]]:
+def match(glossary: Sequence[Entry] | Index, texts: Sequence[str], lang: str) -> list[list[Match]]:
     """The glossary matches of each text (in ``lang``)."""
-    return [find_matches(forms, lemmas, glossary) for forms, lemmas in tokens(lang, texts)]
+    idx = glossary if isinstance(glossary, Index) else build_index(glossary)
+    return [find_matches(forms, lemmas, idx) for forms, lemmas in tokens(lang, texts)]
 
 
 def term_checks(matches: Sequence[Sequence[Match]], outputs: Sequence[str], tgt_lang: str) -> list[list[dict]]:

@@ -25,7 +25,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["Entry", "Match", "check_terms", "contains", "find_matches", "is_acronym", "key_of", "term_accuracy"]
+__all__ = ["Entry", "Index", "Match", "build_index", "check_terms", "contains", "find_matches", "is_acronym", "key_of",
+           "term_accuracy"]
 
 
 def is_acronym(term: str) -> bool:
@@ -81,15 +82,44 @@ def _occurs_at(forms: Sequence[str], lemmas: Sequence[str] | None, i: int, key: 
     return i + m <= len(lemmas) and tuple(t.casefold() for t in lemmas[i:i + m]) == lemma_key
 
 
-def find_matches(forms: Sequence[str], lemmas: Sequence[str] | None, entries: Sequence[Entry]) -> list[Match]:
+@dataclass(frozen=True)
+class Index:
+    """A glossary's entries indexed by their first word (form casefolded, and lemma), so a
+    sentence is matched in time of its length, not of the glossary's size."""
+
+    entries: tuple[Entry, ...]
+    by_form: dict[str, tuple[int, ...]]
+    by_lemma: dict[str, tuple[int, ...]]
+
+
+def build_index(entries: Sequence[Entry]) -> Index:
+    """The :class:`Index` of ``entries`` (their order kept: it breaks ties)."""
+    by_form: dict[str, list[int]] = {}
+    by_lemma: dict[str, list[int]] = {}
+    for order, e in enumerate(entries):
+        if e.src_key:
+            by_form.setdefault(e.src_key[0].casefold(), []).append(order)
+        if e.src_lemmas and not e.exact:
+            by_lemma.setdefault(e.src_lemmas[0], []).append(order)
+    return Index(tuple(entries), {k: tuple(v) for k, v in by_form.items()},
+                 {k: tuple(v) for k, v in by_lemma.items()})
+
+
+def find_matches(forms: Sequence[str], lemmas: Sequence[str] | None, entries: Sequence[Entry] | Index) -> list[Match]:
     """The entries found in a sentence of tokens ``forms`` (and their ``lemmas``, aligned,
     or None), longest first, then leftmost, then in glossary order, without overlap;
-    returned in sentence order."""
+    returned in sentence order. ``entries``: a list, or its :func:`build_index` (built once
+    per glossary, which is what makes a large glossary cheap)."""
     if lemmas is not None and len(lemmas) != len(forms):
         raise ValueError(f"{len(lemmas)} lemmas for {len(forms)} tokens")
+    idx = entries if isinstance(entries, Index) else build_index(entries)
     found: list[tuple[int, int, int, Entry]] = []  # (-length, start, entry order, entry)
-    for order, e in enumerate(entries):
-        for i in range(len(forms)):
+    for i, form in enumerate(forms):
+        orders = set(idx.by_form.get(form.casefold(), ()))
+        if lemmas is not None:
+            orders.update(idx.by_lemma.get(lemmas[i].casefold(), ()))
+        for order in sorted(orders):
+            e = idx.entries[order]
             if _occurs_at(forms, None, i, e.src_key, None, e.exact):
                 found.append((-len(e.src_key), i, order, e))
             elif _occurs_at(forms, lemmas, i, (), e.src_lemmas, e.exact):

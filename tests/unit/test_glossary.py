@@ -68,23 +68,30 @@ def test_term_check_finds_the_target_term_by_form_or_lemma() -> None:
     assert term_accuracy([check_terms(matches, ["Board"], None), []]) == (1, 2)
 
 
-def reference_matches(forms: list[str], entries: list[Entry]) -> list[tuple[int, int, int]]:
-    """The rule read literally: among the occurrences not overlapping a span already taken,
-    repeatedly take the longest, then the leftmost, then the first entry; sentence order."""
-    def occurs(e: Entry, i: int) -> bool:
-        n = len(e.src_key)
-        words = forms[i:i + n]
-        return len(words) == n and [w if e.exact else w.casefold() for w in words] == list(e.src_key)
+def reference_matches(forms: list[str], lemmas: list[str] | None, entries: list[Entry]) -> list[tuple[int, int, int]]:
+    """The rule read literally: among the occurrences (by form under the case rule, or by
+    lemma for a term that is no acronym) not overlapping a span already taken, repeatedly
+    take the longest, then the leftmost, then the first entry; in sentence order."""
+    def spans(e: Entry) -> list[tuple[int, int]]:
+        out = []
+        for i in range(len(forms)):
+            words = forms[i:i + len(e.src_key)]
+            if len(words) == len(e.src_key) and [w if e.exact else w.casefold() for w in words] == list(e.src_key):
+                out.append((i, len(e.src_key)))
+            elif lemmas is not None and e.src_lemmas and not e.exact:
+                got = [w.casefold() for w in lemmas[i:i + len(e.src_lemmas)]]
+                if got == list(e.src_lemmas):
+                    out.append((i, len(e.src_lemmas)))
+        return out
 
     taken: set[int] = set()
     out = []
     while True:
         best = None
         for order, e in enumerate(entries):
-            for i in range(len(forms)):
-                span = set(range(i, i + len(e.src_key)))
-                if occurs(e, i) and not span & taken:
-                    cand = (-len(e.src_key), i, order)
+            for i, n in spans(e):
+                if not set(range(i, i + n)) & taken:
+                    cand = (-n, i, order)
                     if best is None or cand < best:
                         best = cand
         if best is None:
@@ -94,15 +101,21 @@ def reference_matches(forms: list[str], entries: list[Entry]) -> list[tuple[int,
 
 
 WORDS = st.sampled_from(["a", "A", "b", "B", "c", "AB", "de"])
+LEMMAS = st.sampled_from(["a", "b", "c", "x"])
 
 
 @settings(max_examples=examples(300), deadline=None)
-@given(forms=st.lists(WORDS, max_size=12),
-       terms=st.lists(st.lists(WORDS, min_size=1, max_size=3), min_size=1, max_size=6))
-def test_matches_equal_the_literal_reference(forms: list[str], terms: list[list[str]]) -> None:
-    entries = [entry(" ".join(t)) for t in terms]
-    got = [(m.start, m.end, entries.index(m.entry)) for m in find_matches(forms, None, entries)]
-    assert got == reference_matches(forms, entries)
+@given(data=st.data(), n=st.integers(0, 12), with_lemmas=st.booleans(),
+       terms=st.lists(st.tuples(st.lists(WORDS, min_size=1, max_size=3), st.none() | st.lists(LEMMAS, min_size=1,
+                                                                                                max_size=3)),
+                      min_size=1, max_size=6))
+def test_matches_equal_the_literal_reference(data: st.DataObject, n: int, with_lemmas: bool,
+                                             terms: list[tuple[list[str], list[str] | None]]) -> None:
+    forms = data.draw(st.lists(WORDS, min_size=n, max_size=n))
+    lemmas = data.draw(st.lists(LEMMAS, min_size=n, max_size=n)) if with_lemmas else None
+    entries = [entry(" ".join(t), lemmas=" ".join(lm) if lm else None) for t, lm in terms]
+    got = [(m.start, m.end, entries.index(m.entry)) for m in find_matches(forms, lemmas, entries)]
+    assert got == reference_matches(forms, lemmas, entries)
 
 
 def test_prompts_without_terms_are_unchanged_and_with_terms_hold_one_block() -> None:
