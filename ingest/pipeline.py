@@ -27,8 +27,10 @@ import psycopg
 from ingest import runs
 from ingest.readers import InputError, Record, detect_format, read_once, read_records
 from ingest.workers import BatchRunner, Parsed, ParseTask, count_repaired, repaired_notes
-from ingest.writer import BatchWriter, LabelRegistry, PairRow, ParsedSentence, lock_writes, sha, stored_sentences
+from ingest.writer import (ON_CONFLICT, BatchWriter, LabelRegistry, PairRow, ParsedSentence, lock_writes, sha,
+                           stored_sentences)
 from scoi.analysis import Analysis, ParserChoice, choose_parser, parser_labels, word_tokenizer
+from scoi.core.defaults import ON_CONFLICT_CORPUS, ON_CONFLICT_TMX
 from scoi.db import connect
 
 if TYPE_CHECKING:
@@ -57,6 +59,7 @@ class IngestOptions:
     require_parser: bool = False  # refuse a language without a parser (default: store it without trees)
     embed: str | None = None  # sentence-transformers model: embed the two languages' new sentences after the pairs
     tmx_keep_codes: bool = False  # TMX: keep inline codes (<bpt>, <ph>...) in the text instead of dropping them
+    on_conflict: str | None = None  # add | replace | keep; None: on_conflict_default(format)
 
 
 @dataclass
@@ -85,6 +88,11 @@ class IngestSummary:
     embedded: int = 0            # sentences it embedded (the two languages' sentences that had none)
     # lang -> new sentences whose parse was not a tree and was made one (docs/languages.md, "Trees")
     repaired_trees: dict[str, int] = field(default_factory=dict)
+    on_conflict: str = ON_CONFLICT_CORPUS
+    replaced: int = 0            # --on-conflict replace: stored pairs of the same sources deleted
+    kept_out: int = 0            # --on-conflict keep: input pairs not inserted (their source was stored)
+    removed_sentences: int = 0   # sentences the replaced pairs left unused, deleted with them
+    warnings: list[str] = field(default_factory=list)  # always shown (e.g. TMX variants dropped)
 
     @property
     def pairs_per_second(self) -> float:
@@ -102,11 +110,20 @@ class IngestError(RuntimeError):
 
 
 # ---------------------------------------------------------------- the pipeline
+def on_conflict_default(fmt: str) -> str:
+    """``--on-conflict`` when not given: ``replace`` for a TMX, ``add`` for the other formats
+    (why: scoi.core.defaults)."""
+    return ON_CONFLICT_TMX if fmt == "tmx" else ON_CONFLICT_CORPUS
+
+
 def validate(files: list[str], fmt: str, src: str, tgt: str, skip_bad: bool,
-             header: bool | None = None, tmx_keep_codes: bool = False) -> tuple[int, list[Rejected]]:
+             header: bool | None = None, tmx_keep_codes: bool = False
+             ) -> tuple[int, list[Rejected], list[str]]:
     """Read everything once; raise on the first bad row unless ``skip_bad``, and when
-    no pair is left to ingest (an empty file, or only bad rows): nothing is written."""
+    no pair is left to ingest (an empty file, or only bad rows): nothing is written.
+    Also returns what the run must say about good rows (TMX variants it did not use)."""
     good, bad = 0, []
+    noted: list[Record] = []
     for rec in read_records(files, fmt, src_lang=src, tgt_lang=tgt, header=header, tmx_keep_codes=tmx_keep_codes):
         if rec.problem:
             if not skip_bad:
@@ -114,11 +131,19 @@ def validate(files: list[str], fmt: str, src: str, tgt: str, skip_bad: bool,
             bad.append(Rejected(rec.file, rec.line, rec.problem))
         else:
             good += 1
+            if rec.note:
+                noted.append(rec)
     if not good:
         what = (f"all {len(bad)} rows are bad (first: {bad[0].file}:{bad[0].line}: {bad[0].reason})" if bad
                 else "it holds no pairs (empty file)")
         raise InputError(files[0], None, f"nothing to ingest: {what}; no corpus was created or changed")
-    return good, bad
+    warnings = []
+    if noted:
+        first = noted[0]
+        warnings.append(f"{len(noted)} <tu> had several variants of a language and one was used "
+                        f"(first: {first.file}:{first.line}: {first.note}); "
+                        "--src/--tgt with the region (e.g. fr-CA) picks that variant")
+    return good, bad, warnings
 
 
 def _batches(records: Iterator[Record], size: int) -> Iterator[list[Record]]:
@@ -150,6 +175,8 @@ def ingest_files(opts: IngestOptions, url: str, *, progress: Callable[[int], Non
     src, tgt = opts.src.lower(), opts.tgt.lower()
     if src == tgt:
         raise IngestError(f"source and target language are both {src!r}")
+    if opts.on_conflict is not None and opts.on_conflict not in ON_CONFLICT:
+        raise IngestError(f"--on-conflict {opts.on_conflict!r}: expected one of {', '.join(ON_CONFLICT)}")
     fmt = opts.fmt or detect_format(opts.files)
     # A side without a parser is stored without trees (a target never needs them; a
     # source serves the methods that read none), unless --require-parser.
@@ -177,7 +204,7 @@ def database_failure(e: psycopg.OperationalError) -> str:
 
 def _ingest(opts: IngestOptions, url: str, src: str, tgt: str, fmt: str, choices: dict[str, ParserChoice],
             progress: Callable[[int], None] | None, on_start: Callable[[int], None] | None) -> IngestSummary:
-    total, rejected = validate(opts.files, fmt, src, tgt, opts.skip_bad, opts.header, opts.tmx_keep_codes)
+    total, rejected, warnings = validate(opts.files, fmt, src, tgt, opts.skip_bad, opts.header, opts.tmx_keep_codes)
     embedder = _embedder(opts.embed)  # a model that cannot load fails before anything is written
     if on_start:
         on_start(total + len(rejected))
@@ -196,24 +223,28 @@ def _ingest(opts: IngestOptions, url: str, src: str, tgt: str, fmt: str, choices
         summary = IngestSummary(corpus=corpus_name, run_id=run_id,
                                 parsers={k: str(c.scheme) for k, c in choices.items()},
                                 notes=[c.note for c in choices.values() if c.note],
-                                rejected_rows=rejected, rejected=len(rejected))
+                                rejected_rows=rejected, rejected=len(rejected), warnings=warnings,
+                                on_conflict=opts.on_conflict or on_conflict_default(fmt))
         with conn.transaction():
             for r in rejected:
                 runs.record_rejected(conn, run_id, r.file, r.line, r.reason)
             runs.add_run_counts(conn, run_id, read=0, inserted=0, duplicates=0, rejected=len(rejected))
         writer = BatchWriter(conn, corpus_id=corpus_id, run_id=run_id, a_lang=a_lang, b_lang=b_lang,
-                             parsers=parsers, labels=labels)
+                             parsers=parsers, labels=labels, on_conflict=summary.on_conflict, src_lang=src)
         try:
             with connect(url, autocommit=True) as lookup:
                 _IngestBatches(opts, fmt, src, tgt, lookup, writer, summary,
                                {k: c.name for k, c in choices.items()}, progress).run()
+            writer.finish()
         except BaseException as exc:
             _record_failure(conn, run_id, exc)
             raise
         summary.notes += repaired_notes(summary.repaired_trees, {k: c.name for k, c in choices.items()})
         runs.finish_run(conn, run_id, "done")
         conn.commit()
-        if summary.inserted:
+        summary.replaced, summary.kept_out = writer.replaced.pairs, writer.kept_out
+        summary.removed_sentences = writer.replaced.sentences
+        if summary.inserted or summary.replaced:
             # Bulk load, then VACUUM ANALYZE (pgvector-python's recipe): fresh statistics for
             # the planner everywhere, and a visibility map for posting, the table read by
             # index-only scans (the rest is left to autovacuum: less time at the end of a run).
@@ -345,12 +376,18 @@ class _IngestBatches(BatchRunner):
                              for lang, items in todo.items() for (text, h), a in zip(items, analyses[lang]))
             for r in part:
                 a_text, b_text = (r.src, r.tgt) if self.src == self.writer.a_lang else (r.tgt, r.src)
-                pairs.append(PairRow(r.line, sha(a_text), sha(b_text)))
-        inserted = self.writer.write(sentences, pairs, read=len(pairs), rejected=0)
+                pairs.append(PairRow(r.line, sha(a_text), sha(b_text), json.dumps(r.meta or {}, ensure_ascii=False)))
+        # the later tasks, read already, skip the sentences that were stored then: a
+        # replace must not delete those under them
+        relied_on = ({(lang, sha(text)) for part, _ in self.pending.values() for r in part
+                      for lang, text in ((self.src, r.src), (self.tgt, r.tgt))}
+                     if self.writer.on_conflict != "add" else None)
+        inserted = self.writer.write(sentences, pairs, read=len(pairs), rejected=0, relied_on=relied_on)
         s = self.summary
         s.read += len(pairs)
         s.inserted += inserted
-        s.duplicates += len(pairs) - inserted
+        s.duplicates += len(pairs) - inserted - (self.writer.kept_out - s.kept_out)
+        s.kept_out = self.writer.kept_out
         s.parsed_sentences += len(sentences)
         for lang, n in repaired.items():  # counted once the batch is committed
             s.repaired_trees[lang] = s.repaired_trees.get(lang, 0) + n

@@ -44,6 +44,8 @@ class Record:
     src: str | None  # None when the record is bad (see problem)
     tgt: str | None
     problem: str | None = None
+    meta: dict[str, Any] | None = None  # stored as pair.meta (docs/ingest.md, "Metadata")
+    note: str | None = None  # something the run should report about a good record (TMX variants dropped)
 
 
 class InputError(TextFileError):
@@ -177,7 +179,8 @@ class _Checked:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _check(file: str, line: int, src: str, tgt: str) -> Record:
+def _check(file: str, line: int, src: str, tgt: str, meta: dict[str, Any] | None = None,
+           note: str | None = None) -> Record:
     src, tgt = src.strip(), tgt.strip()
     if "\x00" in src or "\x00" in tgt:
         return Record(file, line, None, None, "contains a NUL character (U+0000), which PostgreSQL text cannot store")
@@ -203,7 +206,27 @@ def _check(file: str, line: int, src: str, tgt: str) -> Record:
                 return Record(file, line, None, None,
                               f"{side} side has a word of {len(word):,} characters ({word[:20]!r}...); expected "
                               f"words of at most {MAX_WORD_CHARS} characters (longer ones cannot be indexed)")
-    return Record(file, line, src, tgt)
+    if meta and (bad := _unstorable(meta)):
+        return Record(file, line, None, None, f"metadata {bad}, which PostgreSQL jsonb cannot store")
+    return Record(file, line, src, tgt, meta=meta or None, note=note)
+
+
+def _unstorable(value: Any) -> str | None:
+    """Why a metadata value cannot be stored as jsonb (a NUL or a lone surrogate in a key
+    or string), or None."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            return "contains a NUL character (U+0000)"
+        if _SURROGATE.search(value):
+            return "holds a lone surrogate (half of a UTF-16 pair)"
+        return None
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return f"holds {value} (not a JSON number)"
+    if isinstance(value, dict):
+        return next((why for k, v in value.items() if (why := _unstorable(k) or _unstorable(v))), None)
+    if isinstance(value, list):
+        return next((why for v in value if (why := _unstorable(v))), None)
+    return None
 
 
 def detect_format(files: list[str]) -> str:
@@ -250,9 +273,12 @@ def _text_lines(file: str) -> Iterator[tuple[int, str] | Record]:
 
 
 def read_tsv(file: str, src_lang: str = "", tgt_lang: str = "", header: bool | None = None) -> Iterator[Record]:
-    """Two tab-separated columns. The first non-blank line is a header, and skipped, when
-    ``header`` is True, or when ``header`` is None and :func:`looks_like_header` says so."""
+    """Two tab-separated columns, then, when a header names them, extra columns kept as
+    metadata under their names. The first non-blank line is a header, and skipped, when
+    ``header`` is True, or when ``header`` is None and :func:`looks_like_header` says so
+    of its first two cells."""
     first = True
+    extra: list[str] = []  # names of the columns after source and target (from the header)
     for item in _text_lines(file):
         if isinstance(item, Record):
             first = False
@@ -262,13 +288,20 @@ def read_tsv(file: str, src_lang: str = "", tgt_lang: str = "", header: bool | N
         cols = text.split("\t")
         if first:
             first = False
-            if header or (header is None and len(cols) == 2 and looks_like_header(cols, src_lang, tgt_lang)):
+            if header or (header is None and len(cols) >= 2 and looks_like_header(cols[:2], src_lang, tgt_lang)):
+                extra = [c.strip() for c in cols[2:]]
+                if any(not c for c in extra) or len(set(extra)) < len(extra):
+                    raise InputError(file, n, "the header's extra columns need distinct, non-empty names "
+                                              f"(found {', '.join(repr(c) for c in extra)}); they name pair metadata")
                 continue
-        if len(cols) != 2:
+        if len(cols) != 2 + len(extra):
             what = "no tab" if len(cols) == 1 else f"{len(cols)} columns"
-            yield Record(file, n, None, None, f"expected 2 tab-separated columns (source<TAB>target), found {what}")
+            want = ("2 tab-separated columns (source<TAB>target)" if not extra
+                    else f"{2 + len(extra)} tab-separated columns (source, target, {', '.join(extra)})")
+            yield Record(file, n, None, None, f"expected {want}, found {what}")
             continue
-        yield _check(file, n, cols[0], cols[1])
+        meta = {name: v for name, v in zip(extra, (c.strip() for c in cols[2:])) if v}
+        yield _check(file, n, cols[0], cols[1], meta)
 
 
 # Column names of a header row, besides the languages' codes and names.
@@ -334,7 +367,8 @@ def read_moses(src_file: str, tgt_file: str) -> Iterator[Record]:
 
 
 def read_jsonl(file: str) -> Iterator[Record]:
-    """One JSON object per line: ``{"src": ..., "tgt": ...}``."""
+    """One JSON object per line: ``{"src": ..., "tgt": ...}``; its other keys are kept as
+    metadata."""
     for item in _text_lines(file):
         if isinstance(item, Record):
             yield item
@@ -351,7 +385,7 @@ def read_jsonl(file: str) -> Iterator[Record]:
         if not isinstance(obj, dict) or not isinstance(obj.get("src"), str) or not isinstance(obj.get("tgt"), str):
             yield Record(file, n, None, None, 'expected an object with string fields "src" and "tgt"')
             continue
-        yield _check(file, n, obj["src"], obj["tgt"])
+        yield _check(file, n, obj["src"], obj["tgt"], {k: v for k, v in obj.items() if k not in ("src", "tgt")})
 
 
 # TMX 1.4 inline elements whose content is native code of the original document (the
@@ -374,6 +408,55 @@ def segment_text(seg, keep_codes: bool = False) -> str:
     return "".join(parts)
 
 
+# <tu> (and <tuv>) attributes kept as metadata, under the same names; usagecount as a number.
+TMX_ATTRIBUTES = ("tuid", "creationdate", "creationid", "changedate", "changeid", "usagecount", "lastusagedate")
+XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
+
+
+def lang_matches(code: str, wanted: str) -> int:
+    """How well a ``<tuv>``'s language ``code`` matches the run's ``wanted`` language:
+    2 the same code (case-insensitive, ``_`` read as ``-``), 1 the same language with
+    another or no region (``fr-CA`` for ``fr``, ``fr`` for ``fr-FR``), 0 another language."""
+    code, wanted = code.lower().replace("_", "-"), wanted.lower().replace("_", "-")
+    if code == wanted:
+        return 2
+    return int(bool(code) and code.split("-")[0] == wanted.split("-")[0])
+
+
+def tmx_meta(el, prefix: str = "", attributes: bool = True) -> dict[str, Any]:
+    """The metadata of a TMX ``<header>``, ``<tu>`` or ``<tuv>``: its ``<prop type="x">``
+    as ``x`` (a list when repeated), its ``<note>`` as ``note`` (a list when several), and
+    its attributes of :data:`TMX_ATTRIBUTES` (``usagecount`` as an int), each key after
+    ``prefix`` (``fr-fr:`` for a ``<tuv>``). The header's attributes describe the file, not
+    its units: read with ``attributes=False``."""
+    out: dict[str, Any] = {}
+    for child in el:
+        if child.tag not in ("prop", "note"):
+            continue
+        key = prefix + (child.get("type") or "prop" if child.tag == "prop" else "note")
+        value = "".join(child.itertext()).strip()
+        if key in out:
+            out[key] = (out[key] if isinstance(out[key], list) else [out[key]]) + [value]
+        else:
+            out[key] = value
+    for name in TMX_ATTRIBUTES if attributes else ():
+        value = el.get(name)
+        if value is not None:
+            out[prefix + name] = int(value) if name == "usagecount" and value.strip().isdigit() else value
+    return out
+
+
+def _pick_tuv(tuvs: list[tuple[str, object]], wanted: str) -> tuple[object | None, list[str]]:
+    """The ``<tuv>`` of language ``wanted`` among (code, tuv): the first of the same code,
+    else the first of the same language in another region; and, in that second case, the
+    codes of all that matched (the variants the pick dropped a note about)."""
+    ranked = [(lang_matches(code, wanted), i) for i, (code, _) in enumerate(tuvs)]
+    best = max(ranked, key=lambda r: (r[0], -r[1]), default=(0, -1))
+    # only a choice the run made needs saying: an exact code was what the user asked for
+    matching = [tuvs[i][0] for score, i in ranked if score] if best[0] == 1 else []
+    return (tuvs[best[1]][1] if best[0] else None), matching
+
+
 def safe_iterparse(fh: IO[bytes], tags: tuple[str, ...]) -> Iterator[tuple[str, Any]]:
     """lxml's ``iterparse`` over ``tags`` (end events) as every XML input is read (TMX, TBX):
     no recovery from malformed XML; huge_tree off, so libxml2's limits hold (a text node of
@@ -385,43 +468,77 @@ def safe_iterparse(fh: IO[bytes], tags: tuple[str, ...]) -> Iterator[tuple[str, 
 
 
 def read_tmx(file: str, src_lang: str, tgt_lang: str, *, keep_codes: bool = False) -> Iterator[Record]:
-    """TMX 1.4: each ``<tu>`` with a ``<tuv xml:lang=...>`` per language (region subtags
-    ignored); inline codes are dropped from the text unless ``keep_codes``."""
+    """TMX 1.4: each ``<tu>`` with a ``<tuv xml:lang=...>`` per language, matched as
+    :func:`lang_matches` says (several of one language: the exact code, else the first,
+    with a note); inline codes are dropped from the text unless ``keep_codes``; header,
+    ``<tu>`` and the two ``<tuv>``'s properties, notes and attributes kept as metadata."""
     from lxml import etree
 
-    xml_lang = "{http://www.w3.org/XML/1998/namespace}lang"
-
-    def base(lang: str | None) -> str:
-        return (lang or "").split("-")[0].split("_")[0].lower()
-
+    _check_root(file)
     with open_text(file) as fh:
-        parser = safe_iterparse(fh, ("tu", "body"))
+        parser = safe_iterparse(fh, ("tu", "body", "header"))
         saw_body = False
+        header: dict[str, Any] = {}
         try:
             for _, el in parser:
+                if el.tag == "header":
+                    header = tmx_meta(el, attributes=False)
+                    continue
                 if el.tag == "body":
                     saw_body = True
                     continue
                 line = el.sourceline or 0
-                segs: dict[str, str] = {}
-                for tuv in el.iterfind("tuv"):
-                    lang = base(tuv.get(xml_lang) or tuv.get("lang"))
-                    seg = tuv.find("seg")
-                    if seg is not None:
-                        segs[lang] = segment_text(seg, keep_codes)
+                tuvs = [(tuv.get(XML_LANG) or tuv.get("lang") or "", tuv) for tuv in el.iterfind("tuv")]
+                (src_tuv, src_all), (tgt_tuv, tgt_all) = _pick_tuv(tuvs, src_lang), _pick_tuv(tuvs, tgt_lang)
+                rec = _tmx_record(file, line, el, src_lang, tgt_lang, (src_tuv, src_all), (tgt_tuv, tgt_all),
+                                  [code for code, _ in tuvs], header, keep_codes)
                 el.clear()
                 while el.getprevious() is not None:  # constant memory on huge TMX files
                     del el.getparent()[0]
-                if src_lang not in segs or tgt_lang not in segs:
-                    found = ", ".join(sorted(segs)) or "none"
-                    yield Record(file, line, None, None,
-                                 f"<tu> lacks a <tuv> for {src_lang if src_lang not in segs else tgt_lang} (languages found: {found})")
-                    continue
-                yield _check(file, line, segs[src_lang], segs[tgt_lang])
+                yield rec
         except etree.XMLSyntaxError as e:
             raise InputError(file, e.lineno, f"malformed TMX: {e.msg}") from None
         if not saw_body:
             raise InputError(file, None, "not a TMX file: no <body> element")
 
 
-__all__ = ["FORMATS", "Record", "InputError", "read_records", "detect_format", "open_text", "safe_iterparse"]
+def _tmx_record(file: str, line: int, tu, src_lang: str, tgt_lang: str, src: tuple, tgt: tuple,
+                codes: list[str], header: dict[str, Any], keep_codes: bool) -> Record:
+    """The record of one ``<tu>``: its two segments, metadata, and a note when a language
+    had several variants."""
+    segs = {}
+    for lang, (tuv, _) in ((src_lang, src), (tgt_lang, tgt)):
+        seg = tuv.find("seg") if tuv is not None else None
+        if seg is None:
+            found = ", ".join(sorted({c for c in codes if c})) or "none"
+            return Record(file, line, None, None, f"<tu> lacks a <tuv> with a <seg> for {lang} (languages found: {found})")
+        segs[lang] = segment_text(seg, keep_codes)
+    meta = {**header, **tmx_meta(tu)}
+    for tuv, _ in (src, tgt):
+        meta.update(tmx_meta(tuv, (tuv.get(XML_LANG) or tuv.get("lang") or "").lower() + ":"))
+    notes = [f"{len(found)} {lang} variants ({', '.join(found)}): used {tuv.get(XML_LANG) or tuv.get('lang')}"
+             for lang, (tuv, found) in ((src_lang, src), (tgt_lang, tgt)) if len(found) > 1]
+    return _check(file, line, segs[src_lang], segs[tgt_lang], meta, "; ".join(notes) or None)
+
+
+def _check_root(file: str) -> None:
+    """Refuse a file whose root element is not ``<tmx>`` (an XLIFF file given as
+    ``--format tmx``), before reading it through."""
+    from lxml import etree
+
+    with open_text(file) as fh:
+        try:
+            for _, el in etree.iterparse(fh, events=("start",), recover=False, huge_tree=False):
+                tag = etree.QName(el).localname if isinstance(el.tag, str) else str(el.tag)
+                if tag != "tmx":
+                    raise InputError(file, el.sourceline, f"not a TMX file (root element <{tag}>); "
+                                                          "expected <tmx> (TMX 1.4)")
+                return
+        except etree.XMLSyntaxError as e:
+            if "Document is empty" in e.msg:
+                return  # an empty file: nothing to ingest, said by the run
+            raise InputError(file, e.lineno, f"malformed TMX: {e.msg}") from None
+
+
+__all__ = ["FORMATS", "Record", "InputError", "read_records", "detect_format", "open_text", "lang_matches",
+           "safe_iterparse"]

@@ -13,21 +13,24 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import repeat
 
 import numpy as np
 import psycopg
+from psycopg import sql
 
 from ingest.runs import add_run_counts
 from scoi.analysis import MAX_EXAMPLE_TOKENS, Analysis
-from scoi.core.bm25blocks import BLOCK, DIR, GROUP, decode_dir, decode_postings, open_from, pack
+from scoi.core.bm25blocks import BLOCK, DIR, GROUP, Directory, decode_dir, decode_postings, open_from, pack
 from scoi.core.polynomial import LabelSpace, parse_key
 from scoi.db.literals import (VECTOR_WIDTH, bytea_array, copy_text, int_array, opt_int_array, signature, sparsevec,
                               text_array)
 from scoi.db.queries import load
 
 _SQL = load("ingest")
+_DELETE = load("delete")
+ON_CONFLICT = ("add", "replace", "keep")
 
 
 def lock_writes(conn: psycopg.Connection | psycopg.Cursor) -> None:
@@ -131,6 +134,139 @@ class PairRow:
     line: int
     a_sha: bytes
     b_sha: bytes
+    meta: str = "{}"  # pair.meta, as JSON text
+
+
+@dataclass
+class Dropped:
+    """What a delete removed: pairs, and the sentences no pair used any more (``kept``:
+    such sentences left in place because a later batch of the run relies on them)."""
+
+    pairs: int = 0
+    sentences: int = 0
+    kept: list[int] = field(default_factory=list)
+
+    def __iadd__(self, other: "Dropped") -> "Dropped":
+        self.pairs += other.pairs
+        self.sentences += other.sentences
+        return self
+
+
+def drop_pairs(cur: psycopg.Cursor, ids: list[int], protect: set[tuple[str, bytes]] | None = None) -> Dropped:
+    """Delete the pairs ``ids`` in the cursor's transaction (which holds ``lock_writes``),
+    and every sentence of theirs that no other pair uses, keeping the BM25 index exact:
+    postings and forward rows deleted, df and token bounds recounted, N and total length
+    reduced, and each affected token's blocks rewritten from the first one that held a
+    deleted posting (the later ones shift: a block is 128 consecutive postings).
+    Sentences in ``protect`` (lang, sha) are left in place (see :func:`drop_unused`)."""
+    if not ids:
+        return Dropped()
+    gone = cur.execute(_DELETE["delete_pairs"], {"ids": ids}).fetchall()
+    n, kept = drop_unused(cur, sorted({sid for _, a, b in gone for sid in (a, b)}), protect)
+    return Dropped(len(gone), n, kept)
+
+
+def drop_unused(cur: psycopg.Cursor, candidates: list[int], protect: set[tuple[str, bytes]] | None = None
+                ) -> tuple[int, list[int]]:
+    """Delete those of the sentences ``candidates`` that no pair uses, with their terms,
+    embeddings and BM25 entries (as :func:`drop_pairs` says): how many, and the ids of
+    those left in place because ``protect`` names them (an ingest's later batches were
+    told they are stored, and do not parse them again: they recheck them when they run)."""
+    if not candidates:
+        return 0, []
+    found = cur.execute(_DELETE["orphans"], {"ids": candidates}).fetchall()
+    kept = [sid for sid, lang, h in found if protect and (lang, bytes(h)) in protect]
+    orphans = [sid for sid, lang, h in found if not (protect and (lang, bytes(h)) in protect)]
+    if orphans:
+        docs = cur.execute(_DELETE["delete_docs"], {"ids": orphans}).fetchall()
+        tids = np.array([t for _, toks, _, _ in docs for t in toks], dtype=np.int64)
+        sids = np.array([sid for sid, toks, _, _ in docs for _ in toks], dtype=np.int64)
+        tfs = np.array([tf for _, _, tf_list, _ in docs for tf in tf_list], dtype=np.int64)
+        dls = np.array([dl for _, toks, _, dl in docs for _ in toks], dtype=np.int64)
+        cur.execute(_DELETE["delete_postings"], {"tids": int_array(tids.tolist()), "sids": int_array(sids.tolist())})
+        cur.execute(_DELETE["delete_sentence_terms"], {"ids": orphans})
+        stats: dict[str, list[int]] = {}
+        for lang, eligible, n in cur.execute(_DELETE["delete_sentences"], {"ids": orphans}).fetchall():
+            if eligible:
+                lang_stats = stats.setdefault(lang, [0, 0])
+                lang_stats[0] += 1
+                lang_stats[1] += n
+        if stats:
+            cur.execute(_DELETE["sub_bm25_stats"], {"langs": list(stats), "ns": [v[0] for v in stats.values()],
+                                                    "lens": [v[1] for v in stats.values()]})
+            cur.execute(_DELETE["drop_empty_stats"], {"langs": list(stats)})
+        if len(tids):
+            update_vocab(cur, tids, tfs, dls)
+            rewrite_blocks(cur, tids, sids)
+    return len(orphans), kept
+
+
+def update_vocab(cur: psycopg.Cursor, tids: np.ndarray, tfs: np.ndarray, dls: np.ndarray) -> None:
+    """df and the token bounds of migration 0008 without the deleted postings (token, tf,
+    dl): df and df_rep drop by their counts; the extremes (largest tf, shortest sentence
+    with tf = any, 2, 3+) are recounted from the remaining postings only for the tokens
+    where a deleted posting was one (a delete can tighten a bound, and the checks want
+    exact extremes; recounting reads the token's whole list)."""
+    order = np.argsort(tids, kind="stable")
+    tids, tfs, dls = tids[order], tfs[order], dls[order]
+    uniq, start = np.unique(tids, return_index=True)
+    n = np.diff(np.r_[start, len(tids)])
+    n_rep = np.add.reduceat((tfs >= 2).astype(np.int64), start)
+    ids = int_array(uniq.tolist())
+    cur.execute(_DELETE["sub_df"], {"ids": ids, "n": int_array(n.tolist()), "n_rep": int_array(n_rep.tolist())})
+    bounds = {tid: rest for tid, *rest in cur.execute(_DELETE["token_bounds"], {"ids": ids})}
+    recount = set()
+    for tid, tf, dl in zip(tids.tolist(), tfs.tolist(), dls.tolist()):
+        df, max_tf, min_dl, min_dl2, min_dl3 = bounds[tid]
+        if df == 0 or tf == max_tf or dl == min_dl or (tf == 2 and dl == min_dl2) or (tf >= 3 and dl == min_dl3):
+            recount.add(tid)
+    if recount:
+        cur.execute(_DELETE["recount_vocab"], {"ids": int_array(sorted(recount))})
+
+
+def rewrite_blocks(cur: psycopg.Cursor, tids: np.ndarray, sids: np.ndarray) -> None:
+    """Rewrite the posting blocks of the tokens whose postings (``tids``, ``sids``) are
+    deleted: each token's rows from the group holding its first deleted posting on are
+    read back (bytes, decoded here), the deleted postings left out, packed again and
+    replace the old rows; its directory keeps the records before them (``upsert_dirs``),
+    or goes when the token has no posting left."""
+    first_deleted: dict[int, int] = {}
+    for tid, sid in zip(tids.tolist(), sids.tolist()):
+        if sid < first_deleted.get(tid, sid + 1):
+            first_deleted[tid] = sid
+    base: dict[int, int] = {}
+    dirs: dict[int, Directory] = {}
+    for tid, meta in cur.execute(_DELETE["dirs"], {"ids": int_array(list(first_deleted))}):
+        directory = decode_dir(bytes(meta))
+        j = int(np.searchsorted(directory.last, first_deleted[tid], side="left"))
+        base[tid] = GROUP * (min(j, len(directory) - 1) // GROUP)
+        dirs[tid] = directory[base[tid]:]
+    ids = list(base)
+    where = {"ids": int_array(ids), "block_nos": int_array([base[t] for t in ids])}
+    parts: list[tuple[np.ndarray, ...]] = []
+    for tid, b_ids, b_tfdl in cur.execute(_DELETE["blocks_from"], where):
+        t_sids, t_tfs, t_dls = decode_postings(dirs[tid], bytes(b_ids), bytes(b_tfdl))
+        parts.append((np.full(len(t_sids), tid, dtype=np.int64), t_sids, t_tfs, t_dls))
+    cols = [np.concatenate([p[i] for p in parts]) if parts else np.zeros(0, dtype=np.int64) for i in range(4)]
+    keep = ~np.isin(cols[1], sids)  # a deleted sentence loses all its postings: one test for every token
+    order = np.lexsort((cols[1][keep], cols[0][keep]))
+    packed, per_token = pack(*(c[keep][order] for c in cols), base)
+    layout = {"block": BLOCK, "group": GROUP, "rec": DIR.itemsize}
+    cur.execute(_DELETE["delete_blocks_from"], where)
+    with cur.copy(_SQL["copy_blocks"]) as cp:
+        for row in packed:
+            cp.write_row(row)
+    emptied = [t for t in ids if t not in per_token]
+    cur.execute(_DELETE["delete_dirs"], {"ids": int_array([t for t in emptied if base[t] == 0])})
+    # a token whose blocks from base[t] on are all gone keeps the full groups before them
+    out = {**per_token, **{t: (base[t], 0, b"") for t in emptied if base[t] > 0}}
+    if out:
+        tids_out = list(out)
+        cur.execute(_SQL["upsert_dirs"], {
+            "ids": tids_out, "n_blocks": [out[t][0] + out[t][1] for t in tids_out],
+            "tail_n": [int(np.frombuffer(out[t][2][-DIR.itemsize:], dtype=DIR)["n"][0]) if out[t][2] else BLOCK
+                       for t in tids_out],
+            "metas": [out[t][2] for t in tids_out], **layout})
 
 
 class LabelRegistry:
@@ -233,10 +369,19 @@ class BatchWriter:
     """
 
     def __init__(self, conn: psycopg.Connection, *, corpus_id: int, run_id: int,
-                 a_lang: str, b_lang: str, parsers: dict[str, int], labels: dict[str, LabelRegistry]) -> None:
+                 a_lang: str, b_lang: str, parsers: dict[str, int], labels: dict[str, LabelRegistry],
+                 on_conflict: str = "add", src_lang: str | None = None) -> None:
         self.conn = conn
         self.corpus_id, self.run_id = corpus_id, run_id
         self.a_lang, self.b_lang = a_lang, b_lang
+        if on_conflict not in ON_CONFLICT:
+            raise ValueError(f"on_conflict {on_conflict!r}; expected one of {', '.join(ON_CONFLICT)}")
+        # --on-conflict (docs/ingest.md): what a pair whose source the corpus already holds
+        # with another target (from an earlier run) does; src_lang: which side is the source.
+        self.on_conflict, self.src_is_a = on_conflict, (src_lang or a_lang) == a_lang
+        self.replaced = Dropped()  # stored pairs replaced (and their sentences no pair uses any more)
+        self.kept_out = 0          # pairs of the input not inserted: --on-conflict keep
+        self._recheck: list[int] = []  # sentences left unused by a replace that later batches rely on
         self.parsers = parsers
         self.labels = labels
         self.terms = TermResolver(conn, parsers, labels)
@@ -244,11 +389,14 @@ class BatchWriter:
         # Filled only after a commit.
         self._vocab: dict[tuple[str, str], tuple[int, int]] = {}
 
-    def write(self, sentences: list[ParsedSentence], pairs: list[PairRow], *, read: int, rejected: int) -> int:
+    def write(self, sentences: list[ParsedSentence], pairs: list[PairRow], *, read: int, rejected: int,
+              relied_on: set[tuple[str, bytes]] | None = None) -> int:
         """Write one batch in one transaction; returns the number of pairs inserted.
 
         ``sentences`` are the batch's parsed sentences (those not stored when the batch
         was read); every sentence a pair names is either among them or already stored.
+        ``relied_on``: (lang, sha) of the stored sentences that the run's later batches,
+        read already, will not parse: a replace keeps them until :meth:`finish`.
         """
         with self.conn.transaction():
             cur = self.conn.cursor()
@@ -261,12 +409,66 @@ class BatchWriter:
             self._write_sentences(cur, new_ids, new, term_ids)
             self._write_bm25(cur, new_ids, new, vocab)
             ids.update(((s.lang, s.sha), sid) for sid, s in zip(new_ids, new))
-            inserted = self._write_pairs(cur, pairs, ids)
-            add_run_counts(cur, self.run_id, read=read, inserted=inserted, duplicates=len(pairs) - inserted,
-                           rejected=rejected)
+            todo, stale = self._conflicts(cur, pairs, ids)
+            kept_out = len(pairs) - len(todo)
+            inserted = self._write_pairs(cur, todo, ids)
+            # after the insert: a replaced pair's source is the new pair's too
+            replaced = drop_pairs(cur, stale, relied_on)
+            if self._recheck:
+                n, kept = drop_unused(cur, self._recheck, relied_on)
+                replaced.sentences += n
+                replaced.kept += kept
+            if kept_out:  # the kept-out pairs' new sentences (written above) are in no pair
+                taken = {id(p) for p in todo}
+                drop_unused(cur, sorted({ids[(lang, h)] for p in pairs if id(p) not in taken
+                                         for lang, h in ((self.a_lang, p.a_sha), (self.b_lang, p.b_sha))}), relied_on)
+            add_run_counts(cur, self.run_id, read=read, inserted=inserted,
+                           duplicates=len(pairs) - inserted - kept_out, rejected=rejected)
+        self.kept_out += kept_out
+        self.replaced += replaced
+        self._recheck = replaced.kept
         self.terms.committed(term_ids)
         self._vocab.update(vocab)
         return inserted
+
+    def finish(self) -> None:
+        """After the run's last batch: delete the sentences a replace left in place for
+        later batches that, in the end, no pair uses (one transaction)."""
+        if not self._recheck:
+            return
+        with self.conn.transaction():
+            cur = self.conn.cursor()
+            lock_writes(cur)
+            self.replaced.sentences += drop_unused(cur, self._recheck)[0]
+        self._recheck = []
+
+    def _pair_ids(self, pairs: list[PairRow], ids: dict[tuple[str, bytes], int]) -> tuple[list[int], list[int]]:
+        """The a and b sentence ids of ``pairs``."""
+        try:
+            return [ids[(self.a_lang, p.a_sha)] for p in pairs], [ids[(self.b_lang, p.b_sha)] for p in pairs]
+        except KeyError:
+            # Only possible if sentences were deleted (scoi pairs rm, corpora rm) while this ingest ran.
+            raise RuntimeError("a sentence of this batch vanished from the database during the ingest "
+                               "(deleted by another command); rerun the ingest") from None
+
+    def _conflicts(self, cur: psycopg.Cursor, pairs: list[PairRow], ids: dict[tuple[str, bytes], int]
+                   ) -> tuple[list[PairRow], list[int]]:
+        """The batch's pairs to insert (``keep`` leaves out those whose source the corpus
+        holds from an earlier run with another target) and the stored pairs to delete
+        (``replace``: the corpus's pairs from earlier runs whose source is one of the
+        batch's and which the batch does not hold). ``add``: all of them, none."""
+        if self.on_conflict == "add" or not pairs:
+            return pairs, []
+        keyed = list(zip(*self._pair_ids(pairs, ids), pairs))
+        src_ids = sorted({a if self.src_is_a else b for a, b, _ in keyed})
+        stmt = sql.SQL(_DELETE["source_pairs"]).format(src=sql.Identifier("a_id" if self.src_is_a else "b_id"))
+        stored = cur.execute(stmt, {"src_ids": src_ids, "corpus_id": self.corpus_id, "run_id": self.run_id}).fetchall()
+        batch = {(a, b) for a, b, _ in keyed}
+        if self.on_conflict == "replace":
+            return pairs, [pid for pid, a, b in stored if (a, b) not in batch]
+        have = {(a, b) for _, a, b in stored}
+        taken = {a if self.src_is_a else b for _, a, b in stored}
+        return [p for a, b, p in keyed if (a, b) in have or (a if self.src_is_a else b) not in taken], []
 
     def _stored_ids(self, cur: psycopg.Cursor, pairs: list[PairRow]) -> dict[tuple[str, bytes], int]:
         """(lang, sha) -> sentence.id of the batch's sentences already in the table (looked
@@ -335,17 +537,22 @@ class BatchWriter:
         write_blocks(cur, *(np.array(a, dtype=np.int64) for a in blocks))
 
     def _write_pairs(self, cur: psycopg.Cursor, pairs: list[PairRow], ids: dict[tuple[str, bytes], int]) -> int:
-        """Insert the batch's pairs by sentence id; returns how many were new."""
-        try:
-            a_ids = [ids[(self.a_lang, p.a_sha)] for p in pairs]
-            b_ids = [ids[(self.b_lang, p.b_sha)] for p in pairs]
-        except KeyError:
-            # Only possible if sentences were deleted while this ingest ran.
-            raise RuntimeError("a sentence of this batch vanished from the database during the ingest; "
-                               "rerun the ingest") from None
-        cur.execute(_SQL["insert_pairs"], {"corpus_id": self.corpus_id, "run_id": self.run_id, "a_lang": self.a_lang,
-                                          "b_lang": self.b_lang, "a_ids": int_array(a_ids), "b_ids": int_array(b_ids),
-                                          "lines": int_array([p.line for p in pairs])})
+        """Insert the batch's pairs by sentence id, with their metadata; returns how many
+        were new. ``replace`` also makes the stored ones this run's, with the input's
+        metadata (a pair the run confirmed is not replaced by its later batches)."""
+        a_ids, b_ids = self._pair_ids(pairs, ids)
+        metas = [p.meta for p in pairs]
+        if self.on_conflict == "replace":  # one row per pair: an upsert may not touch a row twice
+            first = {}
+            for i, key in enumerate(zip(a_ids, b_ids)):
+                first.setdefault(key, i)
+            keep = sorted(first.values())
+            a_ids, b_ids, metas = [a_ids[i] for i in keep], [b_ids[i] for i in keep], [metas[i] for i in keep]
+            pairs = [pairs[i] for i in keep]
+        cur.execute(_SQL["upsert_pairs" if self.on_conflict == "replace" else "insert_pairs"],
+                    {"corpus_id": self.corpus_id, "run_id": self.run_id, "a_lang": self.a_lang,
+                     "b_lang": self.b_lang, "a_ids": int_array(a_ids), "b_ids": int_array(b_ids),
+                     "lines": int_array([p.line for p in pairs]), "metas": text_array(metas)})
         return cur.fetchone()[0]
 
     def _resolve_tokens(self, cur: psycopg.Cursor, new: list[ParsedSentence]) -> dict[tuple[str, str], tuple[int, int]]:

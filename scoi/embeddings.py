@@ -12,8 +12,10 @@ growing the index row by row); later runs add to it.
 from __future__ import annotations
 
 import json
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -103,12 +105,17 @@ def count_missing(conn: psycopg.Connection, emb: EmbedderRow, langs: Sequence[st
     return conn.execute(SQL["count_missing"], {"langs": _langs(langs), "embedder_id": emb.id}).fetchone()[0]
 
 
+IndexProgress = Callable[[str, int, int], None]  # (phase, tuples done, tuples in all)
+
+
 def embed_missing(url: str, embedder: Embedder, *, langs: Sequence[str] | None = None,
                   batch_size: int = DEFAULT_BATCH, progress: Progress | None = None,
-                  on_start: Progress | None = None) -> EmbedSummary:
+                  on_start: Progress | None = None, index_progress: IndexProgress | None = None,
+                  index_poll: float = 1.0) -> EmbedSummary:
     """Embed every sentence (of ``langs``) that has no embedding by ``embedder``, one
     committed batch at a time, then make sure the HNSW index exists. ``on_start`` gets the
-    number to do, ``progress`` each batch's size."""
+    number to do, ``progress`` each batch's size, ``index_progress`` the index build's
+    phase and tuples every ``index_poll`` seconds (a build over a large corpus takes minutes)."""
     t0 = time.perf_counter()
     done = 0
     with connect(url, autocommit=True) as conn:
@@ -132,10 +139,36 @@ def embed_missing(url: str, embedder: Embedder, *, langs: Sequence[str] | None =
             if progress:
                 progress(len(rows))
         t1 = time.perf_counter()
-        ensure_index(conn, emb)
+        with _watch_index_build(url, conn.info.backend_pid, index_progress, index_poll):
+            ensure_index(conn, emb)
         t2 = time.perf_counter()
     return EmbedSummary(embedder.name, emb.id, emb.dim, list(langs) if langs else None, todo, done,
                         round(t2 - t0, 3), emb.index_name, round(t2 - t1, 3))
+
+
+@contextmanager
+def _watch_index_build(url: str, pid: int, report: IndexProgress | None, interval: float = 1.0) -> Iterator[None]:
+    """Meanwhile, read backend ``pid``'s CREATE INDEX progress on a connection of its own
+    every ``interval`` seconds and hand it to ``report`` (nothing when it is None)."""
+    if report is None:
+        yield
+        return
+    stop = threading.Event()
+
+    def watch() -> None:
+        with connect(url, autocommit=True) as conn:
+            while not stop.wait(interval):
+                row = conn.execute(SQL["index_build_progress"], {"pid": pid}).fetchone()
+                if row is not None:
+                    report(row[0], int(row[1] or 0), int(row[2] or 0))
+
+    thread = threading.Thread(target=watch, name="scoi-index-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def pool_embeddings(conn: psycopg.Connection, emb: EmbedderRow, pair_ids: Sequence[int], lang: str) -> np.ndarray:

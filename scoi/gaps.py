@@ -8,7 +8,7 @@ is rolled back (nothing of them stays in the database).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -76,15 +76,21 @@ def schedule_gaps(conn: psycopg.Connection, name: str, limit: int = 50) -> GapRe
 
 
 def sentence_gaps(sel: Selector, sentences: Sequence[str], *, scope: str, k: int | None = None,
-                  method: str | None = None, limit: int = 50) -> GapReport:
+                  method: str | None = None, limit: int = 50,
+                  progress: Callable[[int], None] | None = None) -> GapReport:
     """Gaps of sentences selected now with ``sel``: their selections are recorded inside a
-    transaction that is rolled back, so the same view ranks them and nothing is kept."""
+    transaction that is rolled back, so the same view ranks them and nothing is kept.
+    ``progress`` gets 1 per sentence selected (a file of thousands takes minutes)."""
     from scoi.recording import record_selections
 
     texts = [s.strip() for s in sentences if s.strip()]
     if not texts:
         raise GapError(f"{scope}: no sentence")
-    results = [sel.select(t, k=k, method=method, analysis=a) for t, a in zip(texts, sel.analyze_batch(texts))]
+    results = []
+    for t, a in zip(texts, sel.analyze_batch(texts)):
+        results.append(sel.select(t, k=k, method=method, analysis=a))
+        if progress is not None:
+            progress(1)
     with sel.conn.transaction(force_rollback=True):
         ids = record_selections(sel.conn, [(r, sel.labels) for r in results])
         return rank(sel.conn, ids, scope, limit)

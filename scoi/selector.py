@@ -10,6 +10,7 @@ coverage in numpy (scoi.core.greedy), optional recording for inspection in SQL.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Iterator
 from concurrent import futures
@@ -25,7 +26,7 @@ from psycopg import sql
 from scoi.analysis import Scheme
 from scoi.config import read_max_lag_from_env
 from scoi.core import defaults, methods
-from scoi.core.greedy import PackedPool, check_args, select as greedy_select
+from scoi.core.greedy import PackedPool, check_args, distinct_sources, select as greedy_select, source_key
 from scoi.core.limits import LIMITS
 from scoi.core.methods import METHODS, method_settings
 from scoi.core.names import is_language_code, printable
@@ -43,6 +44,12 @@ SQL = load("select")
 PRESELECT_FETCH = sql.SQL(SQL["preselect_fetch"]).format(preselect=sql.SQL(SQL["preselect"].rstrip().rstrip(";")))
 FILLS = ("none", "random")
 ENGINES = ("blocks", "sql")  # Bm25Params.engine: posting blocks scored in numpy, or the single SQL statement
+#: Pairs preselected beyond the pool, as a share of it: the pool drops the pairs of a
+#: repeated source sentence (1-5 pairs, in 12-17% of the 42k pools), and with these spares a
+#: second, deeper preselection is rare. Measured on the 42k pools (200 long queries, p50 /
+#: p95 ms of preselection + fetch): without spares 24.3 / 40.5 -> 25.6 / 66.1; with them
+#: 22.9 / 50.1 -> 22.8 / 52.5, same load.
+SPARE = 0.1
 
 
 def direction_exists(conn: psycopg.Connection, src: str, tgt: str) -> bool:
@@ -66,6 +73,10 @@ def trees_missing(conn: psycopg.Connection, src: str, method: str) -> str | None
 
 class SelectionError(RuntimeError):
     """A selection that cannot run (no corpus for the direction, bad option)."""
+
+
+#: Why a blank sentence (empty, or only whitespace) gets no selection.
+BLANK_QUERY = "the sentence is blank (empty or only whitespace): there is nothing to select examples for"
 
 
 @dataclass(frozen=True)
@@ -238,11 +249,8 @@ class Selector:
         self.corpora = corpora
         # Terms are comparable only within one analysis scheme: queries are parsed with the
         # stored sentences' (checked here, before anything is parsed).
-        self.scheme, parser_id = self._stored_scheme(parser, method)
-        labels = [r[0] for r in self.conn.execute(SQL["labels_for_lang"], {"parser_id": parser_id}).fetchall()]
-        self.labels = LabelSpace(labels)
-        self.terms = TermTable(self.labels)
-        self._analyzer = None
+        self._parser_override = parser
+        self._load_scheme()
         if methods.method(method).embeddings:
             self.embedder_row()  # fail now, not at the first sentence, when nothing is embedded
         self._thread: futures.ThreadPoolExecutor | None = None
@@ -314,6 +322,35 @@ class Selector:
                 f"the stored sentences with the installed one: {fix}")
         return scheme, rows[0][0]
 
+    def _load_scheme(self) -> None:
+        """Load the stored scheme (checked by :meth:`_stored_scheme`), its labels and an
+        empty term table; the parser is loaded on first use. The parser row ids are read
+        first: a reanalysis committing in between shows at the next :meth:`_scheme_changed`."""
+        ids = [r[0] for r in self.conn.execute(SQL["lang_schemes"], {"lang": self.src}).fetchall()]
+        scheme, parser_id = self._stored_scheme(self._parser_override, self.method)
+        labels = [r[0] for r in self.conn.execute(SQL["labels_for_lang"], {"parser_id": parser_id}).fetchall()]
+        self.scheme, self._scheme_ids = scheme, ids
+        self.labels = LabelSpace(labels)
+        self.terms = TermTable(self.labels)
+        self._analyzer = None
+        self._pools = {}  # prepared with the previous scheme's terms
+
+    def _scheme_changed(self) -> bool:
+        """Before each selection (one index probe per parser row, ~0.07 ms): whether
+        ``scoi reanalyze`` moved the stored sentences to another scheme since this selector
+        (a serve's, a worker's) loaded its own; the new one is then loaded (True). While a
+        reanalysis is under way (two schemes) every selection raises SelectionError, as a
+        new selector would: terms of two parsers are never compared."""
+        ids = [r[0] for r in self.conn.execute(SQL["lang_schemes"], {"lang": self.src}).fetchall()]
+        if ids == self._scheme_ids:
+            return False
+        before = self.scheme
+        self._load_scheme()
+        if self.scheme != before:
+            print(f"note: the stored {self.src} sentences are now analysed with {self.scheme} (was {before}): "
+                  "parsing queries with it", file=sys.stderr, flush=True)
+        return True
+
     def _no_trees(self, method: str) -> str:
         """Why ``method`` cannot run on a source stored without trees, and the fix."""
         return trees_missing(self.conn, self.src, method) or (
@@ -336,18 +373,21 @@ class Selector:
     def analyze_batch(self, texts: list[str]) -> list[tuple[list[str], dict[str, int]]]:
         """:meth:`analyze` of many sentences in one spaCy call (about twice as fast per
         sentence as one call each); pass each result to ``select(analysis=...)``."""
-        return [(a.tokens, a.terms) for a in self.analyzer.analyze(texts)]
+        return [_Parsed((a.tokens, a.terms), self.scheme) for a in self.analyzer.analyze(texts)]
 
     def tree_terms(self, text: str) -> dict[str, int]:
         """The polynomial terms of a sentence's dependency tree."""
         return self.analyzer.terms(text)
 
-    def preselect_params(self, tokens: list[str]) -> dict[str, Any]:
+    def preselect_params(self, tokens: list[str], n: int | None = None) -> dict[str, Any]:
+        """The preselection statement's parameters for the top ``n`` pairs (default: the
+        pool and its spares, what :meth:`select` asks for first)."""
+        n = n or self.depth
         if self.bm25.engine == "blocks":
-            return {"lang": self.src, "tgt": self.tgt, "tokens": [t.lower() for t in tokens], "n": self.pool,
+            return {"lang": self.src, "tgt": self.tgt, "tokens": [t.lower() for t in tokens], "n": n,
                     "corpora": self.corpus_ids, "read_all": self.bm25.read_all, "rare": self.bm25.rare}
-        return {"lang": self.src, "tgt": self.tgt, "tokens": [t.lower() for t in tokens], "n": self.pool,
-                "corpora": self.corpus_ids, **self.bm25.sql_params(self.pool)}
+        return {"lang": self.src, "tgt": self.tgt, "tokens": [t.lower() for t in tokens], "n": n,
+                "corpora": self.corpus_ids, **self.bm25.sql_params(n)}
 
     def preselect_sql(self) -> str:
         """The SQL :meth:`select` runs to preselect and fetch the candidates, as text: the
@@ -359,11 +399,13 @@ class Selector:
         return PRESELECT_FETCH.as_string(self.conn)
 
     def preselect(self, tokens: list[str], stats: Any = None,
-                  details: dict[int, tuple[Any, ...]] | None = None) -> list[tuple[int, float]]:
-        """(pair_id, score) of the top ``pool`` candidates, best first. Sets
-        :attr:`certified` (whether the pool is proven to be exact BM25's top ``pool``).
+                  details: dict[int, tuple[Any, ...]] | None = None, n: int | None = None) -> list[tuple[int, float]]:
+        """(pair_id, score) of the top ``n`` (default ``pool``) pairs by BM25, best first,
+        before the pool keeps one pair per source sentence (:meth:`pool_candidates`). Sets
+        :attr:`certified` (whether they are proven to be exact BM25's top ``n``).
         ``stats``: a scoi.preselect.Stats to fill; ``details``: filled with the candidates'
         texts and terms when the last round trip brought them (blocks engine)."""
+        n = n or self.pool
         if not tokens:
             self.certified = True
             return []
@@ -371,33 +413,52 @@ class Selector:
             from scoi.preselect import preselect_blocks
 
             with _snapshot(self.conn):
-                found = preselect_blocks(self.conn, lang=self.src, tgt=self.tgt, tokens=tokens, n=self.pool,
+                found = preselect_blocks(self.conn, lang=self.src, tgt=self.tgt, tokens=tokens, n=n,
                                          corpora=self.corpus_ids, k1=self.bm25.k1, b=self.bm25.b,
                                          read_all=self.bm25.read_all, budget=self.bm25.rare,
                                          probe=self.bm25.probe, stats=stats, details=details)
             self.certified = True if found else None
             return found
-        rows = self.conn.execute(SQL["preselect"], self.preselect_params(tokens)).fetchall()
+        rows = self.conn.execute(SQL["preselect"], self.preselect_params(tokens, n)).fetchall()
         self.certified = _certified(rows, 2)
         return [(r[0], r[1]) for r in rows]
 
     def pool_candidates(self, tokens: list[str]) -> list[CandidateRow]:
-        """:meth:`preselect` then :meth:`fetch` (the "sql" engine: in one statement and one
-        round trip); sets :attr:`certified` too."""
+        """The pool: the top ``pool`` pairs by BM25 (:meth:`preselect` then :meth:`fetch`;
+        the "sql" engine: in one statement and one round trip) holding each source sentence
+        once, by its best-ranked pair (scoi.core.greedy.distinct_sources, docs/method.md
+        §5); when that drops pairs, a deeper preselection fills the pool up to its size.
+        Sets :attr:`certified` too."""
         if not tokens:
             self.certified = True
             return []
+        n = self.depth
+        rows = self._pools.pop(tuple(t.lower() for t in tokens), None) if self.bm25.engine == "blocks" else None
+        if rows is None:
+            rows = self._ranked(tokens, n)
+        else:
+            self.certified = True if rows else None
+        while True:
+            pool = [rows[i] for i in distinct_sources([r.src for r in rows])[:self.pool]]
+            if len(pool) >= self.pool or len(rows) < n:  # full, or every matching pair is in
+                return pool
+            n *= 2
+            rows = self._ranked(tokens, n)
+
+    @property
+    def depth(self) -> int:
+        """Pairs the first preselection of a query asks for: the pool and its spares."""
+        return self.pool + max(1, round(self.pool * SPARE))
+
+    def _ranked(self, tokens: list[str], n: int) -> list[CandidateRow]:
+        """The top ``n`` pairs by BM25 with their texts and terms, best first."""
         if self.bm25.engine == "blocks":
-            ready = self._pools.pop(tuple(t.lower() for t in tokens), None)
-            if ready is not None:
-                self.certified = True if ready else None
-                return ready
             details: dict[int, tuple[Any, ...]] = {}
-            found = self.preselect(tokens, details=details)
+            found = self.preselect(tokens, details=details, n=n)
             if all(p in details for p, _ in found):  # mapped and fetched in the same round trip
                 return [_candidate(p, s, details[p]) for p, s in found]
             return self.fetch(found)
-        rows = self.conn.cursor(binary=True).execute(PRESELECT_FETCH, self.preselect_params(tokens)).fetchall()
+        rows = self.conn.cursor(binary=True).execute(PRESELECT_FETCH, self.preselect_params(tokens, n)).fetchall()
         self.certified = _certified(rows, 2)
         return [CandidateRow(r[0], r[1], r[3], r[4], list(r[5]), list(r[6]), list(r[7])) for r in rows]
 
@@ -415,7 +476,7 @@ class Selector:
             return
         with _snapshot(self.conn):
             pools = preselect_many(self.conn, lang=self.src, tgt=self.tgt, token_lists=[list(t) for t in lists],
-                                   n=self.pool, corpora=self.corpus_ids, k1=self.bm25.k1, b=self.bm25.b,
+                                   n=self.depth, corpora=self.corpus_ids, k1=self.bm25.k1, b=self.bm25.b,
                                    read_all=self.bm25.read_all, budget=self.bm25.rare, probe=self.bm25.probe)
             rows = {r.pair_id: r for r in self.fetch(list(dict.fromkeys(x for pool in pools for x in pool)))}
         for toks, pool in zip(lists, pools):
@@ -487,9 +548,16 @@ class Selector:
         if methods.method(method).bm25_pool:
             vectors = pool_embeddings(self.conn, self.embedder_row(), [r.pair_id for r in rows], self.src)
         else:
-            found = nearest(self.conn, self.embedder_row(), query, lang=self.src, tgt=self.tgt,
-                            corpora=self.corpus_ids, n=k, ef_search=self.ef_search)
-            rows = self.fetch([(pair_id, 1.0 - dist) for pair_id, dist, _ in found])
+            n = k
+            while True:  # the k nearest pairs, one per source sentence (as a pool holds them)
+                found = nearest(self.conn, self.embedder_row(), query, lang=self.src, tgt=self.tgt,
+                                corpora=self.corpus_ids, n=n, ef_search=self.ef_search)
+                rows = self.fetch([(pair_id, 1.0 - dist) for pair_id, dist, _ in found])
+                keep = distinct_sources([r.src for r in rows])[:k]
+                if len(keep) >= k or len(found) < n:
+                    break
+                n *= 2
+            rows, found = [rows[i] for i in keep], [found[i] for i in keep]
             vectors = np.stack([v for _, _, v in found]) if found else np.zeros((0, self.embedder_row().dim))
         return rows, (query, vectors), _ms(time.perf_counter() - t0)
 
@@ -503,8 +571,12 @@ class Selector:
         spaCy: the server's work and the parse overlap instead of adding up (30-token
         sentences: parse ~5 ms, preselection ~6-8 ms). ``analysis``: the sentence's
         (Moses tokens, terms), when the caller has parsed a whole batch already. Runs with
-        one BLAS thread (:func:`_one_blas_thread`).
+        one BLAS thread (:func:`_one_blas_thread`). A blank ``text`` is refused
+        (SelectionError): no example can cover nothing, and "selecting" for it only hides a
+        caller's mistake.
         """
+        if not text.strip():
+            raise SelectionError(BLANK_QUERY)
         with _one_blas_thread():
             return self._select(text, k=k, method=method, record=record, analysis=analysis)
 
@@ -514,6 +586,8 @@ class Selector:
         method = method or self.method
         check_args(method, self.similarity, self.word_overlap, k)
         self.conn, self.read_status = self.reads.choose()  # the replica, or the primary (scoi.db.reads)
+        if self._scheme_changed() or getattr(analysis, "scheme", self.scheme) != self.scheme:
+            analysis = None  # parsed before `scoi reanalyze` switched parser: parse it again
         entry = methods.method(method)
         if not self.scheme.has_trees and entry.trees:
             raise SelectionError(self._no_trees(method))
@@ -548,7 +622,7 @@ class Selector:
                     for p in picks]
         t3 = time.perf_counter()
         if self.fill == "random" and entry.examples and len(selected) < k:
-            selected += self._fill(k - len(selected), [p.pair_id for p in selected])
+            selected += self._fill(k - len(selected), selected)
         params = self.params(method, k)
         result = SelectionResult(
             query=text, src_lang=self.src, tgt_lang=self.tgt, method=method, k=k, params=params,
@@ -577,12 +651,16 @@ class Selector:
         rows = self.pool_candidates(tokens)
         return rows, _ms(time.perf_counter() - t0)
 
-    def _fill(self, n: int, exclude: list[int]) -> list[Picked]:
+    def _fill(self, n: int, picked: list[Picked]) -> list[Picked]:
+        """``n`` random pairs (seeded) whose source sentences are neither picked already nor
+        each other's (one slot per source sentence, docs/method.md §5)."""
         ids = [r[0] for r in self.conn.execute(SQL["random_examples"], {
-            "lang": self.src, "tgt": self.tgt, "corpora": self.corpus_ids, "exclude": exclude,
-            "seed": self.seed, "n": n}).fetchall()]
+            "lang": self.src, "tgt": self.tgt, "corpora": self.corpus_ids, "exclude": [p.pair_id for p in picked],
+            "seed": self.seed, "n": 2 * n}).fetchall()]  # spare ones: variants equal after source_key
         rows = self.fetch([(i, 0.0) for i in ids])
-        return [Picked(r.pair_id, r.src, r.tgt, "fill", None) for r in rows]
+        taken = {source_key(p.src) for p in picked}
+        fill = [r for r in (rows[i] for i in distinct_sources([r.src for r in rows])) if source_key(r.src) not in taken]
+        return [Picked(r.pair_id, r.src, r.tgt, "fill", None) for r in fill[:n]]
 
     def method_settings(self, method: str) -> dict[str, str | int]:
         """The settings only ``method`` reads, as params and the signature name them."""
@@ -673,6 +751,18 @@ def _tokenizer_13a() -> Any:
 def _tokens_13a(text: str) -> list[str]:
     """A sentence's tokens as Agrawal et al.'s R-BM25 reads it: 13a, after rstrip."""
     return _tokenizer_13a()(text.rstrip()).split()
+
+
+class _Parsed(tuple):
+    """A sentence's (Moses tokens, terms) from :meth:`Selector.analyze_batch`, with the
+    scheme that parsed it: an analysis made before a reanalysis is not used after it."""
+
+    scheme: Scheme
+
+    def __new__(cls, value: tuple[list[str], dict[str, int]], scheme: Scheme) -> _Parsed:
+        parsed = super().__new__(cls, value)
+        parsed.scheme = scheme
+        return parsed
 
 
 def _ms(seconds: float) -> float:

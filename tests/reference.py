@@ -1,4 +1,6 @@
-"""Slow, literal implementations of docs/method.md §3, §4 and §7, to check the fast code against.
+"""Slow, literal implementations of docs/method.md §3, §4 and §7, to check the fast code against,
+and of §5's pool rule (one pair per source sentence, the best-ranked): :func:`distinct_pool`;
+the candidates ``select`` is given are such a pool.
 
 Plain Python loops over plain lists; every coverage of a candidate set is recomputed from
 scratch, as the authors' released code does (docs/method.md §4). ``select`` has the same signature
@@ -14,6 +16,8 @@ Word overlap definitions (same as the fast code): ``set`` = unique tokens, W_Z t
 from __future__ import annotations
 
 import math
+import re
+import unicodedata
 from collections.abc import Sequence
 
 import numpy as np
@@ -157,3 +161,25 @@ def select(
             cover = []
             best[criterion] = -math.inf
     return picks
+
+
+def same_sentence(a: str, b: str) -> bool:
+    """docs/method.md §5: two sources are one sentence when they are equal in NFC with every
+    run of whitespace read as one space and the ends stripped."""
+    def norm(text: str) -> str:
+        return re.sub(r"\s+", " ", unicodedata.normalize("NFC", text)).strip()
+
+    return norm(a) == norm(b)
+
+
+def distinct_pool(ranked, n: int) -> list:
+    """The pool of docs/method.md §5 from candidates ranked by BM25 (best first, ties by pair
+    id; objects with ``src``): walk the ranking, skip a candidate whose source sentence an
+    earlier kept one has, stop at ``n`` kept."""
+    pool: list = []
+    for cand in ranked:
+        if len(pool) == n:
+            break
+        if not any(same_sentence(kept.src, cand.src) for kept in pool):
+            pool.append(cand)
+    return pool

@@ -58,6 +58,25 @@ def build_tiny_model(out: str | Path, seed: int = 0) -> Path:
     return out
 
 
+def build_tiny_gpt2(out: str | Path, n_positions: int, seed: int = 0) -> Path:
+    """A tiny random GPT-2 with learned position embeddings for ``n_positions`` tokens, saved
+    with the byte-level tokenizer (spec ``hf:<out>``): a prompt past its positions fails
+    inside the model with ``IndexError``, as a real 2,048-position model does."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer = byte_level_tokenizer()
+    tokenizer.save_pretrained(out)
+    config = GPT2Config(vocab_size=len(tokenizer), n_positions=n_positions, n_embd=32, n_layer=2, n_head=2,
+                        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+                        initializer_range=0.5)
+    torch.manual_seed(seed)
+    GPT2LMHeadModel(config).float().save_pretrained(out)
+    return out
+
+
 def build_tiny_comet(out: str | Path, seed: int = 0) -> Path:
     """A COMET regression-metric model directory (``hparams.yaml`` +
     ``checkpoints/model.ckpt``) over a tiny random XLM-R encoder saved beside it, for

@@ -9,6 +9,11 @@ Stop strings: only those that are not pure whitespace are sent to the server. A 
 applies ``stop`` from the first generated character, so a ``"\\n"`` stop would end the
 answer of a model that starts with a newline (docs/method.md §6) before it began; the newline cut
 is applied here instead, after the answer's first non-whitespace character.
+
+Context: the server does not say how long a prompt may be, so the ``context`` option gives
+it (the model's context length in tokens); prompts are then counted with the server's
+``/tokenize`` (llama.cpp and vLLM serve one beside ``/v1``), or, where it has none, bounded
+by their UTF-8 bytes + 1 (no tokenizer makes more tokens than bytes, plus a BOS).
 """
 
 from __future__ import annotations
@@ -74,6 +79,7 @@ class OpenAIBackend:
         concurrency: int = 4,
         extra_body: dict[str, Any] | None = None,
         name: str | None = None,
+        context: int | None = None,
     ) -> None:
         import httpx
 
@@ -100,6 +106,9 @@ class OpenAIBackend:
         self.concurrency = concurrency
         self.extra_body = dict(extra_body or {})
         self.retries = 0  # retries made so far, for logs and tests
+        #: the model's context length in tokens (the ``context`` option), None: unknown
+        self.context_length = context
+        self._tokenize: bool | None = None  # whether the server's /tokenize answers (None: not tried)
         self._lock = threading.Lock()
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._client = httpx.Client(
@@ -127,6 +136,35 @@ class OpenAIBackend:
             return [self._one(p, max_new_tokens, stop) for p in prompts]
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(prompts))) as pool:
             return list(pool.map(lambda p: self._one(p, max_new_tokens, stop), prompts))
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text``: the server's ``/tokenize`` count, or, when the server has no
+        such route, UTF-8 bytes + 1, an upper bound (so a prompt counted to fit does fit)."""
+        if self._tokenize is not False:
+            count = self._server_count(text)
+            self._tokenize = count is not None
+            if count is not None:
+                return count
+        return len(text.encode("utf-8")) + 1
+
+    def _server_count(self, text: str) -> int | None:
+        """``/tokenize`` at the server's root (llama.cpp reads ``content``, vLLM ``prompt``),
+        or None when it does not answer with a count."""
+        import httpx
+
+        root = self.base_url[: -len("/v1")] if self.base_url.endswith("/v1") else self.base_url
+        try:
+            response = self._client.post(f"{root}/tokenize", json={"model": self.model, "prompt": text,
+                                                                   "content": text})
+            data = response.json() if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError):
+            return None
+        if isinstance(data, dict):
+            if isinstance(data.get("count"), int):
+                return data["count"]
+            if isinstance(data.get("tokens"), list):
+                return len(data["tokens"])
+        return None
 
     def close(self) -> None:
         self._client.close()

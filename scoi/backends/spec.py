@@ -98,6 +98,7 @@ OPTIONS: dict[str, dict[str, Option]] = {
         "concurrency": Option(int, 1, 1024),
         "extra_body": Option(dict),
         "name": Option(str),
+        "context": Option(int, 1, 10_000_000, nullable=True),  # the model's context length in tokens
     },
 }
 

@@ -148,6 +148,26 @@ class TransformersBackend:
         vocab = read_gguf_vocab(path)
         return gemma_tokenizer(path, vocab) if needs_gemma_tokenizer(vocab) else None
 
+    # -- context -------------------------------------------------------------------------
+
+    @property
+    def context_length(self) -> int | None:
+        """The positions the model can attend to (prompt and new tokens together), from its
+        config (a GGUF file's ``context_length`` lands in ``max_position_embeddings``); None
+        when the config names none. Past it, learned position embeddings fail with
+        ``IndexError`` and rotary ones degrade silently."""
+        config = self.model.config
+        for attr in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "n_ctx"):
+            value = getattr(config, attr, None)
+            if isinstance(value, int) and value > 0:
+                return value
+        return None
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` as a prompt, counted as :meth:`generate` encodes it (special
+        tokens such as BOS included)."""
+        return len(self.tokenizer(text)["input_ids"])
+
     # -- generation ------------------------------------------------------------------------
 
     def generate(

@@ -92,6 +92,23 @@ def rate_bar(label: str, unit: str, show: bool) -> Iterator[tuple[Progress | Non
         yield advance, lambda total: bar.update(task, total=total)
 
 
+@contextmanager
+def status_line(show: bool) -> Iterator[Callable[[str], None] | None]:
+    """A live line on stderr for long work of open size (a worker: the queue may grow):
+    a spinner, the text last given and the elapsed time; log lines printed through
+    ``err_console`` go above it. Yields the update callback, or None when not shown
+    (``--quiet``, or stderr is not a terminal); nothing is left on screen at the end."""
+    if not show:
+        yield None
+        return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=err_console.get(), transient=True) as bar:  # type: ignore[attr-defined]
+        task = bar.add_task("starting", total=None)
+        yield lambda text: bar.update(task, description=text)
+
+
 T = TypeVar("T")
 
 

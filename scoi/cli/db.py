@@ -69,20 +69,35 @@ def downgrade(revision: str = typer.Argument(..., help="Target revision, e.g. 'b
 @app.command()
 def check(json_out: bool = typer.Option(False, "--json", help="Print one JSON object.")) -> None:
     """Check the stored corpus's integrity (references without foreign keys, counters, BM25
-    index); exit 1 if any check finds violations."""
-    from scoi.cli.common import database_url
-    from scoi.db.check import run_checks
+    index); exit 1 if any check finds violations.
 
-    results = run_checks(database_url())
+    Each check's line is printed as it ends (with --json on stderr, when it is a terminal);
+    Ctrl-C (SIGTERM) cancels the running statement on the server and exits 130 (143).
+    """
+    import sys
+
+    from scoi.cli.common import database_url, err_console
+    from scoi.db.check import CheckResult, Terminated, run_checks
+
+    def line(r: CheckResult) -> str:
+        mark = "[green]ok[/]  " if r.ok else "[bold red]FAIL[/]"
+        return f"{mark} {r.violations:>8}  {r.name}: {r.description} ({r.seconds:.1f} s)"
+
+    show = console if not json_out else err_console if sys.stderr.isatty() else None
+    try:
+        results = run_checks(database_url(), progress=(lambda r: show.print(line(r), highlight=False, soft_wrap=True))
+                             if show is not None else None)
+    except KeyboardInterrupt:
+        fail("interrupted; the running check was cancelled on the server", code=130)
+    except Terminated as e:
+        fail("terminated; the running check was cancelled on the server", code=int(e.code))
     failed = [r for r in results if not r.ok]
     if json_out:
-        emit_json({"ok": not failed, "checks": [{"name": r.name, "description": r.description,
-                                                  "violations": r.violations, "ok": r.ok} for r in results]})
+        emit_json({"ok": not failed, "seconds": round(sum(r.seconds for r in results), 3),
+                   "checks": [r.to_dict() for r in results]})
     else:
-        for r in results:
-            mark = "[green]ok[/]  " if r.ok else "[bold red]FAIL[/]"
-            console.print(f"{mark} {r.violations:>8}  {r.name}: {r.description}", highlight=False)
-        console.print(f"{len(results) - len(failed)} of {len(results)} checks passed")
+        console.print(f"{len(results) - len(failed)} of {len(results)} checks passed "
+                      f"in {sum(r.seconds for r in results):.1f} s")
     if failed:
         raise typer.Exit(1)
 

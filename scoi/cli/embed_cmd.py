@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 import typer
 
@@ -49,6 +50,23 @@ def run_embedding(url: str, model: str, langs: list[str], batch_size: int, *, sh
     def work(advance, set_total):
         embedder = Embedder(model)
         return embed_missing(url, embedder, langs=langs or None, batch_size=batch_size,
-                             progress=advance, on_start=set_total)
+                             progress=advance, on_start=set_total,
+                             index_progress=index_lines() if show_bar else None)
 
     return run_batches("embed", "sentences", show_bar, (EmbedderError, EmbeddingError), work)
+
+
+def index_lines() -> Callable[[str, int, int], None]:
+    """The HNSW build's progress as lines above the bar: one per phase, and one each
+    further tenth of the tuples loaded (not one per second)."""
+    last: list[tuple[str, int]] = []
+
+    def report(phase: str, done: int, total: int) -> None:
+        tenth = done * 10 // total if total else 0
+        if last and last[0] == (phase, tenth):
+            return
+        last[:] = [(phase, tenth)]
+        share = f" {done}/{total} ({100 * done // total}%)" if total else ""
+        console.print(f"HNSW index: {phase}{share}", highlight=False, soft_wrap=True, markup=False)
+
+    return report

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import typer
 
-from scoi.cli.common import console, database_url, emit_json, fail, print_rows, say
+from scoi.cli.common import console, database_url, emit_json, fail, print_rows, say, status_line
 from scoi.cli.job_options import EXPERIMENT, JobOptions, job_options
 from scoi.core import defaults
 from scoi.core.limits import LIMITS
@@ -127,7 +128,8 @@ def run(
             emit_json({"experiment": name, "jobs": [job.id for _, job in experiment.cells], "created": created})
         return
     try:
-        run_jobs(url, experiment, workers=workers, log=log, read_url=resolve_read_url())
+        with status_line(sys.stderr.isatty()) as progress:  # stderr: stdout stays clean for --json
+            run_jobs(url, experiment, workers=workers, log=log, read_url=resolve_read_url(), progress=progress)
     except KeyboardInterrupt:
         fail("interrupted; rerun the same command to resume", code=130)
     _report(url, name, comet=comet, samples=samples, partial=False, json_out=json_out)

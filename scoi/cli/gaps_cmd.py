@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import typer
 
-from scoi.cli.common import METHOD_HELP, Steps, console, database_url, emit_json, fail, print_rows
+from scoi.cli.common import METHOD_HELP, Steps, console, database_url, emit_json, fail, print_rows, rate_bar
 from scoi.core import defaults
 
 
@@ -41,8 +42,11 @@ def gaps(
             sentences = read_lines(file)
             sel = _selector(src, tgt, k, method, defaults.POOL, defaults.SIMILARITY, defaults.WORD_OVERLAP,
                             defaults.FILL, defaults.SEED, [], Steps())
-            with sel:
-                report = sentence_gaps(sel, sentences, scope=str(file), k=k, method=method, limit=limit)
+            with sel, rate_bar("gaps", "sentences", not json_out and sys.stdout.isatty()) as (advance, set_total):
+                if set_total is not None:
+                    set_total(sum(1 for s in sentences if s.strip()))
+                report = sentence_gaps(sel, sentences, scope=str(file), k=k, method=method, limit=limit,
+                                       progress=advance)
         else:
             with connect(url) as conn:
                 report = schedule_gaps(conn, schedule, limit) if schedule else job_gaps(conn, job, limit)

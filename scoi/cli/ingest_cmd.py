@@ -37,6 +37,11 @@ def ingest(
     tmx_keep_codes: bool = typer.Option(False, "--tmx-keep-codes",
                                         help="TMX: keep the inline codes' content (<bpt>&lt;b&gt;</bpt>, <ph>...) "
                                              "in the text (default: dropped, their text kept)."),
+    on_conflict: str | None = typer.Option(
+        None, "--on-conflict", metavar="add|replace|keep",
+        help="A source the corpus already holds (from an earlier run) with another target: add the new pair "
+             "beside the old, replace the old pair(s), or keep the old and skip the new (default: replace for "
+             "TMX, a memory re-exported after corrections; add for TSV, Moses and JSONL corpora)."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: one JSON summary object."),
 ) -> None:
     """Load a parallel corpus: pairs, Moses tokens, polynomial terms and the BM25 index.
@@ -53,7 +58,7 @@ def ingest(
     overrides = parser_options(parser)
     opts = IngestOptions(files=files, src=src, tgt=tgt, corpus=corpus, fmt=fmt, workers=workers,
                          skip_bad=skip_bad, header=header, parsers=overrides, require_parser=require_parser,
-                         embed=embed, tmx_keep_codes=tmx_keep_codes)
+                         embed=embed, tmx_keep_codes=tmx_keep_codes, on_conflict=on_conflict)
     if batch_size:
         opts.batch_size = batch_size
     url = database_url()
@@ -67,6 +72,14 @@ def ingest(
     console.print(f"corpus {summary.corpus}: {summary.inserted} pairs inserted, {summary.duplicates} duplicates, "
                   f"{summary.rejected} rejected ({summary.read} read in {summary.seconds:.1f}s, "
                   f"{_rate(summary.pairs_per_second)} pairs/s)", highlight=False, soft_wrap=True, markup=False)
+    if summary.replaced or summary.kept_out:
+        console.print(f"--on-conflict {summary.on_conflict}: " + (
+            f"{summary.replaced} earlier pairs of the same sources replaced ({summary.removed_sentences} sentences "
+            "no other pair used deleted)" if summary.on_conflict == "replace"
+            else f"{summary.kept_out} pairs not added: their source has another target in the corpus"),
+            highlight=False, soft_wrap=True, markup=False)
+    for warning in summary.warnings:
+        console.print(f"note: {warning}", highlight=False, soft_wrap=True, markup=False)
     if summary.embedder:
         console.print(f"{summary.embedded} sentences embedded with {summary.embedder}",
                       highlight=False, soft_wrap=True, markup=False)

@@ -14,11 +14,14 @@ import typer
 from scoi.cli.common import (BACKEND_OPT_HELP, DEST_COLUMN_HELP, DEST_KEY_HELP, DEST_TABLE_HELP, DEST_URL_HELP,
                              METHOD_HELP, SOURCE_SQL_HELP, SOURCE_TIMEOUT_HELP, SOURCE_URL_HELP, console,
                              database_url, emit_json, err_console, fail, parse_key_values, print_rows, say,
-                             table_cells)
+                             status_line, table_cells)
 from scoi.cli.job_options import JobOptions, job_options
 from scoi.core import defaults
 from scoi.core.limits import LIMITS
 from scoi.core.names import printable
+
+#: ``scoi worker --burst``'s exit status when items ended failed in its run (1 is the worker's own error).
+ITEMS_FAILED = 3
 
 job_app = typer.Typer(help="Batch translation jobs stored in PostgreSQL.", no_args_is_help=True)
 
@@ -214,6 +217,9 @@ def status_cmd(job: str = typer.Argument(..., help="Job id or name."),
              f"overhead {st['avg_overhead_ms']} ms")
     for s in st["scores"]:
         _say(f"  {s['metric']}: {s['score']:.2f}  ({s['signature']})")
+    if st["examples_dropped"]["items"]:
+        _say(f"  {st['examples_dropped']['items']} done items kept fewer than k={j.k} examples to fit the "
+             f"model's context (fewest: {st['examples_dropped']['fewest']}); see examples_used in job export")
     for e in st["errors"]:
         _say(f"  item {e['idx']} [{e['status']}, {e['attempts']} attempts]: {e['last_error']}")
     for w in st["warnings"]:
@@ -332,17 +338,25 @@ def worker(
                                            help="Let local models (hf:) run the Python code of their files "
                                                 "(default: $SCOI_TRUST_REMOTE_CODE; a job can never ask for it)."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: a JSON summary."),
+    quiet: bool = typer.Option(False, "--quiet", "-q",
+                               help="No live line of items done/failed on stderr (never shown when stderr is "
+                                    "not a terminal)."),
 ) -> None:
     """Translate queued items: claim a batch, select examples, prompt, generate, store; repeat.
 
     SIGTERM / Ctrl-C finish the current batch and exit; kill -9 loses nothing: a dead
     worker's items are claimed again at once by the next claim of any worker (a live one
-    that stops sending heartbeats, after the stall timeout).
+    that stops sending heartbeats, after the stall timeout). A worker without --burst
+    that loses the database (a restart) waits for it and carries on.
 
     What a stored job may make the worker do is bounded by the worker's own settings:
     its API key goes only to $SCOI_OPENAI_BASE_URL and $SCOI_OPENAI_ALLOWED_BASE_URLS,
     schedules' files are read only in --source-dir and written only in --dest-dir, model
     code runs only with --trust-remote-code (docs/security.md).
+
+    Exit status: 0 the run ended and no item failed in it; 1 the worker stopped on an
+    error (bad option, database unreachable at start); 3 (--burst) some items ended failed
+    in this run (`scoi job status JOB` shows their errors); 130 interrupted twice.
     """
     import psycopg
 
@@ -362,11 +376,11 @@ def worker(
            **({ENV_SOURCE_DIR: str(source_dir.resolve())} if source_dir is not None else {}),
            **({ENV_TRUST_REMOTE_CODE: "1"} if trust_remote_code else {})}  # pool processes inherit them
     try:
-        with environment(own):
+        with environment(own), status_line(not quiet and sys.stderr.isatty()) as progress:
             if concurrency > 1:
-                summary = run_pool(concurrency, opts, url, read_url=resolve_read_url())
+                summary = run_pool(concurrency, opts, url, read_url=resolve_read_url(), progress=progress)
             else:
-                summary = run_worker(url, opts, read_url=resolve_read_url(), log=_log)
+                summary = run_worker(url, opts, read_url=resolve_read_url(), log=_log, progress=progress)
     except KeyboardInterrupt:
         fail("interrupted; unfinished items were handed back to the queue", code=130)
     except SupervisorError as e:
@@ -383,6 +397,8 @@ def worker(
              f"{summary['seconds']:.1f}s ({summary['items_per_second']:.2f} items/s, overhead "
              f"{summary['overhead_ms_per_item']:.1f} ms/item)"
              + (f"; {summary['retries']} requests retried" if summary["retries"] else ""))
+    if burst and summary["failed"]:
+        raise typer.Exit(ITEMS_FAILED)
 
 
 # --------------------------------------------------------------------------- eval

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from scoi.cli import (db, demo_cmd, embed_cmd, experiment_cmd, gaps_cmd, glossary_cmd, ingest_cmd, jobs_cmd,
-                      reanalyze_cmd, schedule_cmd, select_cmd, serve_cmd)
+from scoi.cli import (db, delete_cmd, demo_cmd, embed_cmd, experiment_cmd, gaps_cmd, glossary_cmd, ingest_cmd,
+                      jobs_cmd, reanalyze_cmd, schedule_cmd, select_cmd, serve_cmd)
 
 app = typer.Typer(
     help="SCOI in-context example selection for LLM translation, backed by PostgreSQL.",
@@ -14,7 +14,8 @@ app = typer.Typer(
 )
 app.add_typer(db.app, name="db")
 app.command("ingest")(ingest_cmd.ingest)
-app.command("corpora")(ingest_cmd.corpora)
+app.add_typer(delete_cmd.corpora_app, name="corpora")
+app.add_typer(delete_cmd.pairs_app, name="pairs")
 app.command("ingest-runs")(ingest_cmd.ingest_runs)
 app.command("reanalyze")(reanalyze_cmd.reanalyze)
 app.command("embed")(embed_cmd.embed)

@@ -82,6 +82,13 @@ def _selector(src: str, tgt: str, k: int, method: str, pool: int, similarity: st
     return sel
 
 
+def _refuse_blank(text: str) -> None:
+    """One line and exit 1 for a blank sentence (the Selector refuses it too), before any
+    parser or database is loaded."""
+    if not text.strip():
+        fail("the sentence to select examples for is blank (empty or only whitespace); give a sentence")
+
+
 def _query_steps(steps: Steps, result) -> None:
     """The query's parts, as the selector timed them (the parse overlaps the SQL)."""
     steps.step("query")
@@ -122,6 +129,8 @@ def select(
     steps = Steps()
     if (text is None) == (file is None):
         fail("give either a TEXT argument or --file FILE")
+    if text is not None:
+        _refuse_blank(text)
     queries: list[str] = []
     if file is not None:
         from scoi.textfile import TextFileError, read_lines
@@ -214,6 +223,7 @@ def prompt(
     """Print the prompt that would be sent to the LLM for TEXT."""
     from scoi.core.prompt import Example, render_prompt
 
+    _refuse_blank(text)
     steps = Steps()
     sel = _selector(src, tgt, k, method, pool, defaults.SIMILARITY, defaults.WORD_OVERLAP, defaults.FILL, seed, [],
                     steps, rbm25_variant, embedder)

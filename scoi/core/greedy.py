@@ -12,6 +12,7 @@ candidates in the same order.
 
 from __future__ import annotations
 
+import unicodedata
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -309,6 +310,26 @@ def poly_distances(query_terms: np.ndarray, candidates: Sequence[Candidate],
         sizes = np.diff(np.append(starts, dist.shape[1]))
         out[nonempty] = (to_cand + to_query) / (len(q) + sizes)  # exact integer numerators
     return out
+
+
+def source_key(text: str) -> str:
+    """What makes two example sources the same sentence: the text in NFC, whitespace runs
+    as one space, ends stripped (ingest stores each stripped text once per language)."""
+    return " ".join(unicodedata.normalize("NFC", text).split())
+
+
+def distinct_sources(sources: Sequence[str]) -> list[int]:
+    """Indices of the first candidate of each source sentence (:func:`source_key`), in pool
+    order: a pool holds a source sentence once, by its best-ranked pair (BM25, then pair
+    id), so no selection fills two slots with one source and two targets (docs/method.md §5)."""
+    seen: set[str] = set()
+    keep: list[int] = []
+    for i, text in enumerate(sources):
+        key = source_key(text)
+        if key not in seen:
+            seen.add(key)
+            keep.append(i)
+    return keep
 
 
 def pad_in_pool_order(picks: list[Pick], n: int, k: int) -> list[Pick]:

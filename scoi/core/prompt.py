@@ -60,7 +60,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from scoi.core import defaults
 
@@ -72,8 +72,10 @@ __all__ = [
     "STOP_MARKERS",
     "TEMPLATE_NAMES",
     "Example",
+    "PromptTooLong",
     "canonical_order",
     "extract_answer",
+    "fit_prompt",
     "glossary_block",
     "language_name",
     "order_examples",
@@ -360,6 +362,36 @@ def render_prompt(
     if template == "alpaca":
         return _render_alpaca(query, ordered, src_name, tgt_name, glossary)
     return _render_user(template, query, ordered, src_lang, tgt_lang, template_text, glossary)
+
+
+class PromptTooLong(ValueError):
+    """Even the prompt without examples leaves no room for the answer in the model's
+    context: the item cannot be translated by this model (retrying would not help)."""
+
+
+def fit_prompt(render: Callable[[Sequence[Example]], str], examples: Sequence[Example],
+               count_tokens: Callable[[str], int], context: int, max_new_tokens: int) -> tuple[str, int]:
+    """The prompt ``render(examples[:n])`` for the largest ``n`` whose tokens plus
+    ``max_new_tokens`` fit in ``context``, and that ``n``.
+
+    ``examples`` come in selection order (best first), so the example dropped each time is
+    the last-ranked one, wherever the prompt order puts it (first, by default); a prompt
+    past its model's positions fails inside the model (``IndexError``) or degrades
+    silently. Raises PromptTooLong when even no example fits.
+    """
+    room = context - max_new_tokens
+    n = len(examples)
+    while True:
+        prompt = render(examples[:n])
+        needed = count_tokens(prompt)
+        if needed <= room:
+            return prompt, n
+        if n == 0:
+            raise PromptTooLong(
+                f"the prompt needs {needed} tokens without any example, and with max_new_tokens "
+                f"{max_new_tokens} that exceeds the model's context of {context} tokens; shorten the "
+                "sentence, lower max_new_tokens or use a model with a longer context")
+        n -= 1
 
 
 #: Quote pairs stripped from around an answer when both ends match: straight double and

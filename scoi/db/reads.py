@@ -20,7 +20,14 @@ replica's replay position with the primary's flushed WAL position:
   primary, with one warning when that starts. ``SCOI_READ_MAX_LAG=0`` reads from the
   replica only when it is caught up (read-your-writes);
 * unreachable, or at another schema revision than this scoi's migrations: the primary,
-  with a warning; an unreachable replica is tried again after ``RETRY_S`` seconds.
+  with a warning; an unreachable replica is tried again after ``RETRY_S`` seconds;
+* not a standby of the primary (checked once per replica connection): another cluster
+  (its ``system_identifier`` differs), another database of a cluster, or a server not in
+  recovery that is not the primary itself (a promoted standby): never read, since its pair
+  ids would name unrelated pairs of the primary; the primary, with a warning.
+
+Every fallback warning is one line naming the cause, and the same cause is the
+``fallback`` of the selection's ``read`` status.
 
 Each selection reports where it read and the replica's position (``ReadStatus``, the
 ``read`` object of ``scoi select --json``).
@@ -89,6 +96,9 @@ class ReadRoute:
 
             self._heads = known_heads()  # the revision the replica must be at (None: not known)
         self._replica: psycopg.Connection | None = None
+        self._primary_identity: tuple[Any, ...] | None = None
+        self._not_standby: str | None = None  # why the connected replica is not the primary's standby
+        self._last_error = ""  # why the replica could not be read last (kept while not tried again)
         self._retry_at = 0.0
         self._falling_back: str | None = None  # the reason last warned about
         self._checks: deque[tuple[float, int]] = deque(maxlen=256)  # (monotonic time, primary LSN) of checks
@@ -106,16 +116,24 @@ class ReadRoute:
         reason = None
         try:
             conn = self._replica_conn()
-            standby, replay_lsn, lag_bytes, since_s, paused, revisions = conn.execute(
-                SQL["replica_position"], {"primary_lsn": primary_lsn}).fetchone()
+            if self._not_standby is None:
+                standby, replay_lsn, lag_bytes, since_s, paused, revisions = conn.execute(
+                    SQL["replica_position"], {"primary_lsn": primary_lsn}).fetchone()
         except _errors() as e:
             self._drop_replica()
-            reason = f"the replica (SCOI_READ_DATABASE_URL) cannot be read: {str(e).strip()}"
+            if not isinstance(e, ReplicaUnavailable):
+                self._last_error = error_cause(e)
+            reason = f"the replica (SCOI_READ_DATABASE_URL) cannot be read: {self._last_error}"
+            if isinstance(e, ReplicaUnavailable):
+                reason += f" ({e})"
         else:
-            lag_s = None if not standby else 0.0 if lag_bytes == 0 else self._staleness(replay_lsn, since_s)
-            status.update(standby=standby, replay_lsn=replay_lsn, lag_bytes=lag_bytes, lag_s=lag_s,
-                          replay_paused=paused)
-            reason = self._refusal(standby, lag_s, revisions)
+            if self._not_standby is not None:
+                reason = self._not_standby
+            else:
+                lag_s = None if not standby else 0.0 if lag_bytes == 0 else self._staleness(replay_lsn, since_s)
+                status.update(standby=standby, replay_lsn=replay_lsn, lag_bytes=lag_bytes, lag_s=lag_s,
+                              replay_paused=paused)
+                reason = self._refusal(standby, lag_s, revisions)
         self._checks.append((checked_at, lsn_int(primary_lsn)))
         self._warn(reason)
         check_ms = round((time.perf_counter() - t0) * 1000, 3)
@@ -146,9 +164,31 @@ class ReadRoute:
             if time.monotonic() < self._retry_at:
                 raise ReplicaUnavailable(f"not tried again for {self._retry_at - time.monotonic():.0f} s")
             conn = connect(self.read_url, autocommit=True, connect_timeout=5)
-            conn.execute(SQL["read_only"])
+            try:
+                conn.execute(SQL["read_only"])
+                self._not_standby = self._standby_problem(conn.execute(SQL["server_identity"]).fetchone())
+            except BaseException:
+                conn.close()
+                raise
             self._replica = conn
         return self._replica
+
+    def _standby_problem(self, replica: tuple[Any, ...]) -> str | None:
+        """Why the server of ``replica`` (its server_identity row) is not a standby of the
+        primary (nor the primary itself), or None: its pair ids would not be the primary's."""
+        if self._primary_identity is None:
+            self._primary_identity = tuple(self.primary.execute(SQL["server_identity"]).fetchone())
+        system, database, in_recovery, started = replica
+        p_system, p_database, _, p_started = self._primary_identity
+        what = "SCOI_READ_DATABASE_URL is not a standby of the primary"
+        if system != p_system:
+            return (f"{what}: another PostgreSQL cluster (system identifier {system}, the primary's is "
+                    f"{p_system})")
+        if database != p_database:
+            return f"{what}: it names database {database!r}, the primary's is {p_database!r}"
+        if not in_recovery and started != p_started:
+            return f"{what}: another server of its cluster, not in recovery (a promoted standby?)"
+        return None
 
     def _drop_replica(self) -> None:
         if self._replica is not None:
@@ -182,10 +222,21 @@ def lsn_int(lsn: str) -> int:
     return (int(high, 16) << 32) | int(low, 16)
 
 
+def error_cause(error: BaseException) -> str:
+    """A database error as one line for a warning: the server's primary message (no
+    ``LINE n:`` quote of the statement, no hint), or the first line of the client's."""
+    diag = getattr(error, "diag", None)
+    primary = getattr(diag, "message_primary", None)
+    text = primary or next((line for line in str(error).splitlines() if line.strip()), type(error).__name__)
+    if getattr(diag, "sqlstate", None) == "42P01" and "alembic_version" in text:
+        return "it holds no scoi schema (no alembic_version table): not a replica of this database"
+    return " ".join(text.split())
+
+
 def _errors() -> tuple[type[BaseException], ...]:
     import psycopg
 
     return (psycopg.Error, ReplicaUnavailable)
 
 
-__all__ = ["ReadRoute", "ReadStatus", "RETRY_S"]
+__all__ = ["ReadRoute", "ReadStatus", "RETRY_S", "error_cause"]

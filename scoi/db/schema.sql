@@ -462,7 +462,9 @@ CREATE TABLE public.job_item (
     delivery_error text,
     origin text,
     origin_pair_id bigint,
+    examples_used integer,
     term_check jsonb,
+    CONSTRAINT job_item_examples_used_check CHECK ((examples_used >= 0)),
     CONSTRAINT job_item_max_attempts_check CHECK ((max_attempts >= 1)),
     CONSTRAINT job_item_origin_check CHECK ((origin = ANY (ARRAY['llm'::text, 'tm'::text]))),
     CONSTRAINT job_item_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'running'::text, 'done'::text, 'failed'::text, 'cancelled'::text])))
@@ -491,6 +493,10 @@ COMMENT ON COLUMN public.job_item.origin IS 'Where the output came from: llm (th
 -- COMMENT COLUMN job_item.origin_pair_id
 
 COMMENT ON COLUMN public.job_item.origin_pair_id IS 'The pair whose translation was reused when origin = tm, else NULL.';
+
+-- COMMENT COLUMN job_item.examples_used
+
+COMMENT ON COLUMN public.job_item.examples_used IS 'Examples the prompt kept: below the job''s k when examples were dropped (last-ranked first) to fit the model''s context; NULL until done.';
 
 -- COMMENT COLUMN job_item.term_check
 
@@ -658,11 +664,15 @@ CREATE TABLE public.selection (
 CREATE TABLE public.selection_pick (
     selection_id bigint NOT NULL,
     "position" integer NOT NULL,
-    pair_id bigint NOT NULL,
+    pair_id bigint,
     criterion text NOT NULL,
     coverage double precision,
     match real
 );
+
+-- COMMENT COLUMN selection_pick.pair_id
+
+COMMENT ON COLUMN public.selection_pick.pair_id IS 'The example picked; NULL when that pair was deleted since.';
 
 -- COMMENT COLUMN selection_pick.match
 
@@ -946,10 +956,14 @@ CREATE TABLE public.schedule_run (
 CREATE TABLE public.selection_candidate (
     selection_id bigint NOT NULL,
     rank integer NOT NULL,
-    pair_id bigint NOT NULL,
+    pair_id bigint,
     score double precision,
     match real
 );
+
+-- COMMENT COLUMN selection_candidate.pair_id
+
+COMMENT ON COLUMN public.selection_candidate.pair_id IS 'The candidate; NULL when that pair was deleted since.';
 
 -- COMMENT COLUMN selection_candidate.match
 
@@ -1489,6 +1503,14 @@ CREATE INDEX pair_meta_idx ON public.pair USING gin (meta jsonb_path_ops);
 
 CREATE INDEX posting_rep ON public.posting USING btree (token_id, dl, sentence_id) INCLUDE (tf, sig) WHERE (tf >= 2);
 
+-- INDEX selection_candidate_pair_idx
+
+CREATE INDEX selection_candidate_pair_idx ON public.selection_candidate USING btree (pair_id);
+
+-- INDEX selection_pick_pair_idx
+
+CREATE INDEX selection_pick_pair_idx ON public.selection_pick USING btree (pair_id);
+
 -- INDEX sentence_embedding_embedder_idx
 
 CREATE INDEX sentence_embedding_embedder_idx ON public.sentence_embedding USING btree (embedder_id, sentence_id);
@@ -1698,7 +1720,7 @@ ALTER TABLE ONLY public.schedule_run
 -- FK CONSTRAINT selection_candidate selection_candidate_pair_id_fkey
 
 ALTER TABLE ONLY public.selection_candidate
-    ADD CONSTRAINT selection_candidate_pair_id_fkey FOREIGN KEY (pair_id) REFERENCES public.pair(id);
+    ADD CONSTRAINT selection_candidate_pair_id_fkey FOREIGN KEY (pair_id) REFERENCES public.pair(id) ON DELETE SET NULL;
 
 -- FK CONSTRAINT selection_candidate selection_candidate_selection_id_fkey
 
@@ -1708,7 +1730,7 @@ ALTER TABLE ONLY public.selection_candidate
 -- FK CONSTRAINT selection_pick selection_pick_pair_id_fkey
 
 ALTER TABLE ONLY public.selection_pick
-    ADD CONSTRAINT selection_pick_pair_id_fkey FOREIGN KEY (pair_id) REFERENCES public.pair(id);
+    ADD CONSTRAINT selection_pick_pair_id_fkey FOREIGN KEY (pair_id) REFERENCES public.pair(id) ON DELETE SET NULL;
 
 -- FK CONSTRAINT selection_pick selection_pick_selection_id_fkey
 

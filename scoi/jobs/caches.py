@@ -72,6 +72,11 @@ class WorkerCaches:
         if sel is not None:
             sel.close()
 
+    def drop_selectors(self) -> None:
+        """Close and forget every selector (the database restarted: each is built again)."""
+        for key in list(self._selectors):
+            self.drop_selector(key)
+
     def backend(self, job: Job) -> Any:
         """The job's backend; a backend that failed to load raises its error again, at once."""
         from scoi.backends.loader import load_job_backend

@@ -223,26 +223,34 @@ def list_experiments(conn: psycopg.Connection) -> list[dict[str, Any]]:
 
 
 def run_jobs(url: str, experiment: Experiment, *, workers: int = 1, batch_size: int = defaults.WORKER_BATCH,
-             log: Callable[[str], None] | None = None, read_url: str | None = None) -> dict[str, int]:
+             log: Callable[[str], None] | None = None, read_url: str | None = None,
+             progress: Callable[[str], None] | None = None) -> dict[str, int]:
     """Translate the experiment's queued items, job after job: in this process with one
     worker (the model loads once), or with a pool of ``workers`` processes per job.
     Items of other jobs are left alone. Returns counts summed over the jobs. ``read_url``:
-    the replica the workers select on."""
-    from scoi.jobs.supervisor import run_pool
+    the replica the workers select on. ``progress`` gets a line (job n of N, its counts)
+    as the jobs go."""
+    from scoi.jobs.supervisor import counts_of, progress_text, run_pool, watch_counts
     from scoi.jobs.worker import Worker, WorkerOptions, WorkerStats
 
     say = log or (lambda msg: None)
     totals = {"done": 0, "failed": 0, "requeued": 0}
     worker = Worker(url, WorkerOptions(batch_size=batch_size, burst=True), read_url=read_url) if workers <= 1 else None
     try:
-        for cell, job in experiment.cells:
+        for n, (cell, job) in enumerate(experiment.cells, 1):
             opts = WorkerOptions(batch_size=batch_size, burst=True, job_id=job.id)
+            prefix = f"job {n} of {len(experiment.cells)} ({job.name}): "
+            if progress is not None:
+                progress(prefix + "starting")
             if worker is not None:
                 worker.opts = opts
-                stats = worker.run().to_dict()
+                report = (lambda st: progress(progress_text(*counts_of(st), prefix=prefix))) if progress else None
+                with watch_counts(worker, report):
+                    stats = worker.run().to_dict()
                 worker.stats = WorkerStats(worker=worker.id)  # counts per job
             else:
-                stats = run_pool(workers, opts, url, read_url=read_url)
+                stats = run_pool(workers, opts, url, read_url=read_url,
+                                 progress=(lambda text: progress(prefix + text)) if progress else None)
             for key in totals:
                 totals[key] += stats[key]
             say(f"{job.name}: {stats['done']} translated, {stats['failed']} failed")

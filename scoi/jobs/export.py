@@ -21,7 +21,7 @@ EXPORT_FORMATS = ("jsonl", "tsv")
 
 
 EXPORT_COLUMNS = ("index", "source", "output", "reference", "status", "attempts", "error", "warning",
-                  "selection_id", "select_ms", "generate_ms", "overhead_ms")
+                  "selection_id", "select_ms", "generate_ms", "overhead_ms", "examples_used")
 
 
 def export_rows(conn: psycopg.Connection, job_id: int, *, with_prompt: bool = False) -> Iterator[dict[str, Any]]:
@@ -30,10 +30,11 @@ def export_rows(conn: psycopg.Connection, job_id: int, *, with_prompt: bool = Fa
         cur.itersize = 2000
         cur.execute(SQL["export_items"], {"id": job_id})
         for (idx, source, output, reference, st, attempts, error, warning, selection_id,
-             select_ms, generate_ms, overhead_ms, raw_output, prompt) in cur:
+             select_ms, generate_ms, overhead_ms, raw_output, prompt, examples_used) in cur:
             row = {"index": idx, "source": source, "output": output, "reference": reference, "status": st,
                    "attempts": attempts, "error": error, "warning": warning, "selection_id": selection_id,
-                   "select_ms": select_ms, "generate_ms": generate_ms, "overhead_ms": overhead_ms}
+                   "select_ms": select_ms, "generate_ms": generate_ms, "overhead_ms": overhead_ms,
+                   "examples_used": examples_used}
             if with_prompt:
                 row["prompt"] = prompt
                 row["raw_output"] = raw_output

@@ -62,11 +62,15 @@ class Liveness:
             store.heartbeat(self._conn, self.id)
 
     def _loop(self) -> None:
+        failing = False  # one log line per outage (a database restart), not one per beat
         while not self._stop.wait(self.interval):
             try:
                 self.beat()
+                failing = False
             except psycopg.Error as e:  # keep trying: a missed beat only risks a re-claim
-                self.log(f"worker {self.id}: heartbeat failed: {e}")
+                if not failing:
+                    self.log(f"worker {self.id}: heartbeat failed: {str(e).strip()}")
+                failing = True
                 with self._lock:
                     if self._conn.broken:
                         self._conn.close()

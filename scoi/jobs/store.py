@@ -145,13 +145,15 @@ def status(conn: psycopg.Connection, job_id: int, errors: int = 5) -> dict[str, 
     """Progress of one job, with its latest scores, its running items by the state of
     their worker (``held_by``), a few of its errors (of the items' current attempts) and
     a few of its warnings (outputs cleaned to be stored) and of its undelivered items (outputs
-    its table destination refused, with why)."""
+    its table destination refused, with why), and how many done items kept fewer than k
+    examples to fit the model's context (``examples_dropped``)."""
     with conn.cursor(row_factory=dict_row) as cur:
         out = dict(cur.execute(SQL["job_progress"], {"id": job_id}).fetchone())
         out["errors"] = cur.execute(SQL["recent_errors"], {"id": job_id, "n": errors}).fetchall()
         out["warnings"] = cur.execute(SQL["recent_warnings"], {"id": job_id, "n": errors}).fetchall()
         out["delivery_errors"] = cur.execute(SQL["delivery_errors"], {"id": job_id, "n": errors}).fetchall()
         out["scores"] = cur.execute(SQL["latest_scores"], {"id": job_id}).fetchall()
+        out["examples_dropped"] = cur.execute(SQL["examples_dropped"], {"id": job_id}).fetchone()
         held = {r["holder_state"]: r["n"] for r in cur.execute(SQL["holder_counts"], {"id": job_id})}
     out["held_by"] = {state: held.get(state, 0) for state in HOLDER_STATES}
     return out

@@ -16,9 +16,11 @@ import os
 import queue
 import signal
 import sys
+import threading
+from collections.abc import Iterator
 from typing import Any, Callable, Sequence
 
-from scoi.jobs.worker import Worker, WorkerOptions
+from scoi.jobs.worker import Worker, WorkerOptions, WorkerStats
 
 #: The summary fields that add up over workers (WorkerStats.to_dict).
 SUMMED = ("claimed", "done", "requeued", "failed", "lost", "cancelled", "batches", "generate_ms", "overhead_ms",
@@ -35,10 +37,49 @@ def log_to_stderr(text: str) -> None:
 
 
 def run_worker(url: str, options: WorkerOptions, *, read_url: str | None = None,
-               log: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Run one worker with ``options`` in this process until it exits; its summary."""
-    with Worker(url, options, log=log, read_url=read_url) as worker:
+               log: Callable[[str], None] | None = None,
+               progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run one worker with ``options`` in this process until it exits; its summary.
+    ``progress`` gets its counts as a line (:func:`progress_text`) every half second."""
+    report = (lambda stats: progress(progress_text(*counts_of(stats)))) if progress is not None else None
+    with Worker(url, options, log=log, read_url=read_url) as worker, watch_counts(worker, report):
         return worker.run().to_dict()
+
+
+#: The counts a progress line shows (WorkerStats fields).
+COUNTED = ("done", "failed", "requeued", "lost")
+
+
+def counts_of(stats: WorkerStats) -> tuple[int, ...]:
+    return tuple(getattr(stats, key) for key in COUNTED)
+
+
+def progress_text(done: int, failed: int, requeued: int, lost: int, prefix: str = "") -> str:
+    """Items done, failed and sent back so far, for a progress line."""
+    return f"{prefix}{done} done, {failed} failed, {requeued} requeued" + (f", {lost} lost" if lost else "")
+
+
+@contextlib.contextmanager
+def watch_counts(worker: Worker, report: Callable[[WorkerStats], None] | None,
+                 interval: float = 0.5) -> Iterator[None]:
+    """Meanwhile, hand ``report`` the worker's stats every ``interval`` seconds (read from a
+    thread: it reads only plain integers the worker only ever increases)."""
+    if report is None:
+        yield
+        return
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.wait(interval):
+            report(worker.stats)
+
+    thread = threading.Thread(target=watch, name="scoi-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def merge_summaries(summaries: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -55,21 +96,31 @@ def merge_summaries(summaries: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _child(url: str, options: WorkerOptions, read_url: str | None, log: Callable[[str], None],
-           results: Any) -> None:
-    """A pool process: run one worker, hand its summary to the parent."""
+           results: Any, counts: Any, slot: int) -> None:
+    """A pool process: run one worker, keep its counts in ``counts`` (shared with the
+    parent, for its progress line) from ``slot``, hand its summary to the parent."""
+    def share(stats: WorkerStats) -> None:
+        counts[slot:slot + len(COUNTED)] = counts_of(stats)
+
     try:
-        results.put(run_worker(url, options, read_url=read_url, log=log))
+        with Worker(url, options, log=log, read_url=read_url) as worker, watch_counts(worker, share):
+            results.put(worker.run().to_dict())
     except KeyboardInterrupt:  # a second Ctrl-C: the worker released its items
         sys.exit(130)
 
 
 def run_pool(n: int, options: WorkerOptions, url: str, *, read_url: str | None = None,
-             log: Callable[[str], None] = log_to_stderr) -> dict[str, Any]:
+             log: Callable[[str], None] = log_to_stderr,
+             progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run ``n`` worker processes with ``options`` until they exit; their merged summary.
-    ``log`` must be picklable (a module-level function): each process calls its own copy."""
+    ``log`` must be picklable (a module-level function): each process calls its own copy.
+    ``progress`` gets the processes' counts summed, as a line, every half second."""
     ctx = multiprocessing.get_context("spawn")
     results = ctx.Queue()
-    procs = [ctx.Process(target=_child, args=(url, options, read_url, log, results), daemon=False) for _ in range(n)]
+    width = len(COUNTED)
+    counts = ctx.Array("q", width * n)  # each process's counts so far, side by side
+    procs = [ctx.Process(target=_child, args=(url, options, read_url, log, results, counts, i * width),
+                         daemon=False) for i in range(n)]
     for p in procs:
         p.start()
 
@@ -83,6 +134,9 @@ def run_pool(n: int, options: WorkerOptions, url: str, *, read_url: str | None =
     summaries: list[dict[str, Any]] = []
     try:
         while len(summaries) < n:  # read before join: a child blocks on a full pipe until read
+            if progress is not None:
+                values = counts[:]
+                progress(progress_text(*(sum(values[k::width]) for k in range(width)), prefix=f"{n} processes: "))
             try:
                 summaries.append(results.get(timeout=0.5))
             except queue.Empty:
@@ -100,4 +154,5 @@ def run_pool(n: int, options: WorkerOptions, url: str, *, read_url: str | None =
     return merge_summaries(summaries)
 
 
-__all__ = ["SupervisorError", "log_to_stderr", "merge_summaries", "run_pool", "run_worker"]
+__all__ = ["COUNTED", "SupervisorError", "counts_of", "log_to_stderr", "merge_summaries", "progress_text", "run_pool",
+           "run_worker", "watch_counts"]

@@ -38,6 +38,7 @@ only together with the item result that used it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -53,7 +54,7 @@ import psycopg
 from scoi import glossary
 from scoi.core import defaults
 from scoi.core.methods import method
-from scoi.core.prompt import Example, extract_answer, render_prompt, stop_markers
+from scoi.core.prompt import Example, PromptTooLong, extract_answer, fit_prompt, render_prompt, stop_markers
 from scoi.jobs import store
 from scoi.jobs.caches import WorkerCaches
 from scoi.jobs.liveness import Liveness
@@ -133,9 +134,11 @@ class Prepared:
     item: Claimed
     selection: Any  # SelectionResult to record with the result, or None (zero-shot)
     labels: Any     # the selector's LabelSpace, needed to record the selection
-    prompt: str
+    prompt: str | None  # None: nothing goes to the model (a blank source passes through)
     select_ms: float
     selection_id: int | None = None
+    examples: list[Example] = field(default_factory=list)  # selection order, best first
+    examples_used: int = 0  # how many of them the prompt holds (fewer when fitted to the context)
     terms: Any = None  # the glossary matches of the source (scoi.core.glossary.Match), None without a glossary
 
 
@@ -145,7 +148,7 @@ class Generated(NamedTuple):
 
     prepared: Prepared
     output: str
-    raw_output: str
+    raw_output: str | None
     generate_ms: float
     warning: str | None = None
     term_check: list[dict] | None = None  # [{src, tgt, found}] for a job with a glossary
@@ -158,6 +161,7 @@ class Failed(NamedTuple):
     item: Claimed
     error: str
     prepared: Prepared | None = None
+    final: bool = False  # no retry can help (the prompt cannot fit the model): failed now
 
 
 class PrepareResult(NamedTuple):
@@ -184,6 +188,44 @@ def _generated(prepared: Prepared, gen: Any) -> Generated:
     raw, note = storable_text(gen.text)
     warning = f"output cleaned: {note}" if note else None
     return Generated(prepared, extract_answer(raw), raw, gen.seconds * 1000, warning)
+
+
+def _render(job: Job, source: str, examples: list[Example], terms: Any = None) -> str:
+    """The item's prompt with ``examples`` (selection order) and the glossary ``terms``
+    found in its source, as the job asks for it: its template is a stored text, never a
+    file the job names. A prompt PostgreSQL cannot store fails this item, before any write."""
+    template, template_text = job_template(job)
+    prompt = render_prompt(source, examples, job.src_lang, job.tgt_lang, template=template,
+                           order=job_order(job.params), seed=job.params.get("seed", defaults.SEED),
+                           template_text=template_text, glossary=[m.to_dict() for m in terms or ()])
+    if (problem := storable_text(prompt)[1]) is not None:
+        raise ValueError(f"the prompt cannot be stored ({problem}); check the job's template")
+    return prompt
+
+
+def _fit_context(job: Job, backend: Any, prepared: list[Prepared], max_new_tokens: int
+                 ) -> tuple[list[Prepared], list[Failed]]:
+    """The items whose prompt fits the backend's context (``context_length`` tokens with
+    ``max_new_tokens`` of answer), their last-ranked examples dropped where needed, and
+    the items that cannot fit even without examples, failed for good (docs/jobs.md).
+    A backend that does not know its context gets every prompt as it is."""
+    context = getattr(backend, "context_length", None)
+    if not context:
+        return prepared, []
+    fitted: list[Prepared] = []
+    too_long: list[Failed] = []
+    for p in prepared:
+        try:
+            p.prompt, p.examples_used = fit_prompt(lambda ex, p=p: _render(job, p.item.source, list(ex), p.terms),
+                                                   p.examples, backend.count_tokens, context, max_new_tokens)
+        except PromptTooLong as e:
+            too_long.append(Failed(p.item, f"PromptTooLong: {e}", p, final=True))
+            continue
+        except Exception as e:  # noqa: BLE001 - a tokenizer or /tokenize failure: retried like generation's
+            too_long.append(Failed(p.item, _error_text(e), p))
+            continue
+        fitted.append(p)
+    return fitted, too_long
 
 
 def default_worker_id() -> str:
@@ -358,6 +400,8 @@ class Worker:
         return PrepareResult(job, prepared, failed)
 
     def _prepare_item(self, job: Job, selector: Any, item: Claimed, analysis: Any, shared_ms: float) -> Prepared:
+        if not item.source.strip():  # passed through by generate(): no selection, no prompt
+            return Prepared(item, None, None, None, 0.0)
         ts = time.perf_counter()
         res, examples = None, []
         if selector is not None:
@@ -365,37 +409,44 @@ class Worker:
             examples = [Example(p.src, p.tgt) for p in res.selected]
         tp = time.perf_counter()
         select_ms = (tp - ts) * 1000 + shared_ms
-        template, template_text = job_template(job)  # a stored text, never a file the job names
         terms = None
         if job.params.get("glossary"):  # docs/glossary.md: the terms found go into the prompt
             entries = glossary.cached_entries(self.url, job.params["glossary"], job.src_lang, job.tgt_lang)
             terms = glossary.match(entries, [item.source], job.src_lang)[0]
-        prompt = render_prompt(item.source, examples, job.src_lang, job.tgt_lang, template=template,
-                               order=job_order(job.params), seed=job.params.get("seed", defaults.SEED),
-                               template_text=template_text, glossary=[m.to_dict() for m in terms or ()])
-        if (problem := storable_text(prompt)[1]) is not None:  # fails this item, before any write
-            raise ValueError(f"the prompt cannot be stored ({problem}); check the job's template")
+        prompt = _render(job, item.source, examples, terms)
         self.stats.add_phase("select", (tp - ts) * 1000)
         self.stats.add_phase("prompt", (time.perf_counter() - tp) * 1000)
         return Prepared(item, res, selector.labels if selector is not None else None, prompt, select_ms,
-                        terms=terms)
+                        examples=examples, examples_used=len(examples), terms=terms)
 
     def generate(self, job: Job, prepared: list[Prepared]) -> GenerateResult:
         """One backend call for the prepared items; a failure fails them all, keeping
-        their prompts."""
+        their prompts. An item whose source is blank passes through without a model call:
+        its output is blank too (docs/jobs.md), as submit does for blank input lines."""
+        blank = [Generated(p, "", None, 0.0) for p in prepared if p.prompt is None]
+        if not blank:
+            return self._generate(job, prepared)
+        rest = [p for p in prepared if p.prompt is not None]
+        result = self._generate(job, rest) if rest else GenerateResult([], [], 0.0)
+        return GenerateResult(blank + result.done, result.failed, result.seconds)
+
+    def _generate(self, job: Job, prepared: list[Prepared]) -> GenerateResult:
         try:
             backend = self.caches.backend(job)
         except Exception as e:  # noqa: BLE001
             return GenerateResult([], [Failed(p.item, _error_text(e), p) for p in prepared], 0.0)
+        max_new_tokens = int(job.params.get("max_new_tokens", defaults.MAX_NEW_TOKENS))
+        prepared, too_long = _fit_context(job, backend, prepared, max_new_tokens)
+        if not prepared:
+            return GenerateResult([], too_long, 0.0)
         g0 = time.perf_counter()
         try:
-            gens = backend.generate([p.prompt for p in prepared],
-                                    max_new_tokens=int(job.params.get("max_new_tokens", defaults.MAX_NEW_TOKENS)),
+            gens = backend.generate([p.prompt for p in prepared], max_new_tokens=max_new_tokens,
                                     stop=stop_markers(job.template))
             if len(gens) != len(prepared):
                 raise RuntimeError(f"backend returned {len(gens)} generations for {len(prepared)} prompts")
         except Exception as e:  # noqa: BLE001
-            return GenerateResult([], [Failed(p.item, _error_text(e), p) for p in prepared],
+            return GenerateResult([], [Failed(p.item, _error_text(e), p) for p in prepared] + too_long,
                                   time.perf_counter() - g0)
         seconds = time.perf_counter() - g0
         done = [_generated(p, g) for p, g in zip(prepared, gens)]
@@ -403,7 +454,7 @@ class Worker:
             checks = glossary.term_checks([g.prepared.terms or [] for g in done], [g.output for g in done],
                                           job.tgt_lang)
             done = [g._replace(term_check=c) for g, c in zip(done, checks)]
-        return GenerateResult(done, [], seconds)
+        return GenerateResult(done, too_long, seconds)
 
     def store(self, items: list[Claimed], done: list[Generated], failed: list[Failed], t0: float,
               gen_wall: float) -> None:
@@ -468,7 +519,8 @@ class Worker:
             "outputs": [g.output for g in done], "raw_outputs": [g.raw_output for g in done],
             "select_ms": [round(g.prepared.select_ms, 3) for g in done],
             "generate_ms": [round(g.generate_ms, 3) for g in done],
-            "overhead_ms": [round(overhead, 3)] * len(done), "warnings": [g.warning for g in done]})
+            "overhead_ms": [round(overhead, 3)] * len(done), "warnings": [g.warning for g in done],
+            "examples_used": [g.prepared.examples_used for g in done]})
         written = set(rows)
         checked = [g for g in done
                    if g.term_check is not None and (g.prepared.item.job_id, g.prepared.item.idx) in written]
@@ -486,7 +538,7 @@ class Worker:
         rows = store.fail_items(self.conn, self.id, {
             "job_ids": [f.item.job_id for f in failed],
             "idxs": [f.item.idx for f in failed], "attempts": [f.item.attempt for f in failed],
-            "errors": [f.error for f in failed],
+            "errors": [f.error for f in failed], "finals": [f.final for f in failed],
             "prompts": [f.prepared.prompt if f.prepared else None for f in failed],
             "selection_ids": [f.prepared.selection_id if f.prepared else None for f in failed]})
         for _, _, st in rows:
@@ -563,21 +615,17 @@ class Worker:
         try:
             if self.opts.job_id is not None:
                 self.preload(self.opts.job_id)
-            listen_for_items(self.conn)
-            if self.opts.prefetch:
-                from scoi.jobs.prefetch import run_pipelined
-
-                run_pipelined(self)
-            else:
-                while not self._stop.is_set():
-                    self.run_schedules()
-                    items = self.claim()
-                    if not items:
-                        if self.queue_done():
-                            break
-                        self.wait_for_work()
-                        continue
-                    self.process(items)
+            while True:
+                try:
+                    listen_for_items(self.conn)
+                    self._loop()
+                    break
+                except psycopg.Error as e:
+                    # a long-running worker outlives a database restart; --burst (cron, CI) stops
+                    if self.opts.burst or not (self.conn.closed or self.conn.broken):
+                        raise
+                    if not self._reconnect(e):
+                        break
         except KeyboardInterrupt:
             interrupted = True
             raise
@@ -598,6 +646,54 @@ class Worker:
             restore()
             hb.join(timeout=5)
         return self.stats
+
+    def _loop(self) -> None:
+        """Claim and process batches until stopped or, with ``burst``, the queue is done."""
+        if self.opts.prefetch:
+            from scoi.jobs.prefetch import run_pipelined
+
+            run_pipelined(self)
+            return
+        while not self._stop.is_set():
+            self.run_schedules()
+            items = self.claim()
+            if not items:
+                if self.queue_done():
+                    return
+                self.wait_for_work()
+                continue
+            self.process(items)
+
+    def _reconnect(self, error: BaseException) -> bool:
+        """Wait for the database after the connection was lost (a restart): one log line,
+        then attempts with backoff until it answers (True) or a stop is requested (False).
+        The worker does not start the embedded server itself: ``scoi db stop`` stays stopped
+        until something starts it again (docs/jobs.md). The batch it held is handed back
+        on the new connection, its attempt uncounted (the restart was not the items' fault),
+        unless another worker claimed it meanwhile."""
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        self.log(f"worker {self.id}: lost the database ({reason}); reconnecting until it is back")
+        with contextlib.suppress(psycopg.Error):
+            self.conn.close()
+        self.caches.drop_selectors()  # their connections went with the server
+        t0, delay = time.monotonic(), 0.5
+        while not self._stop.wait(delay):
+            conn = None
+            try:
+                conn = store.connect(self.url)
+                # registered (lock taken) again before any claim: a worker without its lock
+                # reads as dead, and its own next claim would take its items as a dead one's
+                self.liveness.beat()
+                store.release_items(conn, self.id, uncount=True, error=None)
+            except psycopg.Error:
+                if conn is not None:
+                    conn.close()
+                delay = min(2 * delay, defaults.RECONNECT_MAX_SECONDS)
+                continue
+            self.conn = self.caches.conn = conn
+            self.log(f"worker {self.id}: database back after {time.monotonic() - t0:.1f} s, resuming")
+            return True
+        return False
 
     def queue_done(self) -> bool:
         """After an empty claim: stop (burst, or max_items reached) rather than wait."""

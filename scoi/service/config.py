@@ -11,8 +11,10 @@ import ipaddress
 import os
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from scoi.backends.spec import BackendSpecError, check_backend
 from scoi.core import defaults
 from scoi.core.prompt import TEMPLATE_NAMES
 
@@ -22,6 +24,10 @@ DEFAULT_PORT = 8765
 #: Prompt templates a request may choose (never a template file: those are the operator's).
 TEMPLATES = TEMPLATE_NAMES  # the built-in templates the service offers
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+#: A bearer token as RFC 6750 spells it (what a client can send in the header), long
+#: enough not to be guessed: ``openssl rand -hex 24`` gives 48 characters.
+MIN_TOKEN_CHARS = 16
+_TOKEN = re.compile(r"^[A-Za-z0-9._~+/-]+=*$")
 
 
 class ConfigError(ValueError):
@@ -58,13 +64,49 @@ class ServeConfig:
     models: dict[str, ModelConfig] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
     pool: int = defaults.POOL
+    embedder: str | None = None  # the fuzzy methods' stored embedder (None: the default's)
 
     def check(self) -> None:
-        """Refuse to listen beyond this machine without a token."""
+        """Refuse to listen beyond this machine without a token, a token a client cannot
+        send or could guess, and a model no request could use (checked now, not per request)."""
+        if self.token is not None:
+            check_token(self.token)
         if not is_loopback(self.host) and not self.token:
             raise ConfigError(f"listening on {self.host} (not a loopback address) requires a token: set "
                               f"{TOKEN_ENV} in the server's environment; clients send it as "
                               "'Authorization: Bearer TOKEN'")
+        for model in self.models.values():
+            check_model(model)
+
+
+def check_token(token: str) -> None:
+    """A token of at least MIN_TOKEN_CHARS characters a client can send as a bearer token
+    (letters, digits, ``-._~+/``, trailing ``=``); the message never shows the token."""
+    if not _TOKEN.match(token):
+        raise ConfigError(f"{TOKEN_ENV} holds characters a client cannot send as a bearer token (spaces, "
+                          "control or non-ASCII characters); use letters, digits and -._~+/, e.g. "
+                          "$(openssl rand -hex 24)")
+    if len(token) < MIN_TOKEN_CHARS:
+        raise ConfigError(f"{TOKEN_ENV} has {len(token)} character{'s' if len(token) != 1 else ''}; at least "
+                          f"{MIN_TOKEN_CHARS} are needed, "
+                          "e.g. $(openssl rand -hex 24)")
+
+
+def check_model(model: ModelConfig) -> None:
+    """The spec and options as ``scoi job submit`` checks them, and, since this server
+    loads the model itself, a local model's file or folder present here."""
+    try:
+        spec = check_backend(model.spec, model.options)
+    except BackendSpecError as e:
+        raise ConfigError(f"--model {model.name}: {e}") from None
+    if spec.kind in ("gguf", "hf"):
+        path = Path(spec.target).expanduser()
+        looks_local = spec.kind == "gguf" or spec.target.startswith(("/", ".", "~"))
+        if spec.kind == "gguf" and not path.is_file():
+            raise ConfigError(f"--model {model.name}: GGUF file not found: {spec.target} (give the path of an "
+                              "existing .gguf file on this machine)")
+        if spec.kind == "hf" and looks_local and not path.is_dir():
+            raise ConfigError(f"--model {model.name}: model directory not found: {spec.target}")
 
 
 def is_loopback(host: str) -> bool:

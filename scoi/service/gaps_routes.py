@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, Query
 
-from scoi.service.app import ApiError, GapsRequest, Service, run_limited
+from scoi.service.app import ApiError, GapsRequest, Service, check_ref, run_limited
 
 
 def register(api: APIRouter, service: Service) -> None:
@@ -19,6 +19,10 @@ def register(api: APIRouter, service: Service) -> None:
 
         if (job is None) == (schedule is None):
             raise ApiError(400, "give one of job=JOB or schedule=NAME")
+        if job is not None:
+            check_ref(job, "job")
+        if schedule is not None:
+            check_ref(schedule, "schedule")
 
         def work() -> dict[str, Any]:
             with service.connect() as conn:

@@ -12,19 +12,20 @@ from fastapi import APIRouter, Query
 
 from scoi.glossary import GlossaryError, entries as glossary_entries, list_glossaries, match as glossary_match
 from scoi.jobs.eval import term_summary
-from scoi.service.app import (SQL, ApiError, JobRequest, PromptRequest, SelectRequest, Service, TranslateRequest,
-                              run_limited)
+from scoi.service.app import (BIGINT_MAX, SQL, ApiError, JobRequest, PromptRequest, SelectRequest, Service,
+                              TranslateRequest, check_ref, run_limited, text_problem)
 from scoi.service.config import TEMPLATES
+from scoi.service.guard import redact
 
 
 def _select(service: Service, body: SelectRequest | PromptRequest, *, coverage: bool = False, tree: bool = True):
     """(SelectionResult, coverage view or None) for a request's sentence, under the
     direction's selector lock."""
-    service.check_text(body.text)
+    text = service.check_text(body.text).strip()
     service.check_k(body.k)
 
     def work(sel):
-        result = sel.select(body.text.strip(), k=body.k, method=body.method)
+        result = sel.select(text, k=body.k, method=body.method)
         if not coverage:
             return result, None
         from scoi.service.explain import explain
@@ -149,8 +150,11 @@ def register(api: APIRouter, service: Service) -> None:
             service.backend(body.model)  # raises the unknown-model error
         if body.template not in TEMPLATES:
             raise ApiError(400, f"unknown template {body.template!r}; this server offers: {', '.join(TEMPLATES)}")
+        if body.name is not None and (problem := text_problem(body.name)):
+            raise ApiError(422, f"name {problem}")
         sentences = service.check_batch(body.sentences)
-        refs = service.check_batch(body.references) if body.references is not None else None
+        refs = (service.check_batch(body.references, "references", blank_ok=True) if body.references is not None
+                else None)
         service.check_k(body.k)
         spec = JobSpec(src=body.src, tgt=body.tgt, model=model.spec, method=body.method, k=body.k,
                        template=body.template, name=body.name, order=body.order, max_new_tokens=body.max_new_tokens,
@@ -164,7 +168,7 @@ def register(api: APIRouter, service: Service) -> None:
         return await run_limited(service, work)
 
     @api.get("/jobs/{ref}", tags=["jobs"])
-    async def job(ref: str, offset: int = Query(0, ge=0),
+    async def job(ref: str, offset: int = Query(0, ge=0, le=BIGINT_MAX),
                   limit: int = Query(100, ge=1, description="Items per page (at most the server's page limit).")
                   ) -> dict[str, Any]:
         """A job's progress (`scoi job status --json`) and one page of its items with their outputs."""
@@ -172,6 +176,7 @@ def register(api: APIRouter, service: Service) -> None:
 
         from scoi.jobs.store import get_job, status
 
+        check_ref(ref, "job")
         if limit > service.config.limits.max_items_page:
             raise ApiError(400, f"limit {limit} is over the server's page limit of {service.config.limits.max_items_page}")
 
@@ -183,8 +188,15 @@ def register(api: APIRouter, service: Service) -> None:
                     st["terms"] = terms
                 with conn.cursor(row_factory=dict_row) as cur:
                     items = cur.execute(SQL["job_items_page"], {"id": j.id, "offset": offset, "limit": limit}).fetchall()
-            return {"job": st, "items": items, "offset": offset, "limit": limit}
+            return {"job": st, "items": [_public_errors(i) for i in items], "offset": offset, "limit": limit}
         return await run_limited(service, work)
+
+    @api.get("/models", tags=["service"])
+    async def models() -> list[dict[str, Any]]:
+        """The server's models and whether each is loaded (they load in the background at
+        start: ``loading``, ``ready``, or ``failed`` with the reason); poll it before a
+        first translation of a large local model."""
+        return [slot.to_dict() for slot in service.models.values()]
 
     from scoi.service import gaps_routes
 
@@ -193,7 +205,23 @@ def register(api: APIRouter, service: Service) -> None:
 
 def _public_job(service: Service, row: dict[str, Any]) -> dict[str, Any]:
     """A job row as clients see it: the model's server name, never its spec (paths, URLs)."""
-    out = dict(row)
+    out = _public_errors(row)
     if "model" in out:
         out["model"] = service.model_name(out["model"])
     return out
+
+
+def _public_errors(row: dict[str, Any]) -> dict[str, Any]:
+    """A row with its error and warning texts (workers' failures, nested lists of them too)
+    less URLs and paths."""
+    return {k: _redacted(v) if "error" in k or "warning" in k else v for k, v in row.items()}
+
+
+def _redacted(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: _redacted(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redacted(v) for v in value]
+    return value

@@ -212,3 +212,29 @@ def test_case_47_compare_refuses_jobs_with_different_references(db_url):
     _finished(db_url, "ok2", REFS)  # the same references: compared as before
     out = last_json(scoi_cli(["eval", "--compare", "ok1", "ok2", "--json"], db_url))
     assert [r["name"] for r in out["rows"]] == ["ok1", "ok2"]
+
+
+def test_blank_sources_pass_through_without_a_model_call(db_url, tmp_path):
+    """Blank sources get a blank output and no request to the model: --input lines at
+    submit (done at once), and whitespace-only sources stored another way (the HTTP API
+    keeps "   " as it is) in the worker. The other items are translated; indices stay aligned."""
+    from tests.helpers.jobs import ok_server, stub_model_args, submit_lines
+
+    with ok_server() as stub:
+        cli_job = submit_lines(db_url, tmp_path / "in.fr", ["Le chat dort.", "", "   ", "Il pleut."], "openai:stub",
+                               *stub_model_args(stub.url))
+        with psycopg.connect(db_url, autocommit=True) as conn:
+            api_job = submit(conn, JobSpec("fr", "en", model="openai:stub", method="zero", k=0, backend_options={
+                "max_retries": 0, "base_url": stub.url}), ["Il neige.", "   ", "\u3000\t"])
+        summary = last_json(scoi_cli(["worker", "--burst", "--json"], db_url))
+        prompts = [c["body"]["prompt"] for c in stub.calls]
+    assert summary["claimed"] == 5 and summary["done"] == 5 and summary["failed"] == 0
+    assert len(prompts) == 3 and all(any(s in p for s in ("Le chat", "Il pleut", "Il neige")) for p in prompts)
+    for job_id, blank in ((cli_job, [False, True, True, False]), (api_job, [False, True, True])):
+        got = items(db_url, job_id)
+        assert [i["status"] for i in got] == ["done"] * len(blank)
+        assert [i["output"] == "" for i in got] == blank
+        assert all(i["prompt"] is None and i["raw_output"] is None for i, b in zip(got, blank) if b)
+        exported = [json.loads(line) for line in scoi_cli(["job", "export", str(job_id)], db_url).stdout.splitlines()]
+        assert [r["index"] for r in exported] == list(range(len(blank)))
+        assert [r["output"] == "" for r in exported] == blank

@@ -260,7 +260,9 @@ def test_failing_item_stops_after_max_attempts_then_retry(job_db, tmp_path):
     model_args = ["--method", "zero", "-k", "0", "--max-attempts", "2", "--backend-opt", "max_retries=0",
                   "--backend-opt", "timeout=5", "--backend-opt", f"base_url=http://127.0.0.1:{port}/v1"]
     job_id = submit_lines(job_db, tmp_path / "in.fr", ["Bonjour.", "Merci beaucoup."], "openai:stub", *SHORT, *model_args, name="flaky")
-    summary = last_json(scoi_cli(["worker", "--burst", "--json"], job_db))
+    proc = scoi_cli(["worker", "--burst", "--json"], job_db)
+    assert proc.returncode == 3  # items failed in this run
+    summary = last_json(proc, ok=False)
     assert (summary["failed"], summary["requeued"], summary["done"]) == (2, 2, 0)
     for item in items(job_db, job_id):
         assert item["status"] == "failed" and item["attempts"] == 2

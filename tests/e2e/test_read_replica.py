@@ -226,3 +226,41 @@ def test_worker_selects_on_the_replica_and_stores_on_the_primary(servers, dbs, t
     on_primary = run_job("via-primary", None)
     assert len(on_replica) == 2 and not set(on_replica) & new_ids  # the paused replica's snapshot
     assert set(on_primary) & new_ids
+
+
+def test_a_database_of_another_cluster_is_refused_by_select_and_worker(dbs, server_url, template_url, tmp_path):
+    """SCOI_READ_DATABASE_URL naming a migrated scoi database on another server (not a standby
+    of the primary): `select --record` and a worker read from the primary, with one warning
+    line naming the cause, and every recorded pick is the primary's pair."""
+    from tests.helpers.database import fresh_database
+    from tests.helpers.jobs import ok_server, write_lines
+
+    url, _ = dbs
+    with fresh_database(server_url) as other:
+        ingest_inprocess(other, [write_tsv(tmp_path / "other.tsv", [("C'est une petite bibliothèque.",
+                                                                       "It's a small library."),
+                                                                      (QUERY, "A sofa.")])])
+        out = scoi(url, "select", QUERY, "--src", "fr", "--tgt", "en", "-k", "2", "--json", "--record",
+                   read_url=other)
+        result = last_json(out)
+        assert result["read"]["server"] == "primary" and result["read"]["standby"] is None
+        assert "not a standby of the primary: another PostgreSQL cluster" in result["read"]["fallback"]
+        warnings = out.stderr.strip().splitlines()
+        assert len(warnings) == 1 and warnings[0].startswith("warning: reading from the primary: ")
+        assert picks(result) == picks(select(url, "-k", "2"))
+
+        with ok_server() as stub:
+            submitted = scoi(url, "job", "submit", "--input", str(write_lines(tmp_path / "in.fr", [QUERY, "Un chat."])),
+                             "--src", "fr", "--tgt", "en", "--model", "openai:stub", "--method", "scoi", "-k", "2",
+                             "--backend-opt", "max_retries=0", "--backend-opt", f"base_url={stub.url}", "--json")
+            job_id = last_json(submitted)["job_id"]
+            worked = scoi(url, "worker", "--burst", "--job", str(job_id), "--json", read_url=other)
+    assert last_json(worked)["done"] == 2 and "not recorded" not in worked.stderr
+    assert "not a standby of the primary" in worked.stderr
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT i.selection_id, sp.pair_id, p.a_id FROM job_item i "
+                            "JOIN selection_pick sp USING (selection_id) JOIN pair p ON p.id = sp.pair_id "
+                            "WHERE i.job_id = %s ORDER BY i.idx, sp.position", [job_id]).fetchall()
+    assert len(rows) == 4 and all(sel is not None for sel, _, _ in rows)
+    first_item = [pair for sel, pair, _ in rows[:2]]
+    assert first_item == picks(select(url, "-k", "2"))

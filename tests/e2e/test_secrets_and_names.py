@@ -267,7 +267,9 @@ def test_case_37_non_string_model_output_fails_the_item_with_one_clear_error(job
                 "--src", "fr", "--tgt", "en", "--model", "openai:fake", *stub_model_args(fake.url),
                 "--max-attempts", "1", "--json"]
         job_id = last_json(scoi_cli(args, job_db))["job_id"]
-        summary = last_json(scoi_cli(["worker", "--burst", "--json"], job_db))
+        worker = scoi_cli(["worker", "--burst", "--json"], job_db)
+    assert worker.returncode == 3  # items failed in this run
+    summary = last_json(worker, ok=False)
     assert (summary["done"], summary["failed"]) == (0, 2)
     errors = {i["source"]: i["last_error"] for i in items(job_db, job_id)}
     assert errors["Le chat."].endswith("the server returned a non-string text: int"), errors

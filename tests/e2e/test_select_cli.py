@@ -10,7 +10,7 @@ import psycopg
 import pytest
 from typer.testing import CliRunner
 
-from scoi.selector import Selector
+from scoi.selector import SelectionError, Selector
 from tests.helpers.cli import run_scoi
 from tests.helpers.database import scratch_database
 from tests.helpers.ingest import DEMO, DEMO_TEST, demo_pairs, ingest_inprocess, write_tsv
@@ -110,6 +110,17 @@ def test_direction_without_corpus_fails_clearly(cli):
     assert "fr-de" in result.stderr and "scoi ingest" in result.stderr and "--src fr --tgt de" in result.stderr
     # an error the command reports (a user would see no traceback), not an exception
     assert isinstance(result.exception, SystemExit) and result.stdout.strip() == ""
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\t \u3000"])
+def test_blank_sentence_is_refused_in_one_line(cli, cli_db, text):
+    result = cli("select", text, "--src", "fr", "--tgt", "en", "--json", ok=False)
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit) and result.stdout.strip() == ""
+    assert result.stderr.startswith("error: ") and "blank" in result.stderr and result.stderr.count("\n") == 1
+    prompt = cli("prompt", text, "--src", "fr", "--tgt", "en", ok=False)
+    assert prompt.exit_code == 1 and "blank" in prompt.stderr and prompt.stdout.strip() == ""
+    with Selector("fr", "en", url=cli_db) as sel, pytest.raises(SelectionError, match="blank"):
+        sel.select(text)
 
 
 def test_unknown_corpus_fails_clearly(cli):

@@ -4,58 +4,72 @@ taken from the environment; and the start-up refusals."""
 from __future__ import annotations
 
 import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 
 import httpx
 import pytest
 
 from tests.helpers.cli import cli, scoi_env
+from tests.helpers.serve import free_port, start_serve, stop_serve
 
 pytest.importorskip("fastapi", reason="scoi[serve] is not installed (pip install -e '.[serve]')")
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+TOKEN = "tok-0123456789abcdef"
 
 
 def test_serve_process_with_a_token(job_db):
-    port = _free_port()
-    env = scoi_env(job_db, SCOI_SERVE_TOKEN="tok-123")
-    proc = subprocess.Popen([sys.executable, "-m", "scoi.cli.main", "serve", "--port", str(port), "--warm", "fr-en"],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    port = free_port()
+    proc = start_serve(port, scoi_env(job_db, SCOI_SERVE_TOKEN=TOKEN), "--warm", "fr-en")
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 180
-        while True:
-            assert proc.poll() is None, proc.stdout.read()
-            try:
-                if httpx.get(base + "/api/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "scoi serve did not answer"
-            time.sleep(0.2)
         assert httpx.get(base + "/api/corpora").status_code == 401
-        auth = {"Authorization": "Bearer tok-123"}
+        auth = {"Authorization": f"Bearer {TOKEN}"}
         r = httpx.post(base + "/api/select", json={"text": "Le chat dort sur le canapé.", "src": "fr", "tgt": "en"},
                        headers=auth, timeout=60)
         assert r.status_code == 200 and len(r.json()["selected"]) == 4
         assert "fr-en" in httpx.get(base + "/api/config", headers=auth).json()["warm"]
         assert httpx.get(base + "/").headers["content-security-policy"].startswith("default-src 'self'")
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            out, _ = proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, _ = proc.communicate()
-    assert "tok-123" not in out  # the token is never printed
+        out = stop_serve(proc)
+    assert TOKEN not in out  # the token is never printed
+
+
+def test_serve_process_without_token_answers_this_machines_names_only(job_db):
+    """DNS rebinding: a page whose own name resolves to 127.0.0.1 sends its name as Host."""
+    port = free_port()
+    env = scoi_env(job_db)
+    env.pop("SCOI_SERVE_TOKEN", None)
+    proc = start_serve(port, env, "--warm", "fr-en")
+    base = f"http://127.0.0.1:{port}"
+    job = {"sentences": ["Le chat dort."], "src": "fr", "tgt": "en", "model": "none"}
+    try:
+        for path in ("/api/jobs", "/api/corpora", "/"):
+            r = httpx.get(base + path, headers={"Host": f"evil.example:{port}"})
+            assert r.status_code == 421 and "is not this server's" in r.json()["error"]
+        r = httpx.post(base + "/api/jobs", json=job, headers={"Host": f"evil.example:{port}",
+                                                              "Origin": f"http://evil.example:{port}"})
+        assert r.status_code == 421
+        r = httpx.post(base + "/api/jobs", json=job, headers={"Origin": "http://localhost:18999"})
+        assert r.status_code == 403
+        assert httpx.get(base + "/api/jobs").json() == []
+        assert httpx.get(f"http://localhost:{port}/api/corpora").status_code == 200
+        assert "frame-ancestors 'none'" in httpx.get(base + "/static/index.html").headers["content-security-policy"]
+    finally:
+        stop_serve(proc)
+
+
+def test_serve_refuses_weak_tokens_and_bad_models_atstart_serve(job_db, monkeypatch):
+    for token in (" ", "a", "short-token"):
+        monkeypatch.setenv("SCOI_SERVE_TOKEN", token)
+        result = cli(["serve", "--host", "0.0.0.0"], job_db)
+        assert result.exit_code == 1 and "SCOI_SERVE_TOKEN" in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+    monkeypatch.delenv("SCOI_SERVE_TOKEN")
+    for args, words in ((["--model", "bad=nonsense"], "cannot make a backend from 'nonsense'"),
+                        (["--model", "f=openai:a", "--backend-opt", "f:concurency=2"], "did you mean 'concurrency'"),
+                        (["--model", "f=gguf:/nonexistent/model.gguf"], "GGUF file not found")):
+        result = cli(["serve", *args], job_db)
+        assert result.exit_code == 1 and words in result.stderr, result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
 
 
 def test_serve_refuses_other_hosts_without_token(job_db, monkeypatch):

@@ -13,6 +13,8 @@ import shutil
 import socket
 import threading
 import time
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -181,6 +183,108 @@ def test_long_sentence_tree_words_never_overlap(page, served):
     assert len(boxes) >= 22
     for (l1, r1, w1), (l2, r2, w2) in zip(boxes, boxes[1:]):
         assert r1 < l2, f"{w1!r} ({l1:.0f}-{r1:.0f}) overlaps {w2!r} ({l2:.0f}-{r2:.0f})"
+# --------------------------------------------------------------------------- other origins, the API docs
+@contextmanager
+def _browser_page(*args: str):
+    """A Chromium page of its own, launched with extra command-line ``args``."""
+    from playwright.sync_api import sync_playwright
+
+    path = _chromium()
+    with sync_playwright() as p:
+        try:
+            browser = p.chromium.launch(executable_path=path, args=["--no-sandbox", "--disable-gpu", *args])
+        except Exception as e:  # noqa: BLE001 - a binary that cannot start is a skip reason, shown
+            pytest.skip(f"Chromium at {path} does not start: {str(e).splitlines()[0]}")
+        try:
+            yield browser.new_page()
+        finally:
+            browser.close()
+
+
+@contextmanager
+def _site(html: str):
+    """Another origin: ``html`` at http://localhost:PORT/attack.html (the server is 127.0.0.1:...)."""
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            data = html.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://localhost:{server.server_address[1]}/attack.html"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _jobs(url: str) -> list:
+    import httpx
+
+    return httpx.get(url + "/api/jobs").json()
+
+
+def test_a_rebinding_page_can_neither_read_nor_submit(served):
+    url, _ = served
+    port = url.rsplit(":", 1)[1]
+    with _browser_page("--host-resolver-rules=MAP evil.example 127.0.0.1") as pg:
+        first = pg.goto(f"http://evil.example:{port}/")
+        assert first.status == 421
+        got = pg.evaluate("""async () => {
+            const corpora = await fetch('/api/corpora');
+            const job = await fetch('/api/jobs', {method: 'POST', headers: {'Content-Type': 'application/json'},
+                body: JSON.stringify({sentences: ['Le chat dort.'], src: 'fr', tgt: 'en', model: 'stub'})});
+            return [corpora.status, (await corpora.text()).includes('pairs'), job.status];
+        }""")
+    assert got == [421, False, 421]
+    assert _jobs(url) == []
+
+
+def test_another_origin_can_neither_frame_the_page_nor_post_a_job(served):
+    url, _ = served
+    body = '{"sentences": ["Le chat dort."], "src": "fr", "tgt": "en", "model": "stub", "name": "csrf"}'
+    html = f"""<!doctype html><iframe id="f" src="{url}/" width="800" height="600"></iframe>
+<script>
+window.posted = fetch('{url}/api/jobs', {{method: 'POST', mode: 'no-cors', body: new Blob([{body!r}])}})
+  .then(() => 'sent', () => 'failed');
+window.formPosted = fetch('{url}/api/jobs', {{method: 'POST', mode: 'no-cors',
+  headers: {{'Content-Type': 'text/plain'}}, body: {body!r}}}).then(() => 'sent', () => 'failed');
+</script>"""
+    with _site(html) as attack, _browser_page() as pg:
+        pg.goto(attack)
+        pg.wait_for_function("window.posted && window.formPosted")
+        pg.evaluate("Promise.all([window.posted, window.formPosted])")
+        pg.wait_for_timeout(500)  # the frame's navigation settles (refused)
+        framed = [f for f in pg.frames if f != pg.main_frame]
+        assert framed and all(f.url != f"{url}/" or not f.query_selector("#text") for f in framed), \
+            [f.url for f in framed]
+    assert _jobs(url) == []
+
+
+def test_api_docs_render_offline(served):
+    url, _ = served
+    with _browser_page() as pg:
+        requested: list[str] = []
+        errors: list[str] = []
+        pg.on("request", lambda r: requested.append(r.url))
+        pg.on("pageerror", lambda e: errors.append(str(e)))
+        pg.goto(url + "/docs")
+        pg.wait_for_selector(".opblock", timeout=30000)
+        paths = pg.eval_on_selector_all(".opblock-summary-path", "els => els.map(e => e.dataset.path || e.textContent)")
+        assert {"/api/select", "/api/jobs", "/api/translate", "/api/models"} <= {p.strip() for p in paths}, paths
+        assert pg.locator(".swagger-ui .info .title").count() == 1
+        assert not pg.locator(".errors-wrapper").count()  # "Unable to render this definition" (OpenAPI 3.1)
+        assert not errors, errors
+    others = [u for u in requested if not u.startswith(url + "/") and not u.startswith("data:")]
+    assert not others, others  # nothing reaches the Internet (no CDN, no validator, no demo spec)
 
 
 def test_select_with_a_glossary_shows_the_terms_found(page, served):

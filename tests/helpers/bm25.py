@@ -46,7 +46,11 @@ class Corpus:
         self.writers: dict[tuple[str, str], BatchWriter] = {}
         self.lines = 0
 
-    def _writer(self, name: str, tgt: str) -> BatchWriter:
+    def _writer(self, name: str, tgt: str, on_conflict: str | None = None) -> BatchWriter:
+        """The run writing ``tgt`` pairs into corpus ``name``; with ``on_conflict``, a new
+        run of that mode (each such batch is a run of its own, as a rerun of a file is)."""
+        if on_conflict is not None and (name, tgt) in self.writers:
+            runs.finish_run(self.conn, self.writers.pop((name, tgt)).run_id, "done")
         if (name, tgt) not in self.writers:
             conn = self.conn
             a, b = sorted(("fr", tgt))
@@ -58,10 +62,18 @@ class Corpus:
                                         host="test", pid=0)
             self.writers[(name, tgt)] = BatchWriter(
                 conn, corpus_id=corpus_id, run_id=run_id, a_lang=a, b_lang=b, parsers=pids,
-                labels={lang: LabelRegistry(conn, pid, []) for lang, pid in pids.items()})
+                labels={lang: LabelRegistry(conn, pid, []) for lang, pid in pids.items()},
+                on_conflict=on_conflict or "add", src_lang="fr")
         return self.writers[(name, tgt)]
 
-    def add(self, frs: list[list[str]], corpus: str = "random", tgt: str = "en") -> None:
+    def finish(self, name: str) -> None:
+        """End the runs writing into corpus ``name`` (a corpus is deleted only when no
+        ingest into it runs); its next batch starts a new run."""
+        for key in [k for k in self.writers if k[0] == name]:
+            runs.finish_run(self.conn, self.writers.pop(key).run_id, "done")
+
+    def add(self, frs: list[list[str]], corpus: str = "random", tgt: str = "en", on_conflict: str | None = None
+            ) -> BatchWriter:
         sentences, pairs = [], []
         for toks in frs:
             self.lines += 1
@@ -70,7 +82,11 @@ class Corpus:
                           ParsedSentence(tgt, other, sha(other), Analysis(other.split()))]
             a, b = (sha(other), sha(fr_text)) if tgt < "fr" else (sha(fr_text), sha(other))
             pairs.append(PairRow(self.lines, a, b))
-        self._writer(corpus, tgt).write(sentences, pairs, read=len(pairs), rejected=0)
+        writer = self._writer(corpus, tgt, on_conflict)
+        writer.write(sentences, pairs, read=len(pairs), rejected=0)
+        if on_conflict is not None:  # a run of its own, over
+            runs.finish_run(self.conn, self.writers.pop((corpus, tgt)).run_id, "done")
+        return writer
 
     def truth(self, tgt: str = "en", corpora: list[str] | None = None
               ) -> tuple[dict[int, list[str]], dict[int, list[int]]]:

@@ -35,10 +35,13 @@ class FakeOpenAI:
 
     ``failures`` are (status, headers) served to the first calls in turn; ``always`` makes
     every call fail with that status; ``delay`` sleeps before answering; ``answer`` turns
-    a /completions prompt into its text. Requests are kept in ``calls``."""
+    a /completions prompt into its text; ``tokenize`` counts a prompt's tokens at ``/tokenize``
+    (as llama.cpp and vLLM serve it; without it that route is a 404). Requests are kept in
+    ``calls``."""
 
     def __init__(self, failures=(), always: int | None = None, delay: float = 0.0, *, port: int = 0,
-                 answer: Callable[[str], str] = echo_reversed) -> None:
+                 answer: Callable[[str], str] = echo_reversed,
+                 tokenize: Callable[[str], int] | None = None) -> None:
         self.failures = list(failures)
         self.always = always
         self.delay = delay
@@ -66,6 +69,8 @@ class FakeOpenAI:
                     content = "REPLY: " + body["messages"][0]["content"]
                     self._send(200, {"choices": [{"message": {"role": "assistant", "content": content}}],
                                      "usage": {"prompt_tokens": 5, "completion_tokens": 2}})
+                elif self.path == "/tokenize" and tokenize is not None:
+                    self._send(200, {"count": tokenize(body["prompt"])})
                 elif self.path.endswith("/completions"):
                     self._send(200, {"choices": [{"text": answer(body["prompt"])}],
                                      "usage": {"prompt_tokens": len(body["prompt"]), "completion_tokens": 9}})

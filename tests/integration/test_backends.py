@@ -186,6 +186,8 @@ def test_gguf_backend_loads_and_generates(tmp_path):
 
     backend = load_backend(f"gguf:{path}")
     assert backend.name == f"gguf:{path.resolve()}"
+    assert backend.context_length == 256  # the file's context_length: prompts are fitted to it
+    assert backend.count_tokens("ab") == len(backend.tokenizer("ab")["input_ids"]) > 0
     gens = backend.generate(['French Sentence: "Il pleut."\nEnglish Sentence: ', "ab"], max_new_tokens=6, stop=())
     assert len(gens) == 2 and all(1 <= g.completion_tokens <= 6 for g in gens)
     assert [g.text for g in backend.generate(["ab"], max_new_tokens=6, stop=())] == [gens[1].text]

@@ -134,7 +134,8 @@ def test_the_api_returns_terms_and_the_job_view_sums_up_the_check(job_db: str) -
     add(job_db, TBX)
     text = "Le conseil d'administration se réunit."
     with FakeOpenAI(answer=answer) as fake, TestClient(create_app(ServeConfig(url=job_db, models={
-            "stub": ModelConfig("stub", "openai:stub", {"base_url": fake.url, "max_retries": 0})}))) as api:
+            "stub": ModelConfig("stub", "openai:stub", {"base_url": fake.url, "max_retries": 0})})),
+                                           base_url="http://127.0.0.1:8765") as api:  # a loopback Host
         assert api.get("/api/config").json()["glossaries"] == ["board"]
         sel = api.post("/api/select", json={"text": text, "src": "fr", "tgt": "en", "glossary": "board"}).json()
         assert sel["glossary"] == [{"src": "conseil d'administration", "tgt": "board of directors",

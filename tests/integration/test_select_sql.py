@@ -351,11 +351,13 @@ def test_fetch_candidates(sel, demo_db, demo, queries):
 
 
 def test_one_statement_pool_equals_preselect_then_fetch(sel, queries):
-    """select() runs preselection and fetch as one statement: same rows, same order."""
+    """select() runs preselection and fetch as one statement: same rows, same order, one
+    pair per source sentence (the reference's pool rule over a deeper ranking)."""
     for q in queries[:10] + ["zzz-inconnu", "."]:
         toks = moses_tokens(q, "fr")
-        assert sel.pool_candidates(toks) == sel.fetch(sel.preselect(toks))
-        assert [c.pair_id for c in sel.select(q).candidates] == [p for p, _ in sel.preselect(toks)]
+        pool = ref.distinct_pool(sel.fetch(sel.preselect(toks, n=2 * sel.pool)), sel.pool)
+        assert sel.pool_candidates(toks) == pool
+        assert [c.pair_id for c in sel.select(q).candidates] == [c.pair_id for c in pool]
     assert sel.pool_candidates([]) == []
 
 

@@ -17,12 +17,14 @@ from scoi.service.app import create_app  # noqa: E402
 from scoi.service.config import Limits, ModelConfig, ServeConfig  # noqa: E402
 
 SENTENCE = "Un homme joue de la guitare sur la scène."
+LOCAL = "http://127.0.0.1:8765"  # a server without a token answers to loopback Hosts only
+TOKEN = "s3cret-token-0123456789"
 
 
 def client(url: str, **kw) -> TestClient:
     models = kw.pop("models", {})
     limits = kw.pop("limits", Limits())
-    return TestClient(create_app(ServeConfig(url=url, models=models, limits=limits, **kw)))
+    return TestClient(create_app(ServeConfig(url=url, models=models, limits=limits, **kw)), base_url=LOCAL)
 
 
 @pytest.fixture()
@@ -167,21 +169,21 @@ def test_corpora_config_health(api):
     assert api.get("/api/health").json() == {"status": "ok", "database": "ok", "version": __version__}
     assert "/api/select" in api.get("/openapi.json").json()["paths"]
     docs = api.get("/docs").text
-    assert "swagger" in docs.lower() and "cdn" not in docs  # served offline, from swagger-ui-bundle
+    assert "swagger" in docs.lower() and "//" not in docs  # served offline, from fastapi-offline's files
     assert "/docs-static/swagger-ui-bundle.js" in docs
     assert api.get("/docs-static/swagger-ui-bundle.js").status_code == 200
 
 
 # --------------------------------------------------------------------------- the token rule
 def test_token_is_checked_on_every_api_call(job_db):
-    with client(job_db, host="0.0.0.0", token="s3cret-token") as api:
+    with client(job_db, host="0.0.0.0", token=TOKEN) as api:
         assert api.get("/api/corpora").status_code == 401
         r = api.get("/api/corpora", headers={"Authorization": "Bearer wrong"})
         assert r.status_code == 401 and "SCOI_SERVE_TOKEN" in r.json()["error"]
         assert r.headers["www-authenticate"] == "Bearer"
         r = api.post("/api/select", json={"text": SENTENCE, "src": "fr", "tgt": "en"})
         assert r.status_code == 401
-        assert api.get("/api/corpora", headers={"Authorization": "Bearer s3cret-token"}).status_code == 200
+        assert api.get("/api/corpora", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
         assert api.get("/api/health").status_code == 200  # liveness needs no token
         assert api.get("/").status_code == 200  # the page itself holds no data
 
@@ -247,3 +249,22 @@ def test_two_clients_at_once_get_what_each_alone_gets(api):
             assert res["selected"] == alone[s]["selected"]
             assert res["coverage"]["words"] == alone[s]["coverage"]["words"]
             assert res["coverage"]["tree"]["tokens"] == alone[s]["coverage"]["tree"]["tokens"]
+
+
+# --------------------------------------------------------------------------- the fuzzy methods' embedder
+def test_fuzzy_methods_use_the_embedder_the_server_names(job_db, tmp_path):
+    from scoi.embedder import Embedder
+    from scoi.embeddings import embed_missing
+    from tests.tiny_model import build_tiny_sentence_transformer
+
+    model_dir = str(build_tiny_sentence_transformer(tmp_path / "tiny-st"))
+    embed_missing(job_db, Embedder(model_dir), langs=["fr"])
+    body = {"text": SENTENCE, "src": "fr", "tgt": "en", "k": 2, "method": "fuzzy"}
+    with client(job_db) as api:  # the default embedder, which nobody embedded with here
+        r = api.post("/api/select", json=body)
+        assert r.status_code == 400 and "scoi embed --model" in r.json()["error"]
+    app = create_app(ServeConfig(url=job_db, embedder=model_dir), warm=[("fr", "en")])
+    with TestClient(app, base_url=LOCAL) as api:
+        r = api.post("/api/select", json=body)
+        assert r.status_code == 200, r.text
+        assert r.json()["params"]["embedder"] == Embedder(model_dir).name and len(r.json()["selected"]) == 2

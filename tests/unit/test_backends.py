@@ -174,3 +174,20 @@ def test_a_job_base_url_the_env_does_not_allow_gets_no_key(openai_env):
         openai_env.setenv("SCOI_OPENAI_ALLOWED_BASE_URLS", theirs.url)
         OpenAIBackend("m", base_url=theirs.url, max_retries=0).generate(["p"])
         assert theirs.calls[1]["headers"]["Authorization"] == "Bearer sk-env"
+
+
+def test_openai_context_counts_with_the_servers_tokenize_route(openai_env):
+    with FakeOpenAI(tokenize=lambda prompt: len(prompt.split())) as server:
+        backend = load_backend("openai:m", base_url=server.url, context=512)
+        assert backend.context_length == 512
+        assert backend.count_tokens("un deux trois") == 3
+        assert [c["path"] for c in server.calls] == ["/tokenize"]
+
+
+def test_openai_context_without_tokenize_route_bounds_by_utf8_bytes(openai_env):
+    with FakeOpenAI() as server:  # /tokenize: 404
+        backend = load_backend("openai:m", base_url=server.url, context=512)
+        assert backend.count_tokens("été") == 6  # 5 bytes + a BOS: never fewer than the model's tokens
+        assert backend.count_tokens("abc") == 4
+        assert len(server.calls) == 1  # the missing route is asked once
+    assert load_backend("openai:m", base_url=server.url).context_length is None

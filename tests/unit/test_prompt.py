@@ -11,8 +11,10 @@ from scoi.core.prompt import (
     STOP_MARKERS,
     TEMPLATE_NAMES,
     Example,
+    PromptTooLong,
     canonical_order,
     extract_answer,
+    fit_prompt,
     language_name,
     order_examples,
     render_prompt,
@@ -235,3 +237,35 @@ def test_case_40_user_templates_are_sandboxed(tmp_path):
     mutate.write_text("{{ examples.append(1) }}{{ query }}", encoding="utf-8")
     with pytest.raises(ValueError, match="unsafe"):
         render_prompt("q", EXAMPLES, "fr", "en", template=str(mutate))
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+RANKED = [Example(f"source {i} " * 3, f"target {i} " * 3) for i in range(4)]  # best first
+
+
+def test_fit_prompt_drops_last_ranked_examples_until_the_prompt_fits():
+    def render(ex):
+        return render_prompt("Le chat dort.", ex, "fr", "en")
+
+    full = _words(render(RANKED))
+    two = _words(render(RANKED[:2]))
+    prompt, used = fit_prompt(render, RANKED, _words, context=two + 10, max_new_tokens=10)
+    assert used == 2 and prompt == render(RANKED[:2]) and full > two
+    # The default reverse order shows the lowest-ranked example first: that is what went.
+    assert "source 3" not in prompt and "source 2" not in prompt
+    assert prompt.index("source 1") < prompt.index("source 0")
+    assert fit_prompt(render, RANKED, _words, context=full + 10, max_new_tokens=10) == (render(RANKED), 4)
+    assert fit_prompt(render, RANKED, _words, context=two + 9, max_new_tokens=10)[1] == 1
+
+
+def test_fit_prompt_refuses_a_query_that_does_not_fit_even_alone():
+    def render(ex):
+        return render_prompt("Le chat dort.", ex, "fr", "en")
+
+    alone = _words(render([]))
+    assert fit_prompt(render, RANKED, _words, context=alone + 5, max_new_tokens=5) == (render([]), 0)
+    with pytest.raises(PromptTooLong, match=rf"needs {alone} tokens without any example.*context of {alone + 4} "):
+        fit_prompt(render, RANKED, _words, context=alone + 4, max_new_tokens=5)

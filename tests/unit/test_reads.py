@@ -50,3 +50,14 @@ def test_verbose_line_says_where_the_selection_read():
     assert status(server="primary", fallback="the replica is 9.0 s behind (SCOI_READ_MAX_LAG=5)").describe() == (
         "read from the primary: the replica is 9.0 s behind (SCOI_READ_MAX_LAG=5)")
     assert status().to_dict()["replay_lsn"] == "0/10"
+
+
+def test_a_database_error_becomes_one_line_without_the_statement():
+    import psycopg
+
+    from scoi.db.reads import error_cause
+
+    multi = psycopg.OperationalError('connection to server on socket "/x/.s.PGSQL.5432" failed: No such file\n'
+                                     "\tIs the server running locally?")
+    assert error_cause(multi) == 'connection to server on socket "/x/.s.PGSQL.5432" failed: No such file'
+    assert error_cause(psycopg.OperationalError("")) == "OperationalError"

@@ -1,5 +1,7 @@
 -- Integrity checks of the stored corpus (`scoi db check`, scoi.db.check, the tests'
 -- assert_consistent). Each statement counts the rows that break one invariant: 0 = holds.
+-- Set-based: each reads its tables once (grouped aggregates joined, anti-joins), never a
+-- subquery per row over another table (posting_tf_sum as one did never finished at 42k).
 -- The first comment line of a check is its description. Since migration 0005 `pair` and
 -- `sentence` have no foreign keys (docs/schema.md, "Writes"), and `sentence_term` never
 -- had any: the reference checks here are what stands in for them.
@@ -32,11 +34,18 @@ WHERE NOT EXISTS (SELECT 1 FROM parser p WHERE p.id = s.parser_id AND p.lang = s
 
 -- name: sentence_term_arrays
 -- sentences whose sentence_term rows are not their term_keys/term_mults
+-- Both sides as (keys, mults) sorted by (key, mult), byte order: the same multiset gives the
+-- same arrays (no text built per term, no collation-aware sort). Ingest stores the arrays in
+-- that order, so the stored arrays are compared first and sorted only when they differ.
 SELECT count(*) FROM sentence s
-WHERE (SELECT array_agg(t.key || '=' || st.mult ORDER BY t.key) FROM sentence_term st
-       JOIN term t ON t.id = st.term_id WHERE st.sentence_id = s.id)
-      IS DISTINCT FROM
-      (SELECT array_agg(u.k || '=' || u.m ORDER BY u.k) FROM unnest(s.term_keys, s.term_mults) AS u(k, m));
+LEFT JOIN (SELECT st.sentence_id, array_agg(t.key ORDER BY t.key COLLATE "C", st.mult) AS keys,
+                  array_agg(st.mult ORDER BY t.key COLLATE "C", st.mult) AS mults
+           FROM sentence_term st JOIN term t ON t.id = st.term_id GROUP BY st.sentence_id) x
+       ON x.sentence_id = s.id
+WHERE (x.keys, x.mults) IS DISTINCT FROM (s.term_keys, s.term_mults)
+  AND (x.keys, x.mults) IS DISTINCT FROM
+      (SELECT (array_agg(u.k ORDER BY u.k COLLATE "C", u.m), array_agg(u.m ORDER BY u.k COLLATE "C", u.m))
+       FROM unnest(s.term_keys, s.term_mults) AS u(k, m));
 
 -- name: sentence_root_term
 -- sentences without the virtual root term once (or, stored without trees, with terms)
@@ -90,8 +99,9 @@ SELECT count(*) FROM posting p JOIN sentence s ON s.id = p.sentence_id WHERE p.d
 
 -- name: posting_tf_sum
 -- eligible sentences whose tf do not sum to n_tokens
-SELECT count(*) FROM sentence s WHERE s.eligible
-AND coalesce((SELECT sum(tf) FROM posting p WHERE p.sentence_id = s.id), 0) <> s.n_tokens;
+SELECT count(*) FROM sentence s
+LEFT JOIN (SELECT sentence_id, sum(tf) AS tf FROM posting GROUP BY sentence_id) p ON p.sentence_id = s.id
+WHERE s.eligible AND coalesce(p.tf, 0) <> s.n_tokens;
 
 -- name: vocab_token_bounds
 -- token bounds (migration 0008) that are not their postings' extremes
@@ -105,7 +115,8 @@ WHERE (v.df_rep, v.max_tf, v.min_dl, v.min_dl2, v.min_dl3)
 -- name: vocab_df
 -- vocab df <> number of postings
 SELECT count(*) FROM vocab v
-WHERE v.df <> (SELECT count(*) FROM posting p WHERE p.token_id = v.id);
+LEFT JOIN (SELECT token_id, count(*) AS n FROM posting GROUP BY token_id) p ON p.token_id = v.id
+WHERE v.df <> coalesce(p.n, 0);
 
 -- name: bm25_stats
 -- bm25_stats n_docs/total_len wrong
@@ -122,10 +133,10 @@ WHERE s.eligible <> EXISTS (SELECT 1 FROM bm25_doc d WHERE d.sentence_id = s.id)
 -- name: bm25_doc_postings
 -- forward rows that are not the sentence's postings
 SELECT count(*) FROM bm25_doc d
-LEFT JOIN LATERAL (
-    SELECT array_agg(p.token_id ORDER BY p.token_id) AS token_ids,
+LEFT JOIN (
+    SELECT p.sentence_id, array_agg(p.token_id ORDER BY p.token_id) AS token_ids,
            array_agg(p.tf ORDER BY p.token_id) AS tfs, min(p.dl) AS dl
-    FROM posting p WHERE p.sentence_id = d.sentence_id) x ON true
+    FROM posting p GROUP BY p.sentence_id) x ON x.sentence_id = d.sentence_id
 WHERE (d.token_ids, d.tfs, d.dl) IS DISTINCT FROM (x.token_ids, x.tfs, x.dl);
 
 -- name: bm25_doc_sig

@@ -42,6 +42,11 @@ ON CONFLICT DO NOTHING;
 CREATE INDEX IF NOT EXISTS {index} ON sentence_embedding
 USING hnsw ((embedding::vector({dim})) vector_cosine_ops) WHERE embedder_id = {embedder_id};
 
+-- name: index_build_progress
+-- How far the CREATE INDEX of backend pid has got (pgvector's HNSW reports its phase and
+-- the tuples loaded); no row once it is done.
+SELECT phase, tuples_done, tuples_total FROM pg_stat_progress_create_index WHERE pid = %(pid)s;
+
 -- name: pool_embeddings
 -- The source sides' embeddings of a pool of pairs, in pool order (NULL: not embedded yet).
 SELECT se.embedding

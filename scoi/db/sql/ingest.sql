@@ -73,15 +73,32 @@ SET n_docs = b.n_docs + excluded.n_docs, total_len = b.total_len + excluded.tota
 -- name: insert_pairs
 -- a_* is the side whose language code sorts first (see the pair table). Pair ids follow
 -- the input's line order (ties in selection go to the lower pair id).
+-- metas: each pair's metadata as JSON text (pair.meta).
 WITH ins AS (
-    INSERT INTO pair (corpus_id, a_lang, b_lang, a_id, b_id, run_id, line)
-    SELECT %(corpus_id)s, %(a_lang)s, %(b_lang)s, u.a_id, u.b_id, %(run_id)s, u.line
-    FROM unnest(%(a_ids)s::bigint[], %(b_ids)s::bigint[], %(lines)s::int[]) AS u(a_id, b_id, line)
+    INSERT INTO pair (corpus_id, a_lang, b_lang, a_id, b_id, run_id, line, meta)
+    SELECT %(corpus_id)s, %(a_lang)s, %(b_lang)s, u.a_id, u.b_id, %(run_id)s, u.line, u.meta::jsonb
+    FROM unnest(%(a_ids)s::bigint[], %(b_ids)s::bigint[], %(lines)s::int[], %(metas)s::text[]) AS u(a_id, b_id, line, meta)
     ORDER BY u.line
     ON CONFLICT (a_id, b_id) DO NOTHING
     RETURNING 1
 )
 SELECT count(*) FROM ins;
+
+-- name: upsert_pairs
+-- insert_pairs for --on-conflict replace: a pair the corpus holds already becomes this
+-- run's, with the input's metadata (so the run's later batches do not replace it, and a
+-- corrected usage count or note is kept); a pair of another corpus is left alone.
+-- Counts the inserted rows only (xmax = 0: not an update).
+WITH ins AS (
+    INSERT INTO pair AS p (corpus_id, a_lang, b_lang, a_id, b_id, run_id, line, meta)
+    SELECT %(corpus_id)s, %(a_lang)s, %(b_lang)s, u.a_id, u.b_id, %(run_id)s, u.line, u.meta::jsonb
+    FROM unnest(%(a_ids)s::bigint[], %(b_ids)s::bigint[], %(lines)s::int[], %(metas)s::text[]) AS u(a_id, b_id, line, meta)
+    ORDER BY u.line
+    ON CONFLICT (a_id, b_id) DO UPDATE SET run_id = excluded.run_id, meta = excluded.meta
+    WHERE p.corpus_id = excluded.corpus_id
+    RETURNING xmax = 0 AS inserted
+)
+SELECT count(*) FILTER (WHERE inserted) FROM ins;
 
 -- name: parser_labels
 SELECT idx, name FROM label WHERE parser_id = %(parser_id)s ORDER BY idx;

@@ -157,6 +157,13 @@ DELETE FROM job_worker w
 WHERE w.id = %(worker)s
   AND NOT EXISTS (SELECT 1 FROM job_item i WHERE i.status = 'running' AND i.locked_by = w.id);
 
+-- name: examples_dropped
+-- Done items whose prompt kept fewer than the job's k examples (dropped, last-ranked
+-- first, to fit the model's context), and the fewest any kept (job status).
+SELECT count(*) AS items, min(i.examples_used) AS fewest
+FROM job_item i JOIN job j ON j.id = i.job_id
+WHERE i.job_id = %(id)s AND i.status = 'done' AND i.examples_used < j.k;
+
 -- name: holder_counts
 -- A job's running items by the state of the worker holding them (view job_item_holder).
 SELECT holder_state, count(*) AS n FROM job_item_holder WHERE job_id = %(id)s GROUP BY holder_state;
@@ -174,12 +181,14 @@ WHERE locked_by = %(worker)s AND status = 'running';
 UPDATE job_item i
 SET status = 'done', output = r.output, raw_output = r.raw_output, prompt = r.prompt,
     selection_id = r.selection_id, select_ms = r.select_ms, generate_ms = r.generate_ms,
-    overhead_ms = r.overhead_ms, warning = r.warning, last_error = NULL, finished_at = now(), heartbeat_at = NULL
+    overhead_ms = r.overhead_ms, warning = r.warning, last_error = NULL, finished_at = now(), heartbeat_at = NULL,
+    examples_used = r.examples_used
 FROM unnest(%(job_ids)s::bigint[], %(idxs)s::int[], %(attempts)s::int[], %(selection_ids)s::bigint[],
             %(prompts)s::text[], %(outputs)s::text[], %(raw_outputs)s::text[],
-            %(select_ms)s::float8[], %(generate_ms)s::float8[], %(overhead_ms)s::float8[], %(warnings)s::text[])
+            %(select_ms)s::float8[], %(generate_ms)s::float8[], %(overhead_ms)s::float8[], %(warnings)s::text[],
+            %(examples_used)s::int[])
      AS r(job_id, idx, attempt, selection_id, prompt, output, raw_output, select_ms, generate_ms, overhead_ms,
-          warning)
+          warning, examples_used)
 WHERE i.job_id = r.job_id AND i.idx = r.idx AND i.attempts = r.attempt
   AND i.status = 'running' AND i.locked_by = %(worker)s
 RETURNING i.job_id, i.idx;
@@ -194,18 +203,19 @@ WHERE i.status = 'cancelled';
 
 -- name: fail_items
 -- An attempt failed: keep the error (and the prompt, if one was built) and put the item
--- back in the queue, or end it failed once it has used max_attempts. Same lock rule as
+-- back in the queue, or end it failed once it has used max_attempts, or at once when
+-- ``final`` (no retry can help: a prompt that cannot fit the model). Same lock rule as
 -- complete_items.
 UPDATE job_item i
-SET status = CASE WHEN i.attempts >= i.max_attempts THEN 'failed' ELSE 'queued' END,
-    finished_at = CASE WHEN i.attempts >= i.max_attempts THEN now() END,
+SET status = CASE WHEN r.final OR i.attempts >= i.max_attempts THEN 'failed' ELSE 'queued' END,
+    finished_at = CASE WHEN r.final OR i.attempts >= i.max_attempts THEN now() END,
     last_error = r.error,
     prompt = coalesce(r.prompt, i.prompt),
     selection_id = coalesce(r.selection_id, i.selection_id),
     heartbeat_at = NULL
 FROM unnest(%(job_ids)s::bigint[], %(idxs)s::int[], %(attempts)s::int[], %(errors)s::text[],
-            %(prompts)s::text[], %(selection_ids)s::bigint[])
-     AS r(job_id, idx, attempt, error, prompt, selection_id)
+            %(prompts)s::text[], %(selection_ids)s::bigint[], %(finals)s::bool[])
+     AS r(job_id, idx, attempt, error, prompt, selection_id, final)
 WHERE i.job_id = r.job_id AND i.idx = r.idx AND i.attempts = r.attempt
   AND i.status = 'running' AND i.locked_by = %(worker)s
 RETURNING i.job_id, i.idx, i.status;
@@ -224,7 +234,7 @@ WHERE locked_by = %(worker)s AND status = 'running';
 
 -- name: export_items
 SELECT idx, source, output, reference, status, attempts, last_error, warning, selection_id,
-       select_ms, generate_ms, overhead_ms, raw_output, prompt
+       select_ms, generate_ms, overhead_ms, raw_output, prompt, examples_used
 FROM job_item WHERE job_id = %(id)s ORDER BY idx;
 
 -- name: retry_items

@@ -18,6 +18,13 @@ SELECT pg_is_in_recovery(),
        CASE WHEN pg_is_in_recovery() THEN pg_is_wal_replay_paused() END,
        ARRAY(SELECT version_num::text FROM alembic_version ORDER BY 1);
 
+-- name: server_identity
+-- Read on the primary and on the replica when it is connected: a standby streamed from the
+-- primary has its system identifier (set by initdb, copied by pg_basebackup) and the same
+-- database; a server not in recovery is only the primary itself (the same postmaster).
+SELECT system_identifier::text, current_database(), pg_is_in_recovery(), pg_postmaster_start_time()::text
+FROM pg_control_system();
+
 -- name: read_only
 -- The replica connection refuses writes even when the read URL names a primary.
 SET default_transaction_read_only = on;

@@ -314,13 +314,20 @@ JOIN sentence tgt ON tgt.id = CASE WHEN e.a_lang = %(lang)s THEN e.b_id ELSE e.a
 ORDER BY pool.score DESC, pool.pair_id;
 
 -- name: random_examples
--- Fill examples: a seeded random draw among eligible pairs of the direction.
-SELECT e.pair_id
-FROM example e JOIN sentence s ON s.id = e.src_id
-WHERE e.src_lang = %(lang)s AND e.tgt_lang = %(tgt)s AND s.eligible
-  AND (%(corpora)s::int[] IS NULL OR e.corpus_id = ANY(%(corpora)s::int[]))
-  AND NOT (e.pair_id = ANY(%(exclude)s::bigint[]))
-ORDER BY md5(e.pair_id::text || ':' || %(seed)s::text)
+-- Fill examples: a seeded random draw among eligible pairs of the direction, one pair per
+-- source sentence (its first by the draw), none whose source sentence is that of a pair
+-- in ``exclude`` (the picks already made): a source sentence fills one slot at most.
+SELECT d.pair_id FROM (
+    SELECT DISTINCT ON (e.src_id) e.pair_id, md5(e.pair_id::text || ':' || %(seed)s::text) AS draw
+    FROM example e JOIN sentence s ON s.id = e.src_id
+    WHERE e.src_lang = %(lang)s AND e.tgt_lang = %(tgt)s AND s.eligible
+      AND (%(corpora)s::int[] IS NULL OR e.corpus_id = ANY(%(corpora)s::int[]))
+      AND e.src_id <> ALL (ARRAY(SELECT x.src_id FROM example x
+                                 WHERE x.pair_id = ANY(%(exclude)s::bigint[])
+                                   AND x.src_lang = %(lang)s AND x.tgt_lang = %(tgt)s))
+    ORDER BY e.src_id, draw
+) d
+ORDER BY d.draw, d.pair_id
 LIMIT %(n)s;
 
 -- name: direction_exists

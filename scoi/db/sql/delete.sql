@@ -1,0 +1,143 @@
+-- Deleting pairs and corpora while the BM25 index stays exact (ingest/writer.py's
+-- drop_pairs and ingest/delete.py read this file). Everything runs in one transaction
+-- under the ingest lock (ingest.sql, lock_writes): a deleted pair's sentences go when no
+-- other pair (of any corpus or direction) uses them, with their postings, forward row,
+-- blocks, df, token bounds and N/total length. Array parameters arrive as arrays.
+
+-- name: delete_pairs
+-- The pairs, and the sentences they named (the candidates for deletion).
+DELETE FROM pair WHERE id = ANY(%(ids)s::bigint[]) RETURNING id, a_id, b_id;
+
+-- name: orphans
+-- Which of these sentences no pair uses any more (pair_a_id: the unique key's first
+-- column; pair_b_idx), with language and sha (an ingest may protect some).
+SELECT s.id, s.lang, s.text_sha FROM sentence s
+WHERE s.id = ANY(%(ids)s::bigint[])
+  AND NOT EXISTS (SELECT 1 FROM pair p WHERE p.a_id = s.id)
+  AND NOT EXISTS (SELECT 1 FROM pair p WHERE p.b_id = s.id);
+
+-- name: delete_docs
+-- The forward rows of the sentences: their distinct token ids (with tf, and the length)
+-- are the postings to delete.
+DELETE FROM bm25_doc WHERE sentence_id = ANY(%(ids)s::bigint[]) RETURNING sentence_id, token_ids, tfs, dl;
+
+-- name: delete_postings
+-- One primary-key probe per (token, sentence), then a TID scan (as ingest.sql's
+-- delete_blocks): the cost follows the deleted postings, not the table.
+DELETE FROM posting WHERE ctid = ANY(ARRAY(
+    SELECT x.ctid FROM unnest(%(tids)s::int[], %(sids)s::bigint[]) AS u(token_id, sentence_id)
+    CROSS JOIN LATERAL (SELECT p.ctid FROM posting p WHERE p.token_id = u.token_id
+                        AND p.sentence_id = u.sentence_id LIMIT 1) x));
+
+-- name: delete_sentence_terms
+DELETE FROM sentence_term WHERE sentence_id = ANY(%(ids)s::bigint[]);
+
+-- name: delete_sentences
+-- sentence_embedding rows go with them (ON DELETE CASCADE).
+DELETE FROM sentence WHERE id = ANY(%(ids)s::bigint[]) RETURNING lang, eligible, n_tokens;
+
+-- name: sub_bm25_stats
+-- N and total length without the deleted eligible sentences.
+UPDATE bm25_stats b SET n_docs = b.n_docs - u.n, total_len = b.total_len - u.len
+FROM unnest(%(langs)s::text[], %(ns)s::bigint[], %(lens)s::bigint[]) AS u(lang, n, len)
+WHERE b.lang = u.lang;
+
+-- name: drop_empty_stats
+-- A language left without eligible sentences loses its row, as if never ingested (`scoi
+-- db check` compares the rows with the sentences). A statement of its own: one statement
+-- cannot update a row and then delete it.
+DELETE FROM bm25_stats WHERE lang = ANY(%(langs)s::text[]) AND n_docs = 0;
+
+-- name: sub_df
+-- df and df_rep without the deleted postings (n, of which n_rep with tf >= 2).
+UPDATE vocab v SET df = v.df - u.n, df_rep = v.df_rep - u.n_rep
+FROM unnest(%(ids)s::int[], %(n)s::int[], %(n_rep)s::int[]) AS u(id, n, n_rep)
+WHERE v.id = u.id;
+
+-- name: token_bounds
+-- The tokens' df (after sub_df) and extremes, to tell which a deleted posting was one of.
+SELECT id, df, max_tf, min_dl, min_dl2, min_dl3 FROM vocab WHERE id = ANY(%(ids)s::int[]);
+
+-- name: recount_vocab
+-- df and the token bounds (migration 0008) of tokens that lost postings, recounted from
+-- their remaining postings (an index-only scan of each list): unlike an insert, a delete
+-- can tighten a bound, and `scoi db check` wants the exact extremes. A token left without
+-- postings keeps its row (ids are cached by running ingests) with df 0, which every
+-- query skips.
+UPDATE vocab v SET df = x.df, df_rep = x.df_rep, max_tf = x.max_tf, min_dl = x.min_dl,
+                   min_dl2 = x.min_dl2, min_dl3 = x.min_dl3
+FROM unnest(%(ids)s::int[]) AS u(id)
+CROSS JOIN LATERAL (
+    SELECT count(*) AS df, count(*) FILTER (WHERE p.tf >= 2) AS df_rep, coalesce(max(p.tf), 0) AS max_tf,
+           min(p.dl) AS min_dl, min(p.dl) FILTER (WHERE p.tf = 2) AS min_dl2, min(p.dl) FILTER (WHERE p.tf >= 3) AS min_dl3
+    FROM posting p WHERE p.token_id = u.id) x
+WHERE v.id = u.id;
+
+-- name: dirs
+-- The block directories of the tokens that lost postings.
+SELECT token_id, meta FROM bm25_dir WHERE token_id = ANY(%(ids)s::int[]);
+
+-- name: blocks_from
+-- Each token's block rows from a block number on (the ones to rewrite), their bytes
+-- concatenated in block order: one probe of the primary key per token.
+SELECT u.token_id, x.ids, x.tfdl
+FROM unnest(%(ids)s::int[], %(block_nos)s::int[]) AS u(token_id, block_no)
+CROSS JOIN LATERAL (SELECT string_agg(b.ids, ''::bytea ORDER BY b.block_no) AS ids,
+                           string_agg(b.tfdl, ''::bytea ORDER BY b.block_no) AS tfdl
+                    FROM bm25_block b WHERE b.token_id = u.token_id AND b.block_no >= u.block_no) x;
+
+-- name: delete_blocks_from
+-- Each token's block rows from a block number on (the rewritten ones).
+DELETE FROM bm25_block WHERE ctid = ANY(ARRAY(
+    SELECT x.ctid FROM unnest(%(ids)s::int[], %(block_nos)s::int[]) AS u(token_id, block_no)
+    CROSS JOIN LATERAL (SELECT b.ctid FROM bm25_block b WHERE b.token_id = u.token_id
+                        AND b.block_no >= u.block_no) x));
+
+-- name: delete_dirs
+-- Directories of tokens left without postings.
+DELETE FROM bm25_dir WHERE token_id = ANY(%(ids)s::int[]);
+
+-- name: pairs_by_id
+-- Which of these pair ids exist (a delete by id names the missing ones).
+SELECT id FROM pair WHERE id = ANY(%(ids)s::bigint[]);
+
+-- name: pairs_by_file
+-- The pairs the runs of a file (absolute path, as ingest_run.files records it) inserted,
+-- optionally of one corpus.
+SELECT p.id FROM pair p JOIN ingest_run r ON r.id = p.run_id
+WHERE %(path)s = ANY(r.files) AND (%(corpus)s::text IS NULL OR p.corpus_id = (SELECT id FROM corpus WHERE name = %(corpus)s));
+
+-- name: pairs_by_meta
+-- The pairs whose metadata hold every key = value given (a value or an element of a list:
+-- TMX's repeated props), optionally of one corpus; pair_meta_idx serves the containment.
+SELECT p.id FROM pair p
+WHERE (%(corpus)s::text IS NULL OR p.corpus_id = (SELECT id FROM corpus WHERE name = %(corpus)s))
+  AND NOT EXISTS (SELECT 1 FROM jsonb_each(%(where)s::jsonb) AS w(k, v)
+                  WHERE NOT (p.meta @> jsonb_build_object(w.k, w.v) OR p.meta @> jsonb_build_object(w.k, jsonb_build_array(w.v))));
+
+-- name: corpus_row
+SELECT id, name, src_lang, tgt_lang FROM corpus WHERE name = %(name)s;
+
+-- name: corpus_pairs
+SELECT id FROM pair WHERE corpus_id = %(corpus_id)s;
+
+-- name: running_runs
+-- Runs of the corpus still running (a live process: view ingest_run_status): a corpus is
+-- not deleted under an ingest that is writing to it.
+SELECT s.run_id FROM ingest_run_status s JOIN ingest_run r ON r.id = s.run_id
+WHERE r.corpus_id = %(corpus_id)s AND s.state = 'running' ORDER BY s.run_id;
+
+-- name: delete_runs
+-- The corpus's runs, once its pairs are gone (their rejected rows cascade).
+DELETE FROM ingest_run WHERE corpus_id = %(corpus_id)s;
+
+-- name: delete_corpus
+DELETE FROM corpus WHERE id = %(corpus_id)s;
+
+-- name: source_pairs
+-- The pairs of this corpus, from other runs, whose source sentence is one of a batch's:
+-- what --on-conflict decides about. {src} is the pair's column of the source side (a_id:
+-- the unique key's first column; b_id: pair_b_idx).
+SELECT p.id, p.a_id, p.b_id FROM pair p
+WHERE p.{src} = ANY(%(src_ids)s::bigint[]) AND p.corpus_id = %(corpus_id)s
+  AND p.run_id IS DISTINCT FROM %(run_id)s;

@@ -1,0 +1,57 @@
+"""``scoi db check`` as a user runs it: a line per check as it ends, and an interrupted
+check leaves no statement running on the server."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+import psycopg
+import pytest
+
+from scoi.db.check import APPLICATION_NAME, checks
+from tests.helpers.cli import cli, last_json, scoi_env
+
+
+def test_db_check_prints_a_line_per_check_with_its_time(db_url):
+    result = cli(["db", "check"], db_url)
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == len(checks()) + 1
+    for line, name in zip(lines, checks()):
+        assert line.startswith("ok ") and f" {name}: " in line and line.endswith(" s)"), line
+    assert lines[-1].startswith(f"{len(checks())} of {len(checks())} checks passed in ")
+    out = last_json(cli(["db", "check", "--json"], db_url))
+    assert all(c["seconds"] >= 0 for c in out["checks"]) and out["seconds"] >= 0
+
+
+def _backends(url: str) -> list[tuple]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        return conn.execute("SELECT pid, state, wait_event_type FROM pg_stat_activity WHERE application_name = %s",
+                            [APPLICATION_NAME]).fetchall()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_check_leaves_no_statement_on_the_server(db_url, signum):
+    """The first check waits on a lock another session holds (a check slow at 1M pairs);
+    the signal cancels it on the server, while the lock is still held."""
+    with psycopg.connect(db_url) as holder:
+        holder.execute("LOCK TABLE pair IN ACCESS EXCLUSIVE MODE")
+        proc = subprocess.Popen([sys.executable, "-m", "scoi.cli.main", "db", "check"], env=scoi_env(db_url),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 60
+            while not any(w == "Lock" for _, _, w in _backends(db_url)):
+                assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+                time.sleep(0.1)
+            proc.send_signal(signum)
+            out, err = proc.communicate(timeout=30)
+            assert _backends(db_url) == []  # the lock is still held: a statement left would be waiting
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == (130 if signum == signal.SIGINT else 128 + signum), err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert "cancelled" in err
