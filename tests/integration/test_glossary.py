@@ -9,8 +9,13 @@ from pathlib import Path
 
 import psycopg
 
+from scoi.core.prompt import Example, render_prompt
+from scoi.jobs.create import submit
+from scoi.jobs.spec import JobSpec
+from scoi.jobs.worker import Worker, WorkerOptions
+from scoi.selector import Selector
 from tests.helpers.cli import last_json, refused, scoi_cli
-from tests.helpers.fake_openai import FakeOpenAI
+from tests.helpers.fake_openai import FakeOpenAI, ok_length
 from tests.helpers.jobs import items, submit_lines
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "glossary"
@@ -127,7 +132,6 @@ def test_a_glossary_for_another_pair_is_refused_by_jobs(job_db: str, tmp_path: P
 def test_the_api_returns_terms_and_the_job_view_sums_up_the_check(job_db: str) -> None:
     from fastapi.testclient import TestClient
 
-    from scoi.jobs.worker import Worker, WorkerOptions
     from scoi.service.app import create_app
     from scoi.service.config import ModelConfig, ServeConfig
 
@@ -162,3 +166,31 @@ def test_match_uses_the_only_glossary_and_asks_for_a_name_when_there_are_several
     add(db_url, CSV, "--name", "commerce")
     refused(scoi_cli(["glossary", "match", "le conseil", "--src", "fr", "--tgt", "en"], db_url),
             "give --glossary NAME; the glossaries are: board, commerce")
+
+
+def test_a_prompt_fitted_to_the_context_keeps_its_glossary_block(job_db: str) -> None:
+    """Fitting drops last-ranked examples, never the terms: every attempt is rendered
+    with the item's glossary block (context counted in words by the server's /tokenize)."""
+
+    add(job_db, TBX)
+    query = "Le conseil d'administration de l'ONU joue dans le parc."
+    terms = [{"src": "conseil d'administration", "tgt": "board of directors", "note": "Gouvernance"},
+             {"src": "ONU", "tgt": "UN", "note": "Toujours en majuscules."}]
+    with Selector("fr", "en", url=job_db) as sel:
+        ranked = [Example(p.src, p.tgt) for p in sel.select(query, k=4, method="scoi").selected]
+    assert len(ranked) == 4
+    new_tokens = 16
+    fitted = render_prompt(query, ranked[:2], "fr", "en", glossary=terms)
+    context = len(fitted.split()) + new_tokens  # room for the block and two examples
+
+    with FakeOpenAI(answer=ok_length, tokenize=lambda text: len(text.split())) as server, \
+            psycopg.connect(job_db, autocommit=True) as conn:
+        job = submit(conn, JobSpec("fr", "en", model="openai:stub", method="scoi", k=4, max_new_tokens=new_tokens,
+                                   glossary="board", backend_options={"base_url": server.url, "max_retries": 0,
+                                                                      "context": context}), [query])
+        with Worker(job_db, WorkerOptions(burst=True)) as w:
+            assert w.run().done == 1
+        sent = [c["body"]["prompt"] for c in server.calls if c["path"].endswith("/completions")]
+    [row] = items(job_db, job)
+    assert row["examples_used"] == 2 and sent == [row["prompt"]] == [fitted]
+    assert fitted.startswith("Glossary:\n- conseil d'administration \u2192 board of directors")
