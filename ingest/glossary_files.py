@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ingest.readers import InputError, open_text, safe_iterparse
+from ingest.readers import InputError, open_text
+from scoi.formats.xmlsafe import SAFE, doctype_problem
 from scoi.textfile import TextFileError, decode_line
 
 GLOSSARY_FORMATS = ("tbx", "csv", "tsv")
@@ -99,15 +100,21 @@ def read_tbx(file: str, src_lang: str, tgt_lang: str) -> list[TermRow]:
     and TBX 2019 (``<conceptEntry>``, ``<langSec>``, ``<termSec>``): every source term of an
     entry paired with every target term of it; an entry lacking one of the languages is
     not for this pair and is passed over. The note is the entry's first ``<note>`` or
-    ``<descrip>`` (a definition). Parsed as TMX is (ingest.readers.safe_iterparse)."""
+    ``<descrip>`` (a definition). Streamed with scoi.formats.xmlsafe's settings and
+    check, as TMX is: no DTD, no entity, no network, an internal DTD subset refused."""
     from lxml import etree
 
     src, tgt = _base(src_lang), _base(tgt_lang)
     rows: list[TermRow] = []
-    saw_body = False
+    saw_body = checked = False
     with open_text(file) as fh:
+        tags = ("{*}termEntry", "{*}conceptEntry", "{*}body", "{*}text")
         try:
-            for _, el in safe_iterparse(fh, ("{*}termEntry", "{*}conceptEntry", "{*}body", "{*}text")):
+            for _, el in etree.iterparse(fh, events=("end",), tag=tags, recover=False, **SAFE):
+                if not checked:
+                    checked = True
+                    if problem := doctype_problem(el.getroottree().docinfo):
+                        raise InputError(file, 1, problem)
                 name = _local(el.tag)
                 if name in ("body", "text"):
                     saw_body = True

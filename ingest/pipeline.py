@@ -284,7 +284,7 @@ def _embedder(model: str | None) -> Embedder | None:
 
 def _default_corpus_name(files: list[str]) -> str:
     name = os.path.basename(files[0])
-    for suffix in (".gz", ".tsv", ".txt", ".tmx", ".jsonl", ".json"):
+    for suffix in (".gz", ".tsv", ".txt", ".tmx", ".jsonl", ".json", ".xlf", ".xliff", ".po"):
         name = name.removesuffix(suffix)
     if len(files) == 2:  # europarl-v7.fr-en.fr -> europarl-v7.fr-en
         name = name.rsplit(".", 1)[0] if "." in name else name

@@ -22,9 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from scoi.formats import DocumentError, po, xliff
+from scoi.formats.xmlsafe import SAFE, doctype_problem
 from scoi.textfile import TextFileError, decode_line, raw_lines
 
-FORMATS = ("tsv", "moses", "tmx", "jsonl")
+FORMATS = ("tsv", "moses", "tmx", "jsonl", "xliff", "po")
 
 # What the database can store and index, checked before anything is written:
 # sentence.tsv is to_tsvector(text), at most 1 MB; bm25_doc.dl, posting.tf/dl and
@@ -234,10 +236,12 @@ def detect_format(files: list[str]) -> str:
     if len(files) == 2:
         return "moses"
     name = files[0].lower().removesuffix(".gz")
-    for ext, fmt in ((".tsv", "tsv"), (".txt", "tsv"), (".tmx", "tmx"), (".jsonl", "jsonl"), (".json", "jsonl")):
+    for ext, fmt in ((".tsv", "tsv"), (".txt", "tsv"), (".tmx", "tmx"), (".jsonl", "jsonl"), (".json", "jsonl"),
+                     (".xlf", "xliff"), (".xliff", "xliff"), (".po", "po")):
         if name.endswith(ext):
             return fmt
-    raise InputError(files[0], None, "cannot tell the format from the file name; pass --format tsv|moses|tmx|jsonl")
+    raise InputError(files[0], None, "cannot tell the format from the file name; pass --format "
+                     "tsv|moses|tmx|jsonl|xliff|po")
 
 
 def read_records(files: list[str], fmt: str, *, src_lang: str = "", tgt_lang: str = "",
@@ -256,6 +260,8 @@ def read_records(files: list[str], fmt: str, *, src_lang: str = "", tgt_lang: st
         yield from read_jsonl(files[0])
     elif fmt == "tmx":
         yield from read_tmx(files[0], src_lang, tgt_lang, keep_codes=tmx_keep_codes)
+    elif fmt in ("xliff", "po"):
+        yield from read_cat(files[0], fmt, src_lang, tgt_lang)
     else:
         raise InputError(files[0], None, f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
 
@@ -457,16 +463,6 @@ def _pick_tuv(tuvs: list[tuple[str, object]], wanted: str) -> tuple[object | Non
     return (tuvs[best[1]][1] if best[0] else None), matching
 
 
-def safe_iterparse(fh: IO[bytes], tags: tuple[str, ...]) -> Iterator[tuple[str, Any]]:
-    """lxml's ``iterparse`` over ``tags`` (end events) as every XML input is read (TMX, TBX):
-    no recovery from malformed XML; huge_tree off, so libxml2's limits hold (a text node of
-    at most 10 MB, nesting of at most 256 levels, entity amplification refused); lxml's
-    defaults otherwise: no network, no external DTD, external entities (XXE) never resolved."""
-    from lxml import etree
-
-    return etree.iterparse(fh, events=("end",), tag=tags, recover=False, huge_tree=False)
-
-
 def read_tmx(file: str, src_lang: str, tgt_lang: str, *, keep_codes: bool = False) -> Iterator[Record]:
     """TMX 1.4: each ``<tu>`` with a ``<tuv xml:lang=...>`` per language, matched as
     :func:`lang_matches` says (several of one language: the exact code, else the first,
@@ -476,11 +472,19 @@ def read_tmx(file: str, src_lang: str, tgt_lang: str, *, keep_codes: bool = Fals
 
     _check_root(file)
     with open_text(file) as fh:
-        parser = safe_iterparse(fh, ("tu", "body", "header"))
-        saw_body = False
+        # scoi.formats.xmlsafe's settings: no DTD loaded, no entity resolved, nothing fetched,
+        # and libxml2's limits (a text node of at most 10 MB, nesting of at most 256 levels),
+        # so one segment never takes more memory than that; an internal DTD subset is refused.
+        parser = etree.iterparse(fh, events=("end",), tag=("tu", "body", "header"), recover=False, **SAFE)
+        saw_body = checked = False
         header: dict[str, Any] = {}
         try:
             for _, el in parser:
+                if not checked:
+                    checked = True
+                    problem = doctype_problem(el.getroottree().docinfo)
+                    if problem:
+                        raise InputError(file, 1, problem)
                 if el.tag == "header":
                     header = tmx_meta(el, attributes=False)
                     continue
@@ -528,7 +532,7 @@ def _check_root(file: str) -> None:
 
     with open_text(file) as fh:
         try:
-            for _, el in etree.iterparse(fh, events=("start",), recover=False, huge_tree=False):
+            for _, el in etree.iterparse(fh, events=("start",), recover=False, **SAFE):
                 tag = etree.QName(el).localname if isinstance(el.tag, str) else str(el.tag)
                 if tag != "tmx":
                     raise InputError(file, el.sourceline, f"not a TMX file (root element <{tag}>); "
@@ -540,5 +544,20 @@ def _check_root(file: str) -> None:
             raise InputError(file, e.lineno, f"malformed TMX: {e.msg}") from None
 
 
-__all__ = ["FORMATS", "Record", "InputError", "read_records", "detect_format", "open_text", "lang_matches",
-           "safe_iterparse"]
+def read_cat(file: str, fmt: str, src_lang: str, tgt_lang: str) -> Iterator[Record]:
+    """A bilingual CAT file (XLIFF 1.2/2.x, PO: scoi.formats): each segment or message that
+    has a translation is a pair; inline codes around text keep their text, the others are
+    dropped. Read whole, with the XML safety of scoi.formats.xmlsafe."""
+    with open_text(file) as fh:
+        data = fh.read()
+    try:
+        for line, src, tgt in (xliff if fmt == "xliff" else po).pairs(data, file, src_lang, tgt_lang):
+            yield _check(file, line, src, tgt)
+    except DocumentError as e:  # "FILE:LINE: problem" or "FILE: problem"
+        m = re.match(rf"{re.escape(str(file))}(?::(\d+))?: (.*)", str(e), re.DOTALL)
+        if m is None:
+            raise InputError(file, None, str(e)) from None
+        raise InputError(file, int(m.group(1)) if m.group(1) else None, m.group(2)) from None
+
+
+__all__ = ["FORMATS", "Record", "InputError", "read_records", "detect_format", "open_text", "lang_matches"]

@@ -1,7 +1,7 @@
 """Glossaries (term bases): source/target term pairs put into prompts and checked in outputs.
 
 Revision ID: 0033
-Revises: 0030 (written on 0023; rechained after merging main)
+Revises: 0032 (written on 0023; rechained after merging main)
 Create Date: 2026-11-26
 
 - ``glossary``: a named term base (``scoi glossary add FILE --name N``).
@@ -21,7 +21,7 @@ Create Date: 2026-11-26
 from alembic import op
 
 revision = "0033"
-down_revision = "0030"
+down_revision = "0032"
 branch_labels = None
 depends_on = None
 

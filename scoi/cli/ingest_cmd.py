@@ -12,12 +12,12 @@ from scoi.core.limits import LIMITS
 
 
 def ingest(
-    file: Path = typer.Argument(..., help="Corpus file (TSV, TMX, JSONL), or the source file of a Moses pair."),
+    file: Path = typer.Argument(..., help="Corpus file (TSV, TMX, JSONL, XLIFF, PO with translations), or the source file of a Moses pair."),
     file2: Path | None = typer.Argument(None, help="Target file of a Moses pair (aligned line by line)."),
     src: str = typer.Option(..., "--src", help="Source language code, e.g. fr."),
     tgt: str = typer.Option(..., "--tgt", help="Target language code, e.g. en."),
     corpus: str | None = typer.Option(None, "--corpus", help="Corpus name (default: from the file name)."),
-    fmt: str | None = typer.Option(None, "--format", help="tsv | moses | tmx | jsonl (default: guessed)."),
+    fmt: str | None = typer.Option(None, "--format", help="tsv | moses | tmx | jsonl | xliff | po (default: guessed)."),
     workers: int = typer.Option(1, "--workers", min=0, max=LIMITS["workers"][1],
                                 help="Parser processes (0 = parse in this process)."),
     parser: list[str] = typer.Option([], "--parser", help=PARSER_HELP),

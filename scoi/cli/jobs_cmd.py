@@ -69,7 +69,11 @@ def _job(conn, ref: str):
 @job_app.command("submit")
 @job_options()
 def submit(
-    input_file: Path | None = typer.Option(None, "--input", "-i", help="Text file, one source sentence per line."),
+    input_file: Path | None = typer.Option(None, "--input", "-i",
+                                           help="Text file, one source sentence per line; or a CAT file (.xlf, "
+                                                ".xliff: XLIFF 1.2/2.x; .po, .pot: gettext), one item per "
+                                                "untranslated segment, written back by `job export --format "
+                                                "xliff|po`."),
     source_sql: str | None = typer.Option(None, "--source-sql", help=SOURCE_SQL_HELP + " Instead of --input."),
     source_url: str | None = typer.Option(None, "--source-url", help=SOURCE_URL_HELP),
     source_timeout: float = typer.Option(30.0, "--source-timeout", help=SOURCE_TIMEOUT_HELP),
@@ -85,6 +89,7 @@ def submit(
     """Create a job with one item per input line (or per row of --source-sql); `scoi worker`
     translates them (and upserts them into --dest-table)."""
     from scoi.jobs.create import submit as submit_job
+    from scoi.jobs.documents import document_format, submit_document
     from scoi.jobs.spec import JobError
 
     if (input_file is None) == (source_sql is None):
@@ -106,6 +111,10 @@ def submit(
                 source = Source("sql", query=source_sql, url=source_url, timeout=source_timeout)
                 job_id, added = submit_from_source(conn, spec, source, dest, database_url())
                 n_items = added.added
+            elif document_format(input_file) is not None:
+                if references is not None:
+                    fail("--references goes with a text --input, not with an XLIFF or PO file")
+                job_id, n_items = submit_document(conn, spec, input_file)
             else:
                 sources, refs = _read_inputs(input_file, references)
                 job_id = submit_job(conn, spec, sources, refs, input_path=str(input_file.resolve()),
@@ -145,9 +154,14 @@ def sync(
     Lines are matched by content, so rerunning adds nothing, and appending lines to the
     file adds exactly those. Follow with `scoi worker --burst --job NAME`.
     """
+    from scoi.jobs.documents import document_format
     from scoi.jobs.sync import sync as sync_job
     from scoi.jobs.spec import JobError, JobSpec
 
+    if document_format(input_file) is not None:
+        fail(f"{input_file}: job sync reads text lines; for an XLIFF or PO file that grows, add a schedule "
+             f"(`scoi schedule add NAME --input {input_file} --dest-file OUT --dest-format "
+             f"{document_format(input_file)} ...`), or submit it as a job (`scoi job submit --input`)")
     sources, refs = _read_inputs(input_file, references)
     given = {a for a, v in (("src", src), ("tgt", tgt), ("model", model), ("method", method), ("k", k),
                             ("template", template)) if v is not None}
@@ -226,25 +240,37 @@ def status_cmd(job: str = typer.Argument(..., help="Job id or name."),
         _say(f"  item {w['idx']} [{w['status']}]: {w['warning']}")
     for d in st["delivery_errors"]:
         _say(f"  item {d['idx']} [undelivered, key {d['source_key']!r}]: {d['delivery_error']}")
+    if st["qa"]["flagged"]:
+        _say(f"  {st['qa']['flagged']} items broke their inline codes (QA; flagged in the exported file):")
+    for q in st["qa"]["items"]:
+        _say(f"  item {q['idx']} [qa, key {q['source_key']!r}]: {'; '.join(q['qa'])}")
 
 
 # --------------------------------------------------------------------------- job export / retry / cancel
 @job_app.command("export")
 def export_cmd(
     job: str = typer.Argument(..., help="Job id or name."),
-    fmt: str = typer.Option("jsonl", "--format", "-f", help="jsonl | tsv."),
+    fmt: str = typer.Option("jsonl", "--format", "-f",
+                            help="jsonl | tsv | xliff | po (xliff, po: the job's CAT file with targets filled)."),
     output: Path | None = typer.Option(None, "--output", "-o",
                                        help="Write to this file (a new file or a regular one, replaced atomically) "
                                             "instead of stdout; - is stdout."),
     with_prompt: bool = typer.Option(False, "--with-prompt", help="Add each item's prompt and raw output."),
     json_out: bool = typer.Option(False, "--json", help="With -o: last line of stdout is a JSON summary."),
 ) -> None:
-    """One row per item in input order: index, source, output, reference, status, ..."""
+    """One row per item in input order: index, source, output, reference, status, ..., qa.
+
+    A job submitted from an XLIFF or PO file exports as that file (--format xliff or po):
+    ids, notes and untouched units kept, each done segment's target filled with its inline
+    codes restored and marked for review (XLIFF 1.2 needs-review-translation, 2.x initial,
+    PO fuzzy); a segment whose codes the model broke also gets a QA note."""
+    from scoi.jobs.documents import DOCUMENT_FORMATS, export_document
     from scoi.jobs.export import export_rows, export_target, export_to_file, write_export, EXPORT_FORMATS
     from scoi.jobs.spec import JobError
 
-    if fmt not in EXPORT_FORMATS:
-        fail(f"unknown format {fmt!r}; expected one of {', '.join(EXPORT_FORMATS)}")
+    formats = EXPORT_FORMATS + DOCUMENT_FORMATS
+    if fmt not in formats:
+        fail(f"unknown format {fmt!r}; expected one of {', '.join(formats)}")
     if output is not None and str(output) == "-":
         output = None
     try:
@@ -252,6 +278,11 @@ def export_cmd(
             export_target(output)  # a bad path fails before the database is asked anything
         with _connect() as conn:
             j = _job(conn, job)
+            if output is None and fmt in DOCUMENT_FORMATS:
+                data, _ = export_document(conn, j.id, fmt)
+                sys.stdout.buffer.write(data)
+                sys.stdout.flush()
+                return
             if output is None:
                 write_export(export_rows(conn, j.id, with_prompt=with_prompt), fmt, sys.stdout)
                 sys.stdout.flush()
@@ -262,7 +293,7 @@ def export_cmd(
     if json_out:
         emit_json({"job_id": j.id, "rows": n, "output": str(output), "format": fmt})
     else:
-        _say(f"{n} rows written to {output}")
+        _say(f"{n} {'targets' if fmt in DOCUMENT_FORMATS else 'rows'} written to {output}")
 
 
 @job_app.command("retry")

@@ -48,7 +48,9 @@ def add(
     tz: str = typer.Option("UTC", "--timezone", help="Time zone the cron fields are read in (IANA name)."),
     input_file: Path | None = typer.Option(None, "--input", "-i",
                                            help="Source: a text file in $SCOI_SOURCE_DIR (the workers' "
-                                                "--source-dir); each run adds its new lines."),
+                                                "--source-dir); each run adds its new lines; or a CAT file "
+                                                "(.xlf, .xliff, .po, .pot) there, each run adds its new "
+                                                "segments (by key) and keeps the file as read."),
     source_sql: str | None = typer.Option(None, "--source-sql", help=SOURCE_SQL_HELP),
     source_url: str | None = typer.Option(None, "--source-url", help=SOURCE_URL_HELP),
     source_timeout: float = typer.Option(30.0, "--source-timeout", help=SOURCE_TIMEOUT_HELP),
@@ -59,7 +61,9 @@ def add(
     dest_file: Path | None = typer.Option(None, "--dest-file",
                                           help="Destination: a file in $SCOI_DEST_DIR (the workers' --dest-dir), "
                                                "rewritten when the job has nothing left."),
-    dest_format: str = typer.Option("tsv", "--dest-format", help="Format of --dest-file: tsv | jsonl."),
+    dest_format: str = typer.Option("tsv", "--dest-format",
+                                    help="Format of --dest-file: tsv | jsonl | xliff | po (xliff, po: the CAT "
+                                         "file the schedule reads, targets filled)."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the schedule as JSON."),
     opts: JobOptions = JobOptions(),
 ) -> None:

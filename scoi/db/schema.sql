@@ -432,6 +432,21 @@ CREATE TABLE public.job_destination (
     CONSTRAINT job_destination_kind_check CHECK ((kind = ANY (ARRAY['file'::text, 'table'::text])))
 );
 
+-- TABLE job_document
+
+CREATE TABLE public.job_document (
+    job_id bigint NOT NULL,
+    format text NOT NULL,
+    name text NOT NULL,
+    content bytea NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT job_document_format_check CHECK ((format = ANY (ARRAY['xliff'::text, 'po'::text])))
+);
+
+-- COMMENT TABLE job_document
+
+COMMENT ON TABLE public.job_document IS 'The XLIFF or PO file a job was submitted from, as given: job export --format xliff|po fills its targets.';
+
 -- TABLE job_item
 
 CREATE TABLE public.job_item (
@@ -463,6 +478,8 @@ CREATE TABLE public.job_item (
     origin text,
     origin_pair_id bigint,
     examples_used integer,
+    masked text,
+    qa text[],
     term_check jsonb,
     CONSTRAINT job_item_examples_used_check CHECK ((examples_used >= 0)),
     CONSTRAINT job_item_max_attempts_check CHECK ((max_attempts >= 1)),
@@ -497,6 +514,14 @@ COMMENT ON COLUMN public.job_item.origin_pair_id IS 'The pair whose translation 
 -- COMMENT COLUMN job_item.examples_used
 
 COMMENT ON COLUMN public.job_item.examples_used IS 'Examples the prompt kept: below the job''s k when examples were dropped (last-ranked first) to fit the model''s context; NULL until done.';
+
+-- COMMENT COLUMN job_item.masked
+
+COMMENT ON COLUMN public.job_item.masked IS 'The source with its inline codes as numbered placeholders (<1>...</1>, <2/>), as the prompt shows it; NULL for plain text.';
+
+-- COMMENT COLUMN job_item.qa
+
+COMMENT ON COLUMN public.job_item.qa IS 'QA flags of the output''s placeholders (missing, extra, misnested, invented markup); {} when fine, NULL when not checked.';
 
 -- COMMENT COLUMN job_item.term_check
 
@@ -1309,6 +1334,11 @@ ALTER TABLE ONLY public.ingest_run
 ALTER TABLE ONLY public.job_destination
     ADD CONSTRAINT job_destination_pkey PRIMARY KEY (job_id);
 
+-- CONSTRAINT job_document job_document_pkey
+
+ALTER TABLE ONLY public.job_document
+    ADD CONSTRAINT job_document_pkey PRIMARY KEY (job_id);
+
 -- CONSTRAINT job_item job_item_pkey
 
 ALTER TABLE ONLY public.job_item
@@ -1661,6 +1691,11 @@ ALTER TABLE ONLY public.ingest_run
 
 ALTER TABLE ONLY public.job_destination
     ADD CONSTRAINT job_destination_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.job(id) ON DELETE CASCADE;
+
+-- FK CONSTRAINT job_document job_document_job_id_fkey
+
+ALTER TABLE ONLY public.job_document
+    ADD CONSTRAINT job_document_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.job(id) ON DELETE CASCADE;
 
 -- FK CONSTRAINT job_item job_item_job_id_fkey
 

@@ -1,5 +1,6 @@
 """A job's items out of the database: rows streamed in input order, written as JSON lines
-or TSV, to a file atomically (through ``PATH.part``) or to a stream.
+or TSV, to a file atomically (through ``PATH.part``) or to a stream; or, for a job submitted
+from an XLIFF or PO file, that file with its targets filled (scoi.jobs.documents).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any, Iterator
 
 import psycopg
 
+from scoi.jobs.documents import DOCUMENT_FORMATS, export_document
 from scoi.jobs.spec import JobError
 from scoi.jobs.store import SQL
 
@@ -21,7 +23,7 @@ EXPORT_FORMATS = ("jsonl", "tsv")
 
 
 EXPORT_COLUMNS = ("index", "source", "output", "reference", "status", "attempts", "error", "warning",
-                  "selection_id", "select_ms", "generate_ms", "overhead_ms", "examples_used")
+                  "selection_id", "select_ms", "generate_ms", "overhead_ms", "examples_used", "qa")
 
 
 def export_rows(conn: psycopg.Connection, job_id: int, *, with_prompt: bool = False) -> Iterator[dict[str, Any]]:
@@ -30,11 +32,11 @@ def export_rows(conn: psycopg.Connection, job_id: int, *, with_prompt: bool = Fa
         cur.itersize = 2000
         cur.execute(SQL["export_items"], {"id": job_id})
         for (idx, source, output, reference, st, attempts, error, warning, selection_id,
-             select_ms, generate_ms, overhead_ms, raw_output, prompt, examples_used) in cur:
+             select_ms, generate_ms, overhead_ms, raw_output, prompt, examples_used, qa) in cur:
             row = {"index": idx, "source": source, "output": output, "reference": reference, "status": st,
                    "attempts": attempts, "error": error, "warning": warning, "selection_id": selection_id,
                    "select_ms": select_ms, "generate_ms": generate_ms, "overhead_ms": overhead_ms,
-                   "examples_used": examples_used}
+                   "examples_used": examples_used, "qa": qa}
             if with_prompt:
                 row["prompt"] = prompt
                 row["raw_output"] = raw_output
@@ -70,6 +72,8 @@ def write_export(rows: Iterator[dict[str, Any]], fmt: str, out: Any) -> int:
         if writer is None:  # the header follows the rows' keys (with_prompt adds two)
             writer = csv.DictWriter(out, fieldnames=list(row), delimiter="\t", lineterminator="\n")
             writer.writeheader()
+        if row.get("qa") is not None:  # QA flags of a CAT-file item: one cell
+            row = {**row, "qa": "; ".join(row["qa"])}
         writer.writerow(row)
         n += 1
     if writer is None:
@@ -103,7 +107,8 @@ def export_to_file(conn: psycopg.Connection, job_id: int, fmt: str, path: Path, 
                    with_prompt: bool = False) -> int:
     """Write the export to ``path`` (see :func:`export_target`) through ``PATH.part`` in the
     same folder, renamed over ``path`` at the end, so readers never see a half-written
-    export; the number of rows. On any failure the ``.part`` file is removed."""
+    export; the number of rows (``xliff``/``po``: of targets filled). On any failure the
+    ``.part`` file is removed."""
     target = export_target(path)
     tmp = target.with_name(target.name + ".part")
     try:  # O_EXCL | O_NOFOLLOW: never write through whatever sits at PATH.part
@@ -113,8 +118,13 @@ def export_to_file(conn: psycopg.Connection, job_id: int, fmt: str, path: Path, 
     except OSError as e:
         raise JobError(f"cannot export to {path}: cannot create {tmp}: {e.strerror or e}") from None
     try:
-        with open(fd, "w", encoding="utf-8", newline="") as fh:
-            n = write_export(export_rows(conn, job_id, with_prompt=with_prompt), fmt, fh)
+        if fmt in DOCUMENT_FORMATS:
+            with open(fd, "wb") as bfh:
+                data, n = export_document(conn, job_id, fmt)
+                bfh.write(data)
+        else:
+            with open(fd, "w", encoding="utf-8", newline="") as fh:
+                n = write_export(export_rows(conn, job_id, with_prompt=with_prompt), fmt, fh)
         export_target(path)  # still a regular file or absent: checked again just before the rename
         tmp.replace(target)
     except BaseException as e:

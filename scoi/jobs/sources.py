@@ -42,9 +42,11 @@ from typing import Any, Callable
 import psycopg
 from psycopg import sql
 
+from scoi.core import inline
 from scoi.config import ENV_DEST_DIR, ENV_SOURCE_DIR, dest_dir_from_env, source_dir_from_env
 from scoi.db.queries import load
 from scoi.jobs.create import new_job
+from scoi.jobs.documents import DOCUMENT_FORMATS, append_document, document_format, read_segments
 from scoi.jobs.export import EXPORT_FORMATS, export_to_file
 from scoi.jobs.spec import JobError, JobSpec, read_lines
 from scoi.jobs.store import append_new
@@ -228,7 +230,11 @@ class Source:
 
 
 def read_source(source: Source, default_url: str) -> list[tuple[str | None, str]]:
-    """The source's (key, text) rows: keys for a query, None for the lines of a file."""
+    """The source's (key, text) rows: keys for a query, None for the lines of a file, the
+    segment keys and texts (without codes) of a CAT file (XLIFF, PO: scoi.jobs.documents)."""
+    if source.kind == "file" and document_format(source.path or "") is not None:
+        path = source_file_path(source.path or "", source_dir_from_env())
+        return [(s.key, inline.plain(s.masked)) for s in read_segments(path)[2]]
     if source.kind == "file":
         return [(None, line) for line in read_lines(source_file_path(source.path or "", source_dir_from_env()))]
     if source.url is not None:
@@ -355,6 +361,10 @@ def append_from_source(conn: psycopg.Connection, job_id: int, max_attempts: int,
     """Add to the job the source rows it does not hold yet (by key; by content hash for a
     file), inside the caller's transaction. The source is read (unless the caller read it
     already: ``rows``), and checked, before anything is written or locked."""
+    if source.kind == "file" and document_format(source.path or "") is not None:
+        added, skipped = append_document(conn, job_id, max_attempts,
+                                         source_file_path(source.path or "", source_dir_from_env()))
+        return Appended(added=added, skipped=skipped)
     if rows is None:
         rows = read_source(source, default_url)
     keys = [key for key, _ in rows] if source.kind == "sql" else None
@@ -420,8 +430,14 @@ class Destination:
         ``keys``, one the key column's type does not take or two that are one value once
         cast (1.0 and 1.00 in a numeric key)."""
         if self.kind == "file":
-            if self.format not in EXPORT_FORMATS:
-                raise SourceError(f"unknown --dest-format {self.format!r}; expected {' or '.join(EXPORT_FORMATS)}")
+            document = document_format(source.path or "") if source.kind == "file" else None
+            if self.format in DOCUMENT_FORMATS and self.format != document:
+                raise SourceError(f"--dest-format {self.format} writes back the CAT file a schedule reads; the source "
+                                  f"is not a{'n XLIFF' if self.format == 'xliff' else ' PO'} file (--input "
+                                  f"{'FILE.xlf' if self.format == 'xliff' else 'FILE.po'})")
+            if self.format not in EXPORT_FORMATS + DOCUMENT_FORMATS:
+                raise SourceError(f"unknown --dest-format {self.format!r}; expected "
+                                  f"{' or '.join(EXPORT_FORMATS + DOCUMENT_FORMATS)}")
             parent = Path(self.path or "").expanduser().resolve().parent
             if not parent.is_dir():
                 raise SourceError(f"--dest-file {self.path}: directory {parent} does not exist")

@@ -45,16 +45,19 @@ def insert_job(conn: psycopg.Connection, spec: JobSpec, input_path: str | None, 
 
 def add_items(conn: psycopg.Connection, job_id: int, start: int, sources: Sequence[str],
               references: Sequence[str | None] | None, max_attempts: int, *,
-              keys: Sequence[str | None] | None = None) -> int:
+              keys: Sequence[str | None] | None = None, masked: Sequence[str | None] | None = None) -> int:
     """COPY items ``start``, ``start+1``, ... into the job; blank sources are done at once.
-    ``keys``: the source rows' keys (table sources, scoi.jobs.sources)."""
+    ``keys``: the source rows' keys (table sources, scoi.jobs.sources; segment keys of a CAT
+    file). ``masked``: the sources with their inline codes as placeholders (CAT files)."""
     refs = references if references is not None else [None] * len(sources)
     item_keys = keys if keys is not None else [None] * len(sources)
+    item_masked = masked if masked is not None else [None] * len(sources)
     with conn.cursor().copy(SQL["copy_items"]) as cp:
-        for i, (src, ref, key) in enumerate(zip(sources, refs, item_keys)):
+        for i, (src, ref, key, mask) in enumerate(zip(sources, refs, item_keys, item_masked)):
             blank = not src
             cp.write_row((job_id, start + i, src, source_hash(src), ref, max_attempts,
-                          "done" if blank else "queued", "" if blank else None, "now" if blank else None, key))
+                          "done" if blank else "queued", "" if blank else None, "now" if blank else None, key,
+                          mask))
     return len(sources)
 
 
@@ -78,30 +81,34 @@ def lock_for_append(conn: psycopg.Connection, job_id: int) -> tuple[int, set[str
 
 def append_new(conn: psycopg.Connection, job_id: int, max_attempts: int, texts: Sequence[str],
                references: Sequence[str | None] | None = None, *,
-               keys: Sequence[str | None] | None = None) -> tuple[int, int]:
+               keys: Sequence[str | None] | None = None,
+               masked: Sequence[str | None] | None = None) -> tuple[int, int]:
     """Append the texts the job does not hold yet, inside the caller's transaction, the job
     row locked (:func:`lock_for_append`). A text is known by its source key when ``keys``
     are given (table sources), else by its content hash; blank texts are skipped (added once
-    they have text). Returns (index of the first item added, number added): the one
+    they have text); ``masked``: the texts with their inline codes as placeholders (CAT
+    files). Returns (index of the first item added, number added): the one
     "append only new items" step of ``scoi job sync``, table sources and schedule runs."""
     next_idx, known = lock_for_append(conn, job_id)
     if keys is not None:
         known = {r[0] for r in conn.execute(SQL["known_keys"], {"job_id": job_id})}
     refs = references if references is not None else [None] * len(texts)
     marks = keys if keys is not None else [None] * len(texts)
-    new: list[tuple[str, str | None, str | None]] = []
-    for text, ref, key in zip(texts, refs, marks):
+    masks = masked if masked is not None else [None] * len(texts)
+    new: list[tuple[str, str | None, str | None, str | None]] = []
+    for text, ref, key, mask in zip(texts, refs, marks, masks):
         if not text:
             continue
         mark = key if keys is not None else source_hash(text)
         if mark in known:
             continue
         known.add(mark)
-        new.append((text, ref, key))
+        new.append((text, ref, key, mask))
     if new:
-        add_items(conn, job_id, next_idx, [t for t, _, _ in new],
-                  [r for _, r, _ in new] if references is not None else None, max_attempts,
-                  keys=[k for _, _, k in new] if keys is not None else None)
+        add_items(conn, job_id, next_idx, [t for t, _, _, _ in new],
+                  [r for _, r, _, _ in new] if references is not None else None, max_attempts,
+                  keys=[k for _, _, k, _ in new] if keys is not None else None,
+                  masked=[m for _, _, _, m in new] if masked is not None else None)
     return next_idx, len(new)
 
 
@@ -145,8 +152,9 @@ def status(conn: psycopg.Connection, job_id: int, errors: int = 5) -> dict[str, 
     """Progress of one job, with its latest scores, its running items by the state of
     their worker (``held_by``), a few of its errors (of the items' current attempts) and
     a few of its warnings (outputs cleaned to be stored) and of its undelivered items (outputs
-    its table destination refused, with why), and how many done items kept fewer than k
-    examples to fit the model's context (``examples_dropped``)."""
+    its table destination refused, with why), how many done items kept fewer than k
+    examples to fit the model's context (``examples_dropped``), and ``qa``: the items whose
+    answer broke their inline codes (CAT-file jobs), how many and the first few."""
     with conn.cursor(row_factory=dict_row) as cur:
         out = dict(cur.execute(SQL["job_progress"], {"id": job_id}).fetchone())
         out["errors"] = cur.execute(SQL["recent_errors"], {"id": job_id, "n": errors}).fetchall()
@@ -154,14 +162,16 @@ def status(conn: psycopg.Connection, job_id: int, errors: int = 5) -> dict[str, 
         out["delivery_errors"] = cur.execute(SQL["delivery_errors"], {"id": job_id, "n": errors}).fetchall()
         out["scores"] = cur.execute(SQL["latest_scores"], {"id": job_id}).fetchall()
         out["examples_dropped"] = cur.execute(SQL["examples_dropped"], {"id": job_id}).fetchone()
+        out["qa"] = {"flagged": cur.execute(SQL["qa_count"], {"id": job_id}).fetchone()["n"],
+                     "items": cur.execute(SQL["qa_flags"], {"id": job_id, "n": errors}).fetchall()}
         held = {r["holder_state"]: r["n"] for r in cur.execute(SQL["holder_counts"], {"id": job_id})}
     out["held_by"] = {state: held.get(state, 0) for state in HOLDER_STATES}
     return out
 
 
 def claim_items(conn: psycopg.Connection, worker: str, *, stall: float, n: int,
-                job_id: int | None) -> list[tuple[int, int, str, int]]:
-    """Claim up to ``n`` items: (job_id, idx, source, attempt) rows (see ``claim``)."""
+                job_id: int | None) -> list[tuple[int, int, str, int, str | None]]:
+    """Claim up to ``n`` items: (job_id, idx, source, attempt, masked) rows (see ``claim``)."""
     return conn.execute(SQL["claim"], {"worker": worker, "stall": stall, "n": n, "job_id": job_id}).fetchall()
 
 

@@ -52,7 +52,7 @@ from typing import Any, Callable, NamedTuple
 import psycopg
 
 from scoi import glossary
-from scoi.core import defaults
+from scoi.core import defaults, inline
 from scoi.core.methods import method
 from scoi.core.prompt import Example, PromptTooLong, extract_answer, fit_prompt, render_prompt, stop_markers
 from scoi.jobs import store
@@ -125,6 +125,7 @@ class Claimed:
     idx: int
     source: str
     attempt: int
+    masked: str | None = None  # the source with inline codes as placeholders (CAT files): the prompt's text
 
 
 @dataclass
@@ -151,6 +152,7 @@ class Generated(NamedTuple):
     raw_output: str | None
     generate_ms: float
     warning: str | None = None
+    qa: list[str] | None = None  # what the output broke of the source's inline codes (None: it has none)
     term_check: list[dict] | None = None  # [{src, tgt, found}] for a job with a glossary
 
 
@@ -187,7 +189,10 @@ def _generated(prepared: Prepared, gen: Any) -> Generated:
     PostgreSQL refuses (storable_text), the answer extracted from it, the change noted."""
     raw, note = storable_text(gen.text)
     warning = f"output cleaned: {note}" if note else None
-    return Generated(prepared, extract_answer(raw), raw, gen.seconds * 1000, warning)
+    answer = extract_answer(raw)
+    masked = prepared.item.masked
+    return Generated(prepared, answer, raw, gen.seconds * 1000, warning,
+                     inline.check(masked, answer) if masked is not None else None)
 
 
 def _render(job: Job, source: str, examples: list[Example], terms: Any = None) -> str:
@@ -216,7 +221,8 @@ def _fit_context(job: Job, backend: Any, prepared: list[Prepared], max_new_token
     too_long: list[Failed] = []
     for p in prepared:
         try:
-            p.prompt, p.examples_used = fit_prompt(lambda ex, p=p: _render(job, p.item.source, list(ex), p.terms),
+            text = p.item.masked or p.item.source
+            p.prompt, p.examples_used = fit_prompt(lambda ex, p=p, text=text: _render(job, text, list(ex), p.terms),
                                                    p.examples, backend.count_tokens, context, max_new_tokens)
         except PromptTooLong as e:
             too_long.append(Failed(p.item, f"PromptTooLong: {e}", p, final=True))
@@ -413,7 +419,7 @@ class Worker:
         if job.params.get("glossary"):  # docs/glossary.md: the terms found go into the prompt
             entries = glossary.cached_entries(self.url, job.params["glossary"], job.src_lang, job.tgt_lang)
             terms = glossary.match(entries, [item.source], job.src_lang)[0]
-        prompt = _render(job, item.source, examples, terms)
+        prompt = _render(job, item.masked or item.source, examples, terms)
         self.stats.add_phase("select", (tp - ts) * 1000)
         self.stats.add_phase("prompt", (time.perf_counter() - tp) * 1000)
         return Prepared(item, res, selector.labels if selector is not None else None, prompt, select_ms,
@@ -520,7 +526,8 @@ class Worker:
             "select_ms": [round(g.prepared.select_ms, 3) for g in done],
             "generate_ms": [round(g.generate_ms, 3) for g in done],
             "overhead_ms": [round(overhead, 3)] * len(done), "warnings": [g.warning for g in done],
-            "examples_used": [g.prepared.examples_used for g in done]})
+            "examples_used": [g.prepared.examples_used for g in done],
+            "qa": [None if g.qa is None else "\n".join(g.qa) for g in done]})
         written = set(rows)
         checked = [g for g in done
                    if g.term_check is not None and (g.prepared.item.job_id, g.prepared.item.idx) in written]

@@ -12,7 +12,7 @@ RETURNING id;
 -- Items go in with COPY (thousands of lines in one round trip). Blank sources are stored
 -- as done with an empty output, so exports stay line-aligned with the input.
 COPY job_item (job_id, idx, source, source_hash, reference, max_attempts, status, output, finished_at,
-                source_key)
+                source_key, masked)
 FROM STDIN;
 
 -- name: notify_items
@@ -62,6 +62,17 @@ SELECT idx, source_key, delivery_error FROM job_item
 WHERE job_id = %(id)s AND status = 'done' AND delivered_at IS NULL AND delivery_error IS NOT NULL
 ORDER BY idx
 LIMIT %(n)s;
+
+-- name: qa_flags
+-- Items of a CAT-file job whose answer broke its inline codes (job_item.qa, migration 0032):
+-- the first few with their flags (job status; qa_count counts them).
+SELECT idx, source_key, qa FROM job_item
+WHERE job_id = %(id)s AND cardinality(qa) > 0
+ORDER BY idx
+LIMIT %(n)s;
+
+-- name: qa_count
+SELECT count(*) AS n FROM job_item WHERE job_id = %(id)s AND cardinality(qa) > 0;
 
 -- name: recent_warnings
 -- Items whose output the worker had to clean to store it (NUL removed, ...).
@@ -127,7 +138,7 @@ SET status = 'running', locked_by = %(worker)s, locked_at = now(), heartbeat_at 
                                   p.holder, %(stall)s, i.attempts, i.max_attempts) END
 FROM picked p
 WHERE i.job_id = p.job_id AND i.idx = p.idx
-RETURNING i.job_id, i.idx, i.source, i.attempts;
+RETURNING i.job_id, i.idx, i.source, i.attempts, i.masked;
 
 -- name: register_worker
 -- A worker announces itself and takes its liveness lock on the connection it keeps for
@@ -182,13 +193,13 @@ UPDATE job_item i
 SET status = 'done', output = r.output, raw_output = r.raw_output, prompt = r.prompt,
     selection_id = r.selection_id, select_ms = r.select_ms, generate_ms = r.generate_ms,
     overhead_ms = r.overhead_ms, warning = r.warning, last_error = NULL, finished_at = now(), heartbeat_at = NULL,
-    examples_used = r.examples_used
+    examples_used = r.examples_used, qa = string_to_array(r.qa, E'\n')
 FROM unnest(%(job_ids)s::bigint[], %(idxs)s::int[], %(attempts)s::int[], %(selection_ids)s::bigint[],
             %(prompts)s::text[], %(outputs)s::text[], %(raw_outputs)s::text[],
             %(select_ms)s::float8[], %(generate_ms)s::float8[], %(overhead_ms)s::float8[], %(warnings)s::text[],
-            %(examples_used)s::int[])
+            %(examples_used)s::int[], %(qa)s::text[])
      AS r(job_id, idx, attempt, selection_id, prompt, output, raw_output, select_ms, generate_ms, overhead_ms,
-          warning, examples_used)
+          warning, examples_used, qa)
 WHERE i.job_id = r.job_id AND i.idx = r.idx AND i.attempts = r.attempt
   AND i.status = 'running' AND i.locked_by = %(worker)s
 RETURNING i.job_id, i.idx;
@@ -234,7 +245,7 @@ WHERE locked_by = %(worker)s AND status = 'running';
 
 -- name: export_items
 SELECT idx, source, output, reference, status, attempts, last_error, warning, selection_id,
-       select_ms, generate_ms, overhead_ms, raw_output, prompt, examples_used
+       select_ms, generate_ms, overhead_ms, raw_output, prompt, examples_used, qa
 FROM job_item WHERE job_id = %(id)s ORDER BY idx;
 
 -- name: retry_items

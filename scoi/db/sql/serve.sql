@@ -3,7 +3,8 @@
 -- name: job_items_page
 -- One page of a job's items, in input order, for the jobs view.
 SELECT idx AS index, source, output, reference, status, attempts, last_error AS error, selection_id,
-       round(select_ms::numeric, 2) AS select_ms, round(generate_ms::numeric, 2) AS generate_ms
+       round(select_ms::numeric, 2) AS select_ms, round(generate_ms::numeric, 2) AS generate_ms,
+       source_key AS key, qa
 FROM job_item
 WHERE job_id = %(id)s
 ORDER BY idx
