@@ -222,8 +222,9 @@ def _fit_context(job: Job, backend: Any, prepared: list[Prepared], max_new_token
     for p in prepared:
         try:
             text = p.item.masked or p.item.source
-            p.prompt, p.examples_used = fit_prompt(lambda ex, p=p, text=text: _render(job, text, list(ex), p.terms),
-                                                   p.examples, backend.count_tokens, context, max_new_tokens)
+            p.prompt, p.examples_used = fit_prompt(
+                lambda ex, p=p, text=text: _render(job, text, list(ex), p.terms),
+                p.examples, backend.count_tokens, context, max_new_tokens)
         except PromptTooLong as e:
             too_long.append(Failed(p.item, f"PromptTooLong: {e}", p, final=True))
             continue
