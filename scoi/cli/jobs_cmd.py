@@ -485,19 +485,27 @@ def eval_jobs(
                                              n_samples=samples, warn=_warn)
             else:
                 results = [(j, evaluate(conn, j, comet=comet, partial=partial, warn=_warn)) for j in found]
-                terms = {j.id: term_summary(conn, j) for j in found}
+            terms = {j.id: term_summary(conn, j) for j in found}  # glossary term accuracy (docs/glossary.md)
         except EvalError as e:
             fail(str(e))
     if compare:
+        for r in rows:
+            if terms[r["job_id"]]:
+                r["terms"] = terms[r["job_id"]]
         if json_out:
             emit_json({"columns": columns, "rows": rows})
             return
         from rich.table import Table
 
-        table = Table("job", "method", "k", "model", "template", *columns, "items")
+        with_terms = any("terms" in r for r in rows)
+        table = Table("job", "method", "k", "model", "template", *columns, *(["terms %"] if with_terms else []),
+                      "items")
         for r in rows:
+            term_cell = ([f"{r['terms']['accuracy']:.2f}" if r.get("terms", {}).get("required") else "-"]
+                         if with_terms else [])
             table.add_row(*table_cells([r["name"] or str(r["job_id"]), r["method"], str(r["k"]), r["model"],
-                                        r["template"], *(_score_cell(r, c) for c in columns), str(r["n_items"])]))
+                                        r["template"], *(_score_cell(r, c) for c in columns), *term_cell,
+                                        str(r["n_items"])]))
         if len(rows) > 1:
             n = max((v["n_items"] for r in rows for v in r.get("significance", {}).values()), default=0)
             table.caption = (f"paired bootstrap ({samples} resamples) against "

@@ -110,6 +110,10 @@ def test_job_prompts_hold_the_glossary_and_outputs_are_checked(job_db: str, tmp_
     assert ev["terms"] == {"glossary": "board", "found": 3, "required": 3, "accuracy": 100.0}
     text = scoi_cli(["eval", str(job)], job_db).stdout
     assert "terms  100.00%  3 of 3 required target terms found (glossary board)" in text
+    compared = last_json(scoi_cli(["eval", str(job), "--compare", "--json"], job_db))
+    assert compared["rows"][0]["terms"] == ev["terms"]
+    table = scoi_cli(["eval", str(job), "--compare"], job_db)
+    assert table.returncode == 0 and "terms %" in table.stdout and "100.00" in table.stdout, table.stdout
 
 
 def test_a_job_naming_a_missing_glossary_is_refused(job_db: str, tmp_path: Path) -> None:
