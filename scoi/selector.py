@@ -355,12 +355,14 @@ class Selector:
         """The polynomial terms of a sentence's dependency tree."""
         return self.analyzer.terms(text)
 
-    def preselect_params(self, tokens: list[str]) -> dict[str, Any]:
+    def preselect_params(self, tokens: list[str], n: int | None = None) -> dict[str, Any]:
+        """The preselection's parameters for a pool of ``n`` (default :attr:`pool`) pairs."""
+        n = n or self.pool
         if self.bm25.engine == "blocks":
-            return {"lang": self.src, "tgt": self.tgt, "tokens": [t.lower() for t in tokens], "n": self.pool,
+            return {"lang": self.src, "tgt": self.tgt, "tokens": [t.lower() for t in tokens], "n": n,
                     "corpora": self.corpus_ids, "read_all": self.bm25.read_all, "rare": self.bm25.rare}
-        return {"lang": self.src, "tgt": self.tgt, "tokens": [t.lower() for t in tokens], "n": self.pool,
-                "corpora": self.corpus_ids, **self.bm25.sql_params(self.pool)}
+        return {"lang": self.src, "tgt": self.tgt, "tokens": [t.lower() for t in tokens], "n": n,
+                "corpora": self.corpus_ids, **self.bm25.sql_params(n)}
 
     def preselect_sql(self) -> str:
         """The SQL :meth:`select` runs to preselect and fetch the candidates, as text: the
@@ -372,8 +374,8 @@ class Selector:
         return PRESELECT_FETCH.as_string(self.conn)
 
     def preselect(self, tokens: list[str], stats: Any = None,
-                  details: dict[int, tuple[Any, ...]] | None = None) -> list[tuple[int, float]]:
-        """(pair_id, score) of the top ``pool`` candidates, best first. Sets
+                  details: dict[int, tuple[Any, ...]] | None = None, n: int | None = None) -> list[tuple[int, float]]:
+        """(pair_id, score) of the top ``n`` (default ``pool``) candidates, best first. Sets
         :attr:`certified` (whether the pool is proven to be exact BM25's top ``pool``).
         ``stats``: a scoi.preselect.Stats to fill; ``details``: filled with the candidates'
         texts and terms when the last round trip brought them (blocks engine)."""
@@ -384,33 +386,33 @@ class Selector:
             from scoi.preselect import preselect_blocks
 
             with _snapshot(self.conn):
-                found = preselect_blocks(self.conn, lang=self.src, tgt=self.tgt, tokens=tokens, n=self.pool,
+                found = preselect_blocks(self.conn, lang=self.src, tgt=self.tgt, tokens=tokens, n=n or self.pool,
                                          corpora=self.corpus_ids, k1=self.bm25.k1, b=self.bm25.b,
                                          read_all=self.bm25.read_all, budget=self.bm25.rare,
                                          probe=self.bm25.probe, stats=stats, details=details)
             self.certified = True if found else None
             return found
-        rows = self.conn.execute(SQL["preselect"], self.preselect_params(tokens)).fetchall()
+        rows = self.conn.execute(SQL["preselect"], self.preselect_params(tokens, n)).fetchall()
         self.certified = _certified(rows, 2)
         return [(r[0], r[1]) for r in rows]
 
-    def pool_candidates(self, tokens: list[str]) -> list[CandidateRow]:
+    def pool_candidates(self, tokens: list[str], n: int | None = None) -> list[CandidateRow]:
         """:meth:`preselect` then :meth:`fetch` (the "sql" engine: in one statement and one
-        round trip); sets :attr:`certified` too."""
+        round trip); sets :attr:`certified` too. ``n``: the pool's size (default ``pool``)."""
         if not tokens:
             self.certified = True
             return []
         if self.bm25.engine == "blocks":
-            ready = self._pools.pop(tuple(t.lower() for t in tokens), None)
+            ready = self._pools.pop(tuple(t.lower() for t in tokens), None) if n is None else None
             if ready is not None:
                 self.certified = True if ready else None
                 return ready
             details: dict[int, tuple[Any, ...]] = {}
-            found = self.preselect(tokens, details=details)
+            found = self.preselect(tokens, details=details, n=n)
             if all(p in details for p, _ in found):  # mapped and fetched in the same round trip
                 return [_candidate(p, s, details[p]) for p, s in found]
             return self.fetch(found)
-        rows = self.conn.cursor(binary=True).execute(PRESELECT_FETCH, self.preselect_params(tokens)).fetchall()
+        rows = self.conn.cursor(binary=True).execute(PRESELECT_FETCH, self.preselect_params(tokens, n)).fetchall()
         self.certified = _certified(rows, 2)
         return [CandidateRow(r[0], r[1], r[3], r[4], list(r[5]), list(r[6]), list(r[7])) for r in rows]
 
