@@ -22,7 +22,8 @@ def _select(service: Service, body: SelectRequest | PromptRequest, *, coverage: 
     service.check_k(body.k)
 
     def work(sel):
-        result = sel.select(body.text.strip(), k=body.k, method=body.method)
+        result = sel.select(body.text.strip(), k=body.k, method=body.method,
+                            min_match=getattr(body, "min_match", None))  # select only, not prompt
         if not coverage:
             return result, None
         from scoi.service.explain import explain
@@ -163,9 +164,10 @@ def register(api: APIRouter, service: Service) -> None:
             return {"job": st, "items": items, "offset": offset, "limit": limit}
         return await run_limited(service, work)
 
-    from scoi.service import gaps_routes
+    from scoi.service import gaps_routes, lookup_routes
 
     gaps_routes.register(api, service)
+    lookup_routes.register(api, service)
 
 
 def _public_job(service: Service, row: dict[str, Any]) -> dict[str, Any]:
