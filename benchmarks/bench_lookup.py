@@ -34,11 +34,11 @@ from bench_select import describe, load_average, pct  # noqa: E402
 from shared_data import held_out_queries, long_queries  # noqa: E402
 
 from scoi.core.match import normalise  # noqa: E402
-from scoi.lookup import lookup, rank  # noqa: E402
+from scoi.lookup import candidates, lookup, rank  # noqa: E402
 from scoi.selector import Selector  # noqa: E402
 
 THRESHOLD = 70.0
-POOLS = (50, 100, 200, 500)
+POOLS = (100, 200, 500, 1000)
 
 
 class Memory:
@@ -120,9 +120,9 @@ def run_set(sel: Selector, memory: Memory, name: str, queries: list[str], pool: 
         if truth < THRESHOLD:
             continue
         qualified += 1
-        rows = sel.pool_candidates(tokens, n=big)
+        pool_rows = candidates(sel, tokens, big)
         for p in POOLS:
-            best = rank(tokens, rows[:p], n=1, min_match=0)
+            best = rank(tokens, pool_rows[:p], n=1, min_match=0)
             found[p] += bool(best) and best[0][1] == truth
         if got.matches and got.matches[0].match != truth and pool in POOLS:
             print(f"    missed ({name}): best {truth} vs lookup {got.matches[0].match}: {q[:80]}")
@@ -137,7 +137,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--database", default="scoi_bench_select", help="database on the configured server")
     ap.add_argument("--queries", type=int, default=100, help="queries per set")
-    ap.add_argument("--pool", type=int, default=200, help="the lookup's pool (the timed one)")
+    ap.add_argument("--pool", type=int, default=500, help="the lookup's pool (the timed one)")
     args = ap.parse_args()
     from scoi.db.engine import resolve_database, server_url
 

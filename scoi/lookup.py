@@ -19,7 +19,7 @@ from scoi.core import defaults
 from scoi.core.limits import LIMITS
 from scoi.core.match import check_min_match, match_all
 from scoi.db.queries import load
-from scoi.selector import CandidateRow, SelectionError, Selector
+from scoi.selector import SelectionError, Selector
 
 SQL = load("lookup")
 
@@ -57,11 +57,28 @@ class LookupResult:
                 "matches": [vars(m) for m in self.matches], "timings_ms": self.timings_ms}
 
 
-def rank(tokens: list[str], rows: list[CandidateRow], *, n: int, min_match: float) -> list[tuple[CandidateRow, float]]:
-    """The best ``n`` candidates at or above ``min_match`` by match % against ``tokens``;
-    ties: higher BM25 score, then lower pair id (a stable order for the same memory)."""
-    scored = [(r, m) for r, m in zip(rows, match_all(tokens, [r.tokens for r in rows])) if m >= min_match]
-    scored.sort(key=lambda rm: (-rm[1], -rm[0].score, rm[0].pair_id))
+#: one pool entry: (pair id, BM25 score, source Moses tokens)
+Candidate = tuple[int, float, list[str]]
+
+
+def candidates(sel: Selector, tokens: list[str], pool: int) -> list[Candidate]:
+    """The exact BM25 top ``pool`` of ``tokens`` in ``sel``'s direction (its corpora), with
+    each pair's source tokens: the preselection, then one round trip for the tokens only."""
+    found = sel.preselect(tokens, n=pool)
+    if not found:
+        return []
+    toks = dict(sel.conn.cursor(binary=True).execute(SQL["lookup_tokens"], {
+        "pair_ids": [p for p, _ in found], "lang": sel.src}).fetchall())
+    return [(p, score, toks[p]) for p, score in found]
+
+
+def rank(tokens: list[str], pool: list[Candidate], *, n: int, min_match: float) -> list[tuple[int, float, float]]:
+    """(pair id, match %, BM25 score) of the best ``n`` candidates at or above ``min_match``
+    by match % against ``tokens``; ties: higher BM25 score, then lower pair id (a stable
+    order for the same memory)."""
+    scored = [(p, m, score) for (p, score, _), m in zip(pool, match_all(tokens, [c[2] for c in pool]))
+              if m >= min_match]
+    scored.sort(key=lambda r: (-r[1], -r[2], r[0]))
     return scored[:n]
 
 
@@ -86,13 +103,13 @@ def lookup(sel: Selector, text: str, *, n: int = defaults.LOOKUP_N, min_match: f
     sel.conn, sel.read_status = sel.reads.choose()  # the replica, or the primary (scoi.db.reads)
     tokens = sel.analyzer.tokenize(text)
     t1 = time.perf_counter()
-    rows = sel.pool_candidates(tokens, n=pool) if tokens else []
-    certified = sel.certified if tokens else None
+    pooled = candidates(sel, tokens, pool) if tokens else []
+    certified = sel.certified if pooled else None
     t2 = time.perf_counter()
-    best = rank(tokens, rows, n=n, min_match=min_match)
-    about = {r[0]: (r[1], r[2]) for r in sel.conn.execute(SQL["lookup_pairs"],
-                                                          {"pair_ids": [r.pair_id for r, _ in best]}).fetchall()}
-    matches = [Match(r.pair_id, m, r.score, r.src, r.tgt, *about[r.pair_id]) for r, m in best]
+    best = rank(tokens, pooled, n=n, min_match=min_match)
+    about = {r[0]: r[1:] for r in sel.conn.execute(SQL["lookup_pairs"], {
+        "pair_ids": [p for p, _, _ in best], "lang": sel.src}).fetchall()} if best else {}
+    matches = [Match(p, m, score, *about[p]) for p, m, score in best]
     t3 = time.perf_counter()
     return LookupResult(query=text, src_lang=sel.src, tgt_lang=sel.tgt, min_match=min_match, n=n, pool=pool,
                         matches=matches, certified=certified,
@@ -104,4 +121,4 @@ def _ms(seconds: float) -> float:
     return round(seconds * 1000, 3)
 
 
-__all__ = ["LookupResult", "Match", "check_lookup_args", "lookup", "rank"]
+__all__ = ["Candidate", "LookupResult", "Match", "candidates", "check_lookup_args", "lookup", "rank"]
