@@ -92,3 +92,23 @@ def test_lookup_refuses_bad_arguments(job_db: str) -> None:
             lookup(sel, QUERY, n=0)
         with pytest.raises(SelectionError, match="not a percentage"):
             lookup(sel, QUERY, min_match=-5)
+
+
+def test_min_match_filters_the_fuzzy_methods_vectors_with_their_pairs(job_db, tmp_path_factory) -> None:
+    from scoi.embedder import Embedder
+    from scoi.embeddings import embed_missing
+    from tests import reference_baselines as slow
+    from tests.tiny_model import build_tiny_sentence_transformer
+
+    model = str(build_tiny_sentence_transformer(tmp_path_factory.mktemp("st") / "tiny-st"))
+    emb = Embedder(model)
+    embed_missing(job_db, emb, langs=["fr"])
+    with Selector("fr", "en", url=job_db, method="fuzzy", embedder=model, min_match=25) as sel:
+        res = sel.select(QUERY, k=10)
+    assert 1 < len(res.candidates) < 50 and all(c.match >= 25 for c in res.candidates)
+    # the cosine ranking of exactly the qualifying candidates: vectors and pairs stayed aligned
+    want = slow.fuzzy(emb.encode([QUERY])[0], emb.encode([c.src for c in res.candidates]), 10)
+    assert [p.pair_id for p in res.selected] == [res.candidates[i].pair_id for i, _ in want]
+    with Selector("fr", "en", url=job_db, method="fuzzy-ann", embedder=model, min_match=25) as sel:
+        ann = sel.select(QUERY, k=10)
+    assert all(p.match >= 25 for p in ann.selected) and all(c.match >= 25 for c in ann.candidates)
