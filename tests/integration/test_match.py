@@ -112,3 +112,25 @@ def test_min_match_filters_the_fuzzy_methods_vectors_with_their_pairs(job_db, tm
     with Selector("fr", "en", url=job_db, method="fuzzy-ann", embedder=model, min_match=25) as sel:
         ann = sel.select(QUERY, k=10)
     assert all(p.match >= 25 for p in ann.selected) and all(c.match >= 25 for c in ann.candidates)
+
+
+def test_migration_0029_adds_match_to_the_views_and_its_downgrade_removes_it(db_url: str) -> None:
+    from scoi.db.engine import get_engine
+    from scoi.db.migrate import downgrade, upgrade
+
+    def view_columns() -> dict[str, list[str]]:
+        with psycopg.connect(db_url) as conn:
+            rows = conn.execute("SELECT table_name, column_name FROM information_schema.columns WHERE table_name IN "
+                                "('selection_pick_text', 'job_item_trace') ORDER BY table_name, ordinal_position")
+            out: dict[str, list[str]] = {}
+            for table, column in rows:
+                out.setdefault(table, []).append(column)
+            return out
+
+    engine = get_engine(db_url)
+    assert [cols[-1] for cols in view_columns().values()] == ["match", "match"]
+    downgrade(engine, "0023")
+    after = view_columns()
+    assert "match" not in after["selection_pick_text"] and "match" not in after["job_item_trace"]
+    upgrade(engine)
+    assert [cols[-1] for cols in view_columns().values()] == ["match", "match"]
