@@ -4,7 +4,7 @@ CAT tool's translation-memory pane lists them (``scoi lookup``, ``POST /api/look
 The match % (scoi.core.match) is computed on the exact BM25 top ``pool`` of the sentence
 (the selector's preselection), not on every stored sentence: a sentence that shares most
 of the query's tokens, in order, shares its rare ones too and ranks high by BM25
-(docs/method.md, "Fuzzy lookup", and the recall measured by benchmarks/bench_lookup.py).
+(docs/method.md §8, and the recall measured by benchmarks/bench_lookup.py).
 Whatever restricts the selector's preselection (its corpora, and any later filter on
 ``pair.meta``) restricts the lookup the same way, since the pool is the selector's.
 """
