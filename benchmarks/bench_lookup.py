@@ -138,6 +138,7 @@ def main() -> None:
     ap.add_argument("--database", default="scoi_bench_select", help="database on the configured server")
     ap.add_argument("--queries", type=int, default=100, help="queries per set")
     ap.add_argument("--pool", type=int, default=500, help="the lookup's pool (the timed one)")
+    ap.add_argument("--sets", default="near-dup,short,long", help="query sets to run, comma-separated")
     args = ap.parse_args()
     from scoi.db.engine import resolve_database, server_url
 
@@ -148,7 +149,9 @@ def main() -> None:
         near = near_duplicates(conn, args.queries)
     print(f"brute force memory: {len(memory.texts):,} sentences, {len(memory.codes):,} distinct tokens, "
           f"loaded in {memory.load_s:.1f} s")
-    sets = [("near-dup", near), ("short", held_out_queries(args.queries)), ("long", long_queries(args.queries))]
+    sets = [(name, queries) for name, queries in
+            (("near-dup", near), ("short", held_out_queries(args.queries)), ("long", long_queries(args.queries)))
+            if name in args.sets.split(",")]
     with Selector("fr", "en", url=url, method="bm25") as sel:
         for q in held_out_queries(50, start=500):  # warm-up: caches, spaCy, Moses
             lookup(sel, q, pool=args.pool)
