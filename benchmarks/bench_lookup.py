@@ -137,7 +137,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--database", default="scoi_bench_select", help="database on the configured server")
     ap.add_argument("--queries", type=int, default=100, help="queries per set")
-    ap.add_argument("--pool", type=int, default=500, help="the lookup's pool (the timed one)")
+    ap.add_argument("--pool", type=int, default=1000, help="the lookup's pool (the timed one)")
     ap.add_argument("--sets", default="near-dup,short,long", help="query sets to run, comma-separated")
     args = ap.parse_args()
     from scoi.db.engine import resolve_database, server_url

@@ -31,4 +31,4 @@ STALL_TIMEOUT = 300.0         # seconds without heartbeat before a stuck worker'
 POLL_SECONDS = 2.0            # a worker's idle wait between claims (LISTEN wakes it earlier)
 LOOKUP_N = 5                  # scoi lookup: matches shown
 LOOKUP_MIN_MATCH = 0.0        # scoi lookup: lowest match % shown (CAT tools often use 70)
-LOOKUP_POOL = 500             # scoi lookup: exact BM25 pool the match % is computed on (docs/method.md §8)
+LOOKUP_POOL = 1000            # scoi lookup: exact BM25 pool the match % is computed on (docs/method.md §8)

@@ -15,7 +15,7 @@ def test_lookup_json_lists_the_best_matches_first(job_db):
     assert r.exit_code == 0, r.stderr
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert [m["match"] for m in out["matches"]] == sorted((m["match"] for m in out["matches"]), reverse=True)
-    assert len(out["matches"]) == 3 and out["pool"] == 500 and out["certified"] is True
+    assert len(out["matches"]) == 3 and out["pool"] == 1000 and out["certified"] is True
     best = out["matches"][0]
     assert (best["src"], best["tgt"], best["match"], best["meta"]) == (
         "Bonjour, comment allez-vous ?", "Hello, how are you?", 71.43, {})
