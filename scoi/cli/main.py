@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from scoi.cli import (db, delete_cmd, demo_cmd, embed_cmd, experiment_cmd, gaps_cmd, glossary_cmd, ingest_cmd,
-                      jobs_cmd, reanalyze_cmd, schedule_cmd, select_cmd, serve_cmd)
+                      jobs_cmd, lookup_cmd, reanalyze_cmd, schedule_cmd, select_cmd, serve_cmd)
 
 app = typer.Typer(
     help="SCOI in-context example selection for LLM translation, backed by PostgreSQL.",
@@ -21,6 +21,7 @@ app.command("reanalyze")(reanalyze_cmd.reanalyze)
 app.command("embed")(embed_cmd.embed)
 app.command("select")(select_cmd.select)
 app.command("prompt")(select_cmd.prompt)
+app.command("lookup")(lookup_cmd.lookup)
 app.command("demo")(demo_cmd.demo)
 app.add_typer(jobs_cmd.job_app, name="job")
 app.command("worker")(jobs_cmd.worker)

@@ -28,6 +28,8 @@ METHOD = typer.Option(defaults.METHOD, "--method", help=METHOD_HELP)
 RBM25_VARIANT = typer.Option(defaults.RBM25_VARIANT, "--rbm25-variant", help=RBM25_HELP)
 EMBEDDER = typer.Option(None, "--embedder", help=EMBEDDER_HELP)
 POOL = typer.Option(defaults.POOL, "--pool", min=1, max=LIMITS["pool"][1], help="Candidates preselected by BM25.")
+MIN_MATCH_HELP = ("Keep only candidates whose match % (word-level edit-distance similarity, docs/method.md) is at "
+                  "least this, for every method; fewer than k examples when too few qualify (the output says so).")
 GLOSSARY = typer.Option(None, "--glossary", help="A glossary's name (scoi glossary list): show the terms found in "
                                                  "the sentence (docs/glossary.md).")
 
@@ -49,7 +51,8 @@ def _glossary_terms(name: str | None, src: str, tgt: str, texts: list[str]) -> l
 
 def _selector(src: str, tgt: str, k: int, method: str, pool: int, similarity: str, word_overlap: str,
               fill: str, seed: int, corpus: list[str], steps: Steps, rbm25_variant: str = defaults.RBM25_VARIANT,
-              embedder: str | None = None, ef_search: int = defaults.EF_SEARCH, parser: list[str] | None = None):
+              embedder: str | None = None, ef_search: int = defaults.EF_SEARCH, parser: list[str] | None = None,
+              min_match: float | None = None):
     """A Selector with its analyser loaded, each start-up step timed in ``steps``."""
     from scoi.analysis import ParserNotAvailable, import_spacy, load_trees, needs_torch
     from scoi.embedder import EmbedderError
@@ -65,7 +68,7 @@ def _selector(src: str, tgt: str, k: int, method: str, pool: int, similarity: st
         sel = Selector(src, tgt, url=url, read_url=resolve_read_url(), corpora=corpus or None, k=k, method=method, pool=pool,
                        similarity=similarity, word_overlap=word_overlap, fill=fill, seed=seed,
                        rbm25_variant=rbm25_variant, embedder=embedder, ef_search=ef_search,
-                       parser=parser_options(parser or []).get(src.lower()))
+                       parser=parser_options(parser or []).get(src.lower()), min_match=min_match)
         steps.step("selector set-up (SQL)")
         # What the first query would load anyway, loaded here step by step to time it.
         import_spacy(with_torch=needs_torch(sel.scheme.name))
@@ -111,6 +114,7 @@ def select(
     parser: list[str] = typer.Option([], "--parser", help=PARSER_HELP + " The source's must be the one its "
                                                                         "stored sentences were parsed with."),
     pool: int = POOL,
+    min_match: float | None = typer.Option(None, "--min-match", min=0, max=100, help=MIN_MATCH_HELP),
     similarity: str = typer.Option(defaults.SIMILARITY, "--similarity", help="Term similarity: distance | cosine."),
     word_overlap: str = typer.Option(defaults.WORD_OVERLAP, "--word-overlap", help="Word coverage: set | multiset."),
     fill: str = typer.Option(defaults.FILL, "--fill", help="With fewer than k candidates: none | random."),
@@ -140,7 +144,7 @@ def select(
         except TextFileError as e:
             fail(str(e))
     sel = _selector(src, tgt, k, method, pool, similarity, word_overlap, fill, seed, corpus, steps, rbm25_variant,
-                    embedder, ef_search, parser)
+                    embedder, ef_search, parser, min_match)
     if show_sql and REGISTRY[method].candidates == INDEX:  # the HNSW search, not a BM25 pool
         from scoi.embeddings import ann_sql
 
@@ -191,12 +195,15 @@ def _print_result(result) -> None:
 
     table = Table(title=f"{result.method}: {len(result.selected)} of {len(result.candidates)} candidates",
                   show_lines=False)
-    for col in ("#", "criterion", "coverage", "pair", "source", "target"):
+    for col in ("#", "criterion", "coverage", "match %", "pair", "source", "target"):
         table.add_column(col, overflow="fold")
     for i, p in enumerate(result.selected, 1):
         cov = "" if p.coverage is None else f"{p.coverage:.3f}"
-        table.add_row(*table_cells([str(i), p.criterion, cov, str(p.pair_id), p.src, p.tgt]))
+        match = "" if p.match is None else f"{p.match:g}"
+        table.add_row(*table_cells([str(i), p.criterion, cov, match, str(p.pair_id), p.src, p.tgt]))
     console.print(table)
+    if result.notice:
+        console.print(result.notice, highlight=False, markup=False)
     t = result.timings_ms
     console.print(f"preselection + fetch {t['pool']:.1f} ms, coverage {t['coverage']:.1f} ms"
                   + (f"; recorded as selection {result.selection_id}" if result.selection_id else ""),

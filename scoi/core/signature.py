@@ -13,7 +13,7 @@ from scoi import __version__
 #: Every part a signature may hold, in the order written (a part given as None is left
 #: out): the method and the settings only it reads, the selection's settings, then a
 #: job's generation settings.
-PARTS = ("method", "rbm25", "embedder", "hnsw", "parsers", "k", "pool", "sim", "words", "fill", "seed", "bm25",
+PARTS = ("method", "rbm25", "embedder", "hnsw", "parsers", "k", "pool", "match", "sim", "words", "fill", "seed", "bm25",
          "corpora", "parser", "model", "template", "order", "max_new_tokens", "glossary")
 
 

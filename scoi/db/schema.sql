@@ -733,12 +733,17 @@ CREATE VIEW public.selection_pick_text AS
     src.id AS src_sentence_id,
     src.text AS src,
     tgt.text AS tgt,
-    src.tokens AS src_tokens
+    src.tokens AS src_tokens,
+    sp.match
    FROM ((((public.selection_pick sp
      JOIN public.selection s ON ((s.id = sp.selection_id)))
      JOIN public.example e ON (((e.pair_id = sp.pair_id) AND (e.src_lang = s.src_lang) AND (e.tgt_lang = s.tgt_lang))))
      JOIN public.sentence src ON ((src.id = e.src_id)))
      JOIN public.sentence tgt ON ((tgt.id = e.tgt_id)));
+
+-- COMMENT COLUMN selection_pick_text.match
+
+COMMENT ON COLUMN public.selection_pick_text.match IS 'Match % (0-100) of the example''s source against the query (docs/method.md); NULL before migration 0023.';
 
 -- VIEW job_item_trace
 
@@ -759,10 +764,15 @@ CREATE VIEW public.job_item_trace AS
     p.criterion,
     p.coverage,
     p.src AS example_src,
-    p.tgt AS example_tgt
+    p.tgt AS example_tgt,
+    p.match
    FROM ((public.job_item i
      LEFT JOIN public.selection s ON ((s.id = i.selection_id)))
      LEFT JOIN public.selection_pick_text p ON ((p.selection_id = i.selection_id)));
+
+-- COMMENT COLUMN job_item_trace.match
+
+COMMENT ON COLUMN public.job_item_trace.match IS 'Match % (0-100) of the example''s source against the item''s source (docs/method.md).';
 
 -- VIEW job_latest_score
 

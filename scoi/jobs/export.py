@@ -23,20 +23,21 @@ EXPORT_FORMATS = ("jsonl", "tsv")
 
 
 EXPORT_COLUMNS = ("index", "source", "output", "reference", "status", "attempts", "error", "warning",
-                  "selection_id", "select_ms", "generate_ms", "overhead_ms", "examples_used", "qa")
+                  "selection_id", "select_ms", "generate_ms", "overhead_ms", "examples_used", "qa", "match")
 
 
 def export_rows(conn: psycopg.Connection, job_id: int, *, with_prompt: bool = False) -> Iterator[dict[str, Any]]:
-    """One dict per item, in input order (streamed with a server-side cursor)."""
+    """One dict per item, in input order (streamed with a server-side cursor). ``match``: the
+    best match % among the item's examples (docs/method.md), as a CAT tool reports a segment's."""
     with conn.transaction(), conn.cursor(name=f"export_{job_id}") as cur:
         cur.itersize = 2000
         cur.execute(SQL["export_items"], {"id": job_id})
         for (idx, source, output, reference, st, attempts, error, warning, selection_id,
-             select_ms, generate_ms, overhead_ms, raw_output, prompt, examples_used, qa) in cur:
+             select_ms, generate_ms, overhead_ms, raw_output, prompt, examples_used, qa, match) in cur:
             row = {"index": idx, "source": source, "output": output, "reference": reference, "status": st,
                    "attempts": attempts, "error": error, "warning": warning, "selection_id": selection_id,
                    "select_ms": select_ms, "generate_ms": generate_ms, "overhead_ms": overhead_ms,
-                   "examples_used": examples_used, "qa": qa}
+                   "examples_used": examples_used, "qa": qa, "match": None if match is None else round(match, 2)}
             if with_prompt:
                 row["prompt"] = prompt
                 row["raw_output"] = raw_output

@@ -99,6 +99,7 @@ class SelectRequest(_Strict):
     tgt: Lang
     method: Choice = defaults.METHOD
     k: int = Field(defaults.K, ge=0)
+    min_match: float | None = Field(None, ge=0, le=100, description="Only candidates at or above this match %.")
     explain: bool = Field(True, description="Candidates as objects with score and text (scoi select --explain).")
     coverage: bool = Field(False, description="Add which pick covers which word and tree term, and the pool.")
     tree: bool = Field(True, description="With coverage: the dependency tree as displaCy SVG.")

@@ -25,7 +25,8 @@ def _select(service: Service, body: SelectRequest | PromptRequest, *, coverage: 
     service.check_k(body.k)
 
     def work(sel):
-        result = sel.select(text, k=body.k, method=body.method)
+        result = sel.select(text, k=body.k, method=body.method,
+                            min_match=getattr(body, "min_match", None))  # select only, not prompt
         if not coverage:
             return result, None
         from scoi.service.explain import explain
@@ -198,9 +199,10 @@ def register(api: APIRouter, service: Service) -> None:
         first translation of a large local model."""
         return [slot.to_dict() for slot in service.models.values()]
 
-    from scoi.service import gaps_routes
+    from scoi.service import gaps_routes, lookup_routes
 
     gaps_routes.register(api, service)
+    lookup_routes.register(api, service)
 
 
 def _public_job(service: Service, row: dict[str, Any]) -> dict[str, Any]:

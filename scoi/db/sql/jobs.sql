@@ -244,9 +244,11 @@ SET status = CASE WHEN NOT %(uncount)s AND attempts >= max_attempts THEN 'failed
 WHERE locked_by = %(worker)s AND status = 'running';
 
 -- name: export_items
+-- match: the best match percentage among the item's recorded picks (NULL: zero-shot, or before 0023).
 SELECT idx, source, output, reference, status, attempts, last_error, warning, selection_id,
-       select_ms, generate_ms, overhead_ms, raw_output, prompt, examples_used, qa
-FROM job_item WHERE job_id = %(id)s ORDER BY idx;
+       select_ms, generate_ms, overhead_ms, raw_output, prompt, examples_used, qa,
+       (SELECT max(p.match) FROM selection_pick p WHERE p.selection_id = i.selection_id) AS match
+FROM job_item i WHERE job_id = %(id)s ORDER BY idx;
 
 -- name: retry_items
 -- Failed (and cancelled) items get a fresh set of attempts; last_error stays until a new
