@@ -40,6 +40,7 @@ class JobOptions:
     embedder: str | None = None
     rbm25_variant: str = defaults.RBM25_VARIANT
     parser: list[str] | None = None
+    glossary: str | None = None
 
     def backend_options(self) -> dict[str, Any]:
         return parse_key_values(self.backend_opt or [], "--backend-opt")
@@ -53,7 +54,7 @@ class JobOptions:
                        fill=self.fill, corpora=list(self.corpus or []) or None, order=self.order,
                        seed=self.seed, max_new_tokens=self.max_new_tokens, backend_options=self.backend_options(),
                        embedder=self.embedder, rbm25_variant=self.rbm25_variant,
-                       parsers=given_parsers(self.parser or []))
+                       parsers=given_parsers(self.parser or []), glossary=self.glossary)
 
 
 def _options() -> dict[str, tuple[type | Any, Any]]:
@@ -83,6 +84,9 @@ def _options() -> dict[str, tuple[type | Any, Any]]:
         "embedder": (str | None, typer.Option(None, "--embedder", help=EMBEDDER_HELP)),
         "rbm25_variant": (str, typer.Option(d["rbm25_variant"], "--rbm25-variant", help=RBM25_HELP)),
         "parser": (list[str], typer.Option([], "--parser", help=PARSER_HELP)),
+        "glossary": (str | None, typer.Option(None, "--glossary", help="A glossary's name (scoi glossary list): its "
+                                              "terms found in each sentence go into the prompt, and each output is "
+                                              "checked for the required target terms (docs/glossary.md).")),
     }
 
 

@@ -469,7 +469,7 @@ def eval_jobs(
     over the items all jobs translated (sacreBLEU's own for BLEU and chrF, the same
     resampling over per-item COMET scores): mean ± 95% interval, and * when p < 0.05.
     """
-    from scoi.jobs.eval import EvalError, compare as compare_jobs, evaluate
+    from scoi.jobs.eval import EvalError, compare as compare_jobs, evaluate, term_summary
 
     with _connect() as conn:
         found = [_job(conn, ref) for ref in jobs]
@@ -485,18 +485,27 @@ def eval_jobs(
                                              n_samples=samples, warn=_warn)
             else:
                 results = [(j, evaluate(conn, j, comet=comet, partial=partial, warn=_warn)) for j in found]
+            terms = {j.id: term_summary(conn, j) for j in found}  # glossary term accuracy (docs/glossary.md)
         except EvalError as e:
             fail(str(e))
     if compare:
+        for r in rows:
+            if terms[r["job_id"]]:
+                r["terms"] = terms[r["job_id"]]
         if json_out:
             emit_json({"columns": columns, "rows": rows})
             return
         from rich.table import Table
 
-        table = Table("job", "method", "k", "model", "template", *columns, "items")
+        with_terms = any("terms" in r for r in rows)
+        table = Table("job", "method", "k", "model", "template", *columns, *(["terms %"] if with_terms else []),
+                      "items")
         for r in rows:
+            term_cell = ([f"{r['terms']['accuracy']:.2f}" if r.get("terms", {}).get("required") else "-"]
+                         if with_terms else [])
             table.add_row(*table_cells([r["name"] or str(r["job_id"]), r["method"], str(r["k"]), r["model"],
-                                        r["template"], *(_score_cell(r, c) for c in columns), str(r["n_items"])]))
+                                        r["template"], *(_score_cell(r, c) for c in columns), *term_cell,
+                                        str(r["n_items"])]))
         if len(rows) > 1:
             n = max((v["n_items"] for r in rows for v in r.get("significance", {}).values()), default=0)
             table.caption = (f"paired bootstrap ({samples} resamples) against "
@@ -505,10 +514,15 @@ def eval_jobs(
         console.print(table)
         return
     if json_out:
-        out = [{"job_id": j.id, "name": j.name, "scores": [s.to_dict() for s in scores]} for j, scores in results]
+        out = [{"job_id": j.id, "name": j.name, "scores": [s.to_dict() for s in scores],
+                **({"terms": terms[j.id]} if terms[j.id] else {})} for j, scores in results]
         emit_json(out[0] if len(out) == 1 else out)
         return
     for j, scores in results:
         _say(f"{j.label} ({j.method}, k={j.k}, {len(scores) and scores[0].n_items} items):")
         for s in scores:
             _say(f"  {s.metric:6s} {s.score:7.2f}  {s.signature}")
+        if t := terms[j.id]:
+            share = f"{t['accuracy']:.2f}%" if t["required"] else "no term required"
+            _say(f"  terms  {share}  {t['found']} of {t['required']} required target terms found "
+                 f"(glossary {t['glossary']})")

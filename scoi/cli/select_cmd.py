@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from scoi.cli.common import (EMBEDDER_HELP, METHOD_HELP, ORDER_HELP, PARSER_HELP, RBM25_HELP, Steps, console,
-                             database_url, emit_json, err_console, fail, parser_options, table_cells)
+                             database_url, emit_json, err_console, fail, parser_options, say, table_cells)
 from scoi.core import defaults
 from scoi.core.limits import LIMITS
 from scoi.core.methods import INDEX, REGISTRY
@@ -30,6 +30,23 @@ EMBEDDER = typer.Option(None, "--embedder", help=EMBEDDER_HELP)
 POOL = typer.Option(defaults.POOL, "--pool", min=1, max=LIMITS["pool"][1], help="Candidates preselected by BM25.")
 MIN_MATCH_HELP = ("Keep only candidates whose match % (word-level edit-distance similarity, docs/method.md) is at "
                   "least this, for every method; fewer than k examples when too few qualify (the output says so).")
+GLOSSARY = typer.Option(None, "--glossary", help="A glossary's name (scoi glossary list): show the terms found in "
+                                                 "the sentence (docs/glossary.md).")
+
+
+def _glossary_terms(name: str | None, src: str, tgt: str, texts: list[str]) -> list[list[dict]] | None:
+    """The glossary terms found in each text (``{src, tgt, note}``), or None without a glossary."""
+    if name is None:
+        return None
+    from scoi.glossary import GlossaryError, entries, match
+    from scoi.jobs.store import connect
+
+    try:
+        with connect(database_url()) as conn:
+            found = entries(conn, name, src.lower(), tgt.lower())
+    except GlossaryError as e:
+        fail(str(e))
+    return [[m.to_dict() for m in ms] for ms in match(found, texts, src.lower())]
 
 
 def _selector(src: str, tgt: str, k: int, method: str, pool: int, similarity: str, word_overlap: str,
@@ -109,6 +126,7 @@ def select(
     explain: bool = typer.Option(False, "--explain", help="JSON candidates as objects with score and text."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
     show_sql: bool = typer.Option(False, "--sql", help="Print the SQL that preselects and fetches the candidates (one statement) and its parameters; run nothing else."),
+    glossary: str | None = GLOSSARY,
     verbose: bool = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP),
 ) -> None:
     """Select the k examples that best cover a sentence (SCOI), from the database."""
@@ -143,18 +161,23 @@ def select(
             chunk = lines[start:start + BATCH]
             analyses = sel.analyze_batch(chunk)
             sel.prepare_pools([tokens for tokens, _ in analyses])
-            for line, analysis in zip(chunk, analyses):
-                emit_json(sel.select(line, record=record, analysis=analysis).to_dict(explain=explain))
+            terms = _glossary_terms(glossary, src, tgt, chunk) or [None] * len(chunk)
+            for line, analysis, found in zip(chunk, analyses, terms):
+                out = sel.select(line, record=record, analysis=analysis).to_dict(explain=explain)
+                emit_json(out if found is None else {**out, "glossary": found})
         if verbose:
             steps.step("queries")
             steps.print()
         return
     result = sel.select(text, record=record)
     _query_steps(steps, result)
+    terms = _glossary_terms(glossary, src, tgt, [text])
     if json_out:
-        emit_json(result.to_dict(explain=explain))
+        emit_json(result.to_dict(explain=explain) | ({"glossary": terms[0]} if terms is not None else {}))
     else:
         _print_result(result)
+        if terms is not None:
+            say("glossary terms: " + ("; ".join(f"{t['src']} \u2192 {t['tgt']}" for t in terms[0]) or "none"))
     if verbose:
         steps.step("output")
         steps.print()
@@ -200,6 +223,8 @@ def prompt(
     pool: int = POOL,
     seed: int = typer.Option(defaults.SEED, "--seed", min=LIMITS["seed"][0], max=LIMITS["seed"][1],
                              help="Seed for random selection and order."),
+    glossary: str | None = typer.Option(None, "--glossary", help="A glossary's name: its terms found in TEXT go into "
+                                                                 "the prompt (docs/glossary.md)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP),
 ) -> None:
     """Print the prompt that would be sent to the LLM for TEXT."""
@@ -211,9 +236,10 @@ def prompt(
                     steps, rbm25_variant, embedder)
     result = sel.select(text)
     _query_steps(steps, result)
+    terms = _glossary_terms(glossary, src, tgt, [text])
     try:
         out = render_prompt(text, [Example(p.src, p.tgt) for p in result.selected], sel.src, sel.tgt,
-                            template=template, order=order, seed=seed)
+                            template=template, order=order, seed=seed, glossary=terms[0] if terms else ())
     except ValueError as e:
         fail(str(e))
     typer.echo(out, nl=False)

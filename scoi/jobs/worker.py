@@ -51,6 +51,7 @@ from typing import Any, Callable, NamedTuple
 
 import psycopg
 
+from scoi import glossary
 from scoi.core import defaults, inline
 from scoi.core.methods import method
 from scoi.core.prompt import Example, PromptTooLong, extract_answer, fit_prompt, render_prompt, stop_markers
@@ -139,6 +140,7 @@ class Prepared:
     selection_id: int | None = None
     examples: list[Example] = field(default_factory=list)  # selection order, best first
     examples_used: int = 0  # how many of them the prompt holds (fewer when fitted to the context)
+    terms: Any = None  # the glossary matches of the source (scoi.core.glossary.Match), None without a glossary
 
 
 class Generated(NamedTuple):
@@ -151,6 +153,7 @@ class Generated(NamedTuple):
     generate_ms: float
     warning: str | None = None
     qa: list[str] | None = None  # what the output broke of the source's inline codes (None: it has none)
+    term_check: list[dict] | None = None  # [{src, tgt, found}] for a job with a glossary
 
 
 class Failed(NamedTuple):
@@ -192,14 +195,14 @@ def _generated(prepared: Prepared, gen: Any) -> Generated:
                      inline.check(masked, answer) if masked is not None else None)
 
 
-def _render(job: Job, source: str, examples: list[Example]) -> str:
-    """The item's prompt with ``examples`` (selection order), as the job asks for it: its
-    template is a stored text, never a file the job names. A prompt PostgreSQL cannot store
-    fails this item, before any write."""
+def _render(job: Job, source: str, examples: list[Example], terms: Any = None) -> str:
+    """The item's prompt with ``examples`` (selection order) and the glossary ``terms``
+    found in its source, as the job asks for it: its template is a stored text, never a
+    file the job names. A prompt PostgreSQL cannot store fails this item, before any write."""
     template, template_text = job_template(job)
     prompt = render_prompt(source, examples, job.src_lang, job.tgt_lang, template=template,
                            order=job_order(job.params), seed=job.params.get("seed", defaults.SEED),
-                           template_text=template_text)
+                           template_text=template_text, glossary=[m.to_dict() for m in terms or ()])
     if (problem := storable_text(prompt)[1]) is not None:
         raise ValueError(f"the prompt cannot be stored ({problem}); check the job's template")
     return prompt
@@ -219,8 +222,9 @@ def _fit_context(job: Job, backend: Any, prepared: list[Prepared], max_new_token
     for p in prepared:
         try:
             text = p.item.masked or p.item.source
-            p.prompt, p.examples_used = fit_prompt(lambda ex, p=p, text=text: _render(job, text, list(ex)),
-                                                   p.examples, backend.count_tokens, context, max_new_tokens)
+            p.prompt, p.examples_used = fit_prompt(
+                lambda ex, p=p, text=text: _render(job, text, list(ex), p.terms),
+                p.examples, backend.count_tokens, context, max_new_tokens)
         except PromptTooLong as e:
             too_long.append(Failed(p.item, f"PromptTooLong: {e}", p, final=True))
             continue
@@ -412,11 +416,15 @@ class Worker:
             examples = [Example(p.src, p.tgt) for p in res.selected]
         tp = time.perf_counter()
         select_ms = (tp - ts) * 1000 + shared_ms
-        prompt = _render(job, item.masked or item.source, examples)
+        terms = None
+        if job.params.get("glossary"):  # docs/glossary.md: the terms found go into the prompt
+            entries = glossary.cached_entries(self.url, job.params["glossary"], job.src_lang, job.tgt_lang)
+            terms = glossary.match(entries, [item.source], job.src_lang)[0]
+        prompt = _render(job, item.masked or item.source, examples, terms)
         self.stats.add_phase("select", (tp - ts) * 1000)
         self.stats.add_phase("prompt", (time.perf_counter() - tp) * 1000)
         return Prepared(item, res, selector.labels if selector is not None else None, prompt, select_ms,
-                        examples=examples, examples_used=len(examples))
+                        examples=examples, examples_used=len(examples), terms=terms)
 
     def generate(self, job: Job, prepared: list[Prepared]) -> GenerateResult:
         """One backend call for the prepared items; a failure fails them all, keeping
@@ -448,7 +456,12 @@ class Worker:
             return GenerateResult([], [Failed(p.item, _error_text(e), p) for p in prepared] + too_long,
                                   time.perf_counter() - g0)
         seconds = time.perf_counter() - g0
-        return GenerateResult([_generated(p, g) for p, g in zip(prepared, gens)], too_long, seconds)
+        done = [_generated(p, g) for p, g in zip(prepared, gens)]
+        if job.params.get("glossary"):  # the required target terms, checked in each output
+            checks = glossary.term_checks([g.prepared.terms or [] for g in done], [g.output for g in done],
+                                          job.tgt_lang)
+            done = [g._replace(term_check=c) for g, c in zip(done, checks)]
+        return GenerateResult(done, too_long, seconds)
 
     def store(self, items: list[Claimed], done: list[Generated], failed: list[Failed], t0: float,
               gen_wall: float) -> None:
@@ -516,6 +529,12 @@ class Worker:
             "overhead_ms": [round(overhead, 3)] * len(done), "warnings": [g.warning for g in done],
             "examples_used": [g.prepared.examples_used for g in done],
             "qa": [None if g.qa is None else "\n".join(g.qa) for g in done]})
+        written = set(rows)
+        checked = [g for g in done
+                   if g.term_check is not None and (g.prepared.item.job_id, g.prepared.item.idx) in written]
+        if checked:
+            glossary.store_term_checks(self.conn, [g.prepared.item.job_id for g in checked],
+                                       [g.prepared.item.idx for g in checked], [g.term_check for g in checked])
         self.stats.done += len(rows)
         self.stats.generate_ms += sum(g.generate_ms for g in done)
         return len(rows)

@@ -103,6 +103,8 @@ class SelectRequest(_Strict):
     explain: bool = Field(True, description="Candidates as objects with score and text (scoi select --explain).")
     coverage: bool = Field(False, description="Add which pick covers which word and tree term, and the pool.")
     tree: bool = Field(True, description="With coverage: the dependency tree as displaCy SVG.")
+    glossary: str | None = Field(None, min_length=1, max_length=200,
+                                 description="A glossary's name: the terms found in the sentence (docs/glossary.md).")
 
 
 class PromptRequest(_Strict):
@@ -114,6 +116,8 @@ class PromptRequest(_Strict):
     template: Choice = Field(defaults.TEMPLATE, description=f"One of {', '.join(TEMPLATES)}.")
     order: Choice = defaults.ORDER
     seed: int = defaults.SEED
+    glossary: str | None = Field(None, min_length=1, max_length=200,
+                                 description="A glossary's name: the terms found in the sentence (docs/glossary.md).")
 
 
 class TranslateRequest(PromptRequest):
@@ -133,6 +137,8 @@ class JobRequest(_Strict):
     template: Choice = defaults.TEMPLATE
     order: Choice = defaults.ORDER
     max_new_tokens: int = Field(defaults.MAX_NEW_TOKENS, ge=1, le=1024)
+    glossary: str | None = Field(None, min_length=1, max_length=200,
+                                 description="A glossary's name: terms into prompts, outputs checked (docs/glossary.md).")
 
 
 class GapsRequest(_Strict):
