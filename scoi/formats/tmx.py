@@ -124,7 +124,6 @@ def tmx_document(out: IO[bytes], src_lang: str, tgt_lang: str, *, o_tmf: str = "
                 xf.write("\n")
                 yield TmxWriter(xf, src_lang, tgt_lang)
             xf.write("\n")
-        xf.write("\n")
 
 
 __all__ = ["JSON_PROP", "TmxWriteError", "TmxWriter", "encode_meta", "tmx_date", "tmx_document", "xml_problem"]
