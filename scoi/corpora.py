@@ -52,6 +52,11 @@ def corpus_for_export(conn: psycopg.Connection, name: str, src: str | None = Non
     return {"id": cid, "src_lang": src, "tgt_lang": tgt, "pairs": pairs}
 
 
+def export_meta_keys(conn: psycopg.Connection, corpus_id: int) -> list[str]:
+    """The metadata keys used by a corpus's pairs, sorted (a TSV export's extra columns)."""
+    return [k for (k,) in conn.execute(_SQL["export_meta_keys"], {"corpus_id": corpus_id})]
+
+
 def export_pairs(conn: psycopg.Connection, corpus_id: int, src_lang: str) -> Iterator[tuple[int, str, str, dict]]:
     """(pair id, source, target, meta) of a corpus in id order, ``src_lang`` as the source,
     streamed through a server-side cursor (a million pairs never sit in memory)."""

@@ -1,4 +1,4 @@
-"""``scoi corpora export``: a corpus's pairs with their metadata, as TMX 1.4b or JSON lines,
+"""``scoi corpora export``: a corpus's pairs with their metadata, as TMX 1.4b, JSON lines or TSV,
 in the shape ``scoi ingest`` reads back (same pairs, same ``pair.meta``). Streamed from a
 server-side cursor to the output, so a corpus of any size stays out of memory; a file is
 written through ``PATH.part`` and renamed at the end (never seen half-written)."""
@@ -13,10 +13,10 @@ from typing import IO, Any
 
 import psycopg
 
-from scoi.corpora import ExportError, corpus_for_export, export_pairs
+from scoi.corpora import ExportError, corpus_for_export, export_meta_keys, export_pairs
 from scoi.formats.tmx import TmxWriteError, tmx_document
 
-CORPUS_EXPORT_FORMATS = ("tmx", "jsonl")
+CORPUS_EXPORT_FORMATS = ("tmx", "jsonl", "tsv")
 _JSON_UNSAFE = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"}
 
 
@@ -50,11 +50,42 @@ def write_corpus(conn: psycopg.Connection, corpus: dict[str, Any], fmt: str, out
             n += 1
             if advance and n % 1000 == 0:
                 advance(1000)
+    elif fmt == "tsv":
+        keys = export_meta_keys(conn, corpus["id"])
+        for key in keys:
+            if _tsv_problem(key) or key.strip() != key or not key:
+                raise ExportError(f"metadata key {key!r} cannot name a TSV column (empty, blanks around it, a tab "
+                                  "or a line break); use --format tmx or jsonl")
+        out.write(("\t".join([src, tgt, *keys]) + "\n").encode("utf-8"))
+        for pair_id, s, t, meta in rows:
+            cells = [s, t]
+            for key in keys:
+                value = meta.get(key, "")  # an empty cell: the key is absent (the reader's rule)
+                if key in meta and not (isinstance(value, str) and value and value.strip() == value):
+                    raise ExportError(f"pair {pair_id}: metadata {key} = {json.dumps(value, ensure_ascii=False)} "
+                                      "is not a TSV cell (a non-empty text without blanks around it); "
+                                      "use --format tmx or jsonl")
+                cells.append(value)
+            for cell in cells:
+                if problem := _tsv_problem(cell):
+                    raise ExportError(f"pair {pair_id}: {problem}; use --format tmx or jsonl")
+            out.write(("\t".join(cells) + "\n").encode("utf-8"))
+            n += 1
+            if advance and n % 1000 == 0:
+                advance(1000)
     else:
         raise ExportError(f"unknown format {fmt!r}; expected one of {', '.join(CORPUS_EXPORT_FORMATS)}")
     if advance:
         advance(n % 1000)
     return n
+
+
+def _tsv_problem(text: str) -> str | None:
+    """Why ``text`` cannot be one TSV cell the reader splits back out, or None."""
+    for ch, name in (("\t", "a tab"), ("\n", "a line break"), ("\r", "a carriage return")):
+        if ch in text:
+            return f"{text[:30]!r} holds {name}, which a TSV cell cannot"
+    return None
 
 
 def export_to_path(conn: psycopg.Connection, corpus: dict[str, Any], fmt: str, path: Path,

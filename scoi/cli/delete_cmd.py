@@ -60,7 +60,8 @@ def corpora_rm(name: str = typer.Argument(..., help="The corpus to delete (as `s
 @corpora_app.command("export")
 def corpora_export(name: str = typer.Argument(..., help="The corpus to write (as `scoi corpora` lists it)."),
                    fmt: str = typer.Option("tmx", "--format", "-f",
-                                           help="tmx (TMX 1.4b) | jsonl (what `scoi ingest` reads back)."),
+                                           help="tmx (TMX 1.4b) | jsonl | tsv (header, metadata as "
+                                                "columns), each what `scoi ingest` reads back."),
                    output: str = typer.Option(..., "--output", "-o",
                                               help="The file to write (replaced atomically at the end), "
                                                    "or - for stdout."),
@@ -70,7 +71,7 @@ def corpora_export(name: str = typer.Argument(..., help="The corpus to write (as
                                                                       "corpus's other one)."),
                    json_out: bool = typer.Option(False, "--json", help="With -o FILE: print one JSON object "
                                                                        "(pairs, output, format).")) -> None:
-    """Write a corpus's pairs with their metadata (pair.meta) as TMX 1.4b or JSON lines,
+    """Write a corpus's pairs with their metadata (pair.meta) as TMX 1.4b, JSON lines or TSV,
     so that `scoi ingest` of the file gives the same pairs and the same metadata.
 
     Streamed: a corpus of any size stays out of memory. A pair holds both directions:

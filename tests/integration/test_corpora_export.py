@@ -130,6 +130,27 @@ def test_a_tsv_corpus_with_extra_columns_comes_back_from_tmx(db_url, server_url,
     assert ("Merci.", "Thank you.", json.dumps({"client": "globex"})) in before
     assert round_trip(db_url, server_url, "tsv", tmp_path / "tsv.tmx") == before
     assert round_trip(db_url, server_url, "tsv", tmp_path / "tsv.jsonl", "jsonl") == before
+    assert round_trip(db_url, server_url, "tsv", tmp_path / "back.tsv", "tsv") == before
+    assert (tmp_path / "back.tsv").read_text(encoding="utf-8").splitlines()[0] == "fr\ten\tclient\tdomain"
+
+
+def test_metadata_a_tsv_cell_cannot_hold_stops_the_tsv_export_by_pair(db_url, tmp_path):
+    (tmp_path / "n.jsonl").write_text(json.dumps({"src": "Oui.", "tgt": "Yes.", "score": 0.5}) + "\n",
+                                      encoding="utf-8")
+    ingest(db_url, tmp_path / "n.jsonl", "n")
+    out = tmp_path / "n.tsv"
+    result = cli(["corpora", "export", "n", "-f", "tsv", "-o", str(out)], db_url)
+    assert result.exit_code == 1 and "metadata score = 0.5 is not a TSV cell" in result.stderr
+    assert not out.exists() and not (tmp_path / "n.tsv.part").exists()
+
+
+def test_export_to_stdout_writes_the_file_and_nothing_else(db_url, tmp_path):
+    write_tsv(tmp_path / "c.tsv", [("Oui.", "Yes."), ("Non.", "No.")])
+    ingest(db_url, tmp_path / "c.tsv", "c")
+    result = cli(["corpora", "export", "c", "-f", "jsonl", "-o", "-"], db_url)
+    assert result.exit_code == 0
+    assert [json.loads(line) for line in result.stdout.splitlines()] == [
+        {"src": "Oui.", "tgt": "Yes."}, {"src": "Non.", "tgt": "No."}]
 
 
 def test_exporting_an_unknown_corpus_or_language_fails_with_one_line_and_no_file(db_url, tmp_path):

@@ -28,3 +28,7 @@ JOIN sentence sa ON sa.id = p.a_id
 JOIN sentence sb ON sb.id = p.b_id
 WHERE p.corpus_id = %(corpus_id)s
 ORDER BY p.id;
+
+-- name: export_meta_keys
+-- The metadata keys a corpus's pairs use: the extra columns of its TSV export.
+SELECT DISTINCT k FROM pair p, jsonb_object_keys(p.meta) AS k WHERE p.corpus_id = %(corpus_id)s ORDER BY k;
