@@ -15,6 +15,7 @@ from typing import IO, Any, Iterator
 
 import psycopg
 
+from scoi.core import inline
 from scoi.formats.tmx import TmxWriteError, tmx_date, tmx_document
 from scoi.jobs.documents import DOCUMENT_FORMATS, export_document
 from scoi.jobs.spec import Job, JobError
@@ -86,7 +87,8 @@ def write_export(rows: Iterator[dict[str, Any]], fmt: str, out: Any) -> int:
 
 def write_tmx(conn: psycopg.Connection, job: Job, out: IO[bytes]) -> int:
     """The job's translations as TMX 1.4b on the binary stream ``out``: one ``<tu>`` per
-    done item with a non-blank source and output (source -> output, the job's languages),
+    done item with a non-blank source and output (source -> output, the job's languages;
+    a CAT file's item as plain text, its output's code placeholders dropped as its source's are),
     dated by when it finished, with props ``scoi:job`` (name, else id), ``scoi:model``,
     ``scoi:method``, ``scoi:origin`` (llm or tm; absent for items stored before origins
     were recorded) and ``scoi:qa`` (the item's QA flags, a list, when it has any), which
@@ -98,7 +100,10 @@ def write_tmx(conn: psycopg.Connection, job: Job, out: IO[bytes]) -> int:
                 tmx_document(out, job.src_lang, job.tgt_lang) as tmx:
             cur.itersize = 2000
             cur.execute(SQL["export_tmx_items"], {"id": job.id})
-            for idx, source, output, origin, qa, finished_at in cur:
+            for idx, source, output, origin, qa, finished_at, has_codes in cur:
+                target = (inline.plain(output) if has_codes else output).strip()
+                if not target:  # only placeholders: no text to remember
+                    continue
                 meta: dict[str, Any] = dict(base)
                 if finished_at is not None:
                     meta["creationdate"] = tmx_date(finished_at)
@@ -106,7 +111,7 @@ def write_tmx(conn: psycopg.Connection, job: Job, out: IO[bytes]) -> int:
                     meta["scoi:origin"] = origin
                 if qa:
                     meta["scoi:qa"] = list(qa)
-                tmx.write(source.strip(), output.strip(), meta, what=f"item {idx}")
+                tmx.write(source.strip(), target, meta, what=f"item {idx}")
                 n += 1
     except TmxWriteError as e:
         raise JobError(str(e)) from None

@@ -4,13 +4,22 @@ metadata (fake OpenAI-compatible server, real worker and database, CLI in this p
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import psycopg
 from lxml import etree
 
+from scoi.jobs.create import submit
+from scoi.jobs.documents import submit_document
+from scoi.jobs.spec import JobSpec
+from scoi.jobs.store import connect
+from scoi.jobs.worker import Worker, WorkerOptions
 from tests.helpers.cli import last_json, scoi_cli
+from tests.helpers.fake_openai import FakeOpenAI
 from tests.helpers.jobs import demo_test_pairs, items, ok_server, stub_model_args, submit_lines
 
 XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
+CAT = Path(__file__).resolve().parents[1] / "data" / "cat"
 
 
 def test_job_translations_exported_as_tmx_are_ingested_with_their_props(job_db, tmp_path):
@@ -61,3 +70,30 @@ def test_job_tmx_export_to_stdout_holds_the_same_units(job_db, tmp_path):
     assert proc.returncode == 0
     root = etree.fromstring(proc.stdout.encode("utf-8"))
     assert [tu.findtext("tuv/seg") for tu in root.iter("tu")] == [demo_test_pairs()[0][0]]
+
+
+def echo_sentence(prompt: str) -> str:
+    """Answer with the prompt's sentence as it is, placeholders included (a model that keeps codes)."""
+    return ' "' + prompt.rsplit('French Sentence: "', 1)[1].rsplit('"', 1)[0] + '"\n'
+
+
+def test_a_cat_file_job_exports_plain_text_units_without_placeholders(job_db, tmp_path):
+    spec = dict(model="openai:stub", method="zero", k=0)
+    with FakeOpenAI(answer=echo_sentence) as fake, connect(job_db) as conn:
+        options = {"base_url": fake.url, "max_retries": 0}
+        submit_document(conn, JobSpec("fr", "en", name="app", backend_options=options, **spec),
+                        CAT / "app.fr-en.xlf")
+        submit(conn, JobSpec("fr", "en", name="plain", backend_options=options, **spec), ["Le chat <1/> dort."])
+        with Worker(job_db, WorkerOptions(burst=True, batch_size=8)) as w:
+            w.run()
+    units = {}
+    for job in ("app", "plain"):
+        proc = scoi_cli(["job", "export", job, "--format", "tmx"], job_db)
+        assert proc.returncode == 0, proc.stderr
+        units[job] = [(tu.findtext("tuv[1]/seg"), tu.findtext("tuv[2]/seg"))
+                      for tu in etree.fromstring(proc.stdout.encode("utf-8")).iter("tu")]
+    # the CAT item's answer "Bonjour <1/>, vous avez <2>trois messages</2>." loses its
+    # placeholders as its source did; a plain job's text is kept as it is
+    assert ("Bonjour , vous avez trois messages.", "Bonjour , vous avez trois messages.") in units["app"]
+    assert all("<" not in tgt for _, tgt in units["app"])
+    assert units["plain"] == [("Le chat <1/> dort.", "Le chat <1/> dort.")]

@@ -305,7 +305,8 @@ SELECT source_key FROM job_item WHERE job_id = %(job_id)s AND source_key IS NOT 
 -- name: export_tmx_items
 -- A job's translated items for `job export --format tmx`: done, with a source and an
 -- output that are not blank (an ingest refuses an empty side), in input order.
-SELECT idx, source, output, origin, qa, finished_at
+-- has_codes: an item of a CAT file, whose output holds the inline codes' placeholders.
+SELECT idx, source, output, origin, qa, finished_at, masked IS NOT NULL AS has_codes
 FROM job_item
 WHERE job_id = %(id)s AND status = 'done' AND output IS NOT NULL
   AND btrim(source) <> '' AND btrim(output) <> ''
