@@ -161,6 +161,8 @@ def test_exporting_an_unknown_corpus_or_language_fails_with_one_line_and_no_file
     assert missing.exit_code == 1 and "no corpus 'nope'" in missing.stderr
     wrong = cli(["corpora", "export", "c", "--src", "de", "-o", str(out)], db_url)
     assert wrong.exit_code == 1 and "holds fr and en" in wrong.stderr
+    folder = cli(["corpora", "export", "c", "-o", str(tmp_path)], db_url)
+    assert folder.exit_code == 1 and "is a directory" in folder.stderr
     assert not out.exists() and not (tmp_path / "x.tmx.part").exists()
 
 
