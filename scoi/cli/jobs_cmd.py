@@ -251,7 +251,8 @@ def status_cmd(job: str = typer.Argument(..., help="Job id or name."),
 def export_cmd(
     job: str = typer.Argument(..., help="Job id or name."),
     fmt: str = typer.Option("jsonl", "--format", "-f",
-                            help="jsonl | tsv | xliff | po (xliff, po: the job's CAT file with targets filled)."),
+                            help="jsonl | tsv | tmx | xliff | po (tmx: the done translations as a memory for "
+                                 "`scoi ingest`; xliff, po: the job's CAT file with targets filled)."),
     output: Path | None = typer.Option(None, "--output", "-o",
                                        help="Write to this file (a new file or a regular one, replaced atomically) "
                                             "instead of stdout; - is stdout."),
@@ -263,12 +264,17 @@ def export_cmd(
     A job submitted from an XLIFF or PO file exports as that file (--format xliff or po):
     ids, notes and untouched units kept, each done segment's target filled with its inline
     codes restored and marked for review (XLIFF 1.2 needs-review-translation, 2.x initial,
-    PO fuzzy); a segment whose codes the model broke also gets a QA note."""
+    PO fuzzy); a segment whose codes the model broke also gets a QA note.
+
+    --format tmx writes every done translation (the job has no review step) as a TMX 1.4b
+    unit with props scoi:job, scoi:model, scoi:method, scoi:origin (llm or tm) and scoi:qa,
+    which `scoi ingest out.tmx --corpus reviewed` keeps as the pairs' metadata."""
     from scoi.jobs.documents import DOCUMENT_FORMATS, export_document
-    from scoi.jobs.export import export_rows, export_target, export_to_file, write_export, EXPORT_FORMATS
+    from scoi.jobs.export import TMX_FORMAT, export_rows, export_target, export_to_file, write_export, \
+        write_tmx, EXPORT_FORMATS
     from scoi.jobs.spec import JobError
 
-    formats = EXPORT_FORMATS + DOCUMENT_FORMATS
+    formats = EXPORT_FORMATS + (TMX_FORMAT,) + DOCUMENT_FORMATS
     if fmt not in formats:
         fail(f"unknown format {fmt!r}; expected one of {', '.join(formats)}")
     if output is not None and str(output) == "-":
@@ -283,6 +289,10 @@ def export_cmd(
                 sys.stdout.buffer.write(data)
                 sys.stdout.flush()
                 return
+            if output is None and fmt == TMX_FORMAT:
+                write_tmx(conn, j, sys.stdout.buffer)
+                sys.stdout.flush()
+                return
             if output is None:
                 write_export(export_rows(conn, j.id, with_prompt=with_prompt), fmt, sys.stdout)
                 sys.stdout.flush()
@@ -293,7 +303,8 @@ def export_cmd(
     if json_out:
         emit_json({"job_id": j.id, "rows": n, "output": str(output), "format": fmt})
     else:
-        _say(f"{n} {'targets' if fmt in DOCUMENT_FORMATS else 'rows'} written to {output}")
+        _say(f"{n} {'targets' if fmt in DOCUMENT_FORMATS else 'units' if fmt == TMX_FORMAT else 'rows'} "
+             f"written to {output}")
 
 
 @job_app.command("retry")

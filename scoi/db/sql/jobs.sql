@@ -303,3 +303,13 @@ WHERE job_id = %(id)s ORDER BY metric;
 -- name: known_keys
 -- The source keys a job holds already: a table source adds only the others.
 SELECT source_key FROM job_item WHERE job_id = %(job_id)s AND source_key IS NOT NULL;
+
+-- name: export_tmx_items
+-- A job's translated items for `job export --format tmx`: done, with a source and an
+-- output that are not blank (an ingest refuses an empty side), in input order.
+-- has_codes: an item of a CAT file, whose output holds the inline codes' placeholders.
+SELECT idx, source, output, origin, qa, finished_at, masked IS NOT NULL AS has_codes
+FROM job_item
+WHERE job_id = %(id)s AND status = 'done' AND output IS NOT NULL
+  AND btrim(source) <> '' AND btrim(output) <> ''
+ORDER BY idx;
