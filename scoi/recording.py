@@ -1,4 +1,5 @@
-"""Store a selection so a person can inspect it in SQL (tables and views of migration 0002)."""
+"""Store a selection so a person can inspect it in SQL (tables and views of migration 0002;
+the match % of candidates and picks since 0023)."""
 
 from __future__ import annotations
 
@@ -44,9 +45,9 @@ def record_selections(conn: psycopg.Connection,
         with cur.copy(SQL["copy_candidates"]) as cp:
             for sel_id, (result, _) in zip(ids, selections):
                 for rank, c in enumerate(result.candidates, 1):
-                    cp.write_row((sel_id, rank, c.pair_id, c.score))
+                    cp.write_row((sel_id, rank, c.pair_id, c.score, c.match))
         with cur.copy(SQL["copy_picks"]) as cp:
             for sel_id, (result, _) in zip(ids, selections):
                 for pos, p in enumerate(result.selected, 1):
-                    cp.write_row((sel_id, pos, p.pair_id, p.criterion, p.coverage))
+                    cp.write_row((sel_id, pos, p.pair_id, p.criterion, p.coverage, p.match))
     return ids

@@ -29,6 +29,7 @@ from scoi.core import defaults, methods
 from scoi.core.exact import check_where, where_part
 from scoi.core.greedy import PackedPool, check_args, distinct_sources, select as greedy_select, source_key
 from scoi.core.limits import LIMITS
+from scoi.core.match import check_min_match, match_all
 from scoi.core.methods import METHODS, method_settings
 from scoi.core.names import is_language_code, printable
 from scoi.core.polynomial import LabelSpace, TermTable, expand
@@ -142,6 +143,7 @@ class CandidateRow:
     tokens: list[str]
     term_keys: list[str]
     term_mults: list[int]
+    match: float | None = None  # match % of its source against the query (scoi.core.match)
 
 
 @dataclass
@@ -151,6 +153,7 @@ class Picked:
     tgt: str
     criterion: str
     coverage: float | None
+    match: float | None = None  # match % of its source against the query (scoi.core.match)
 
 
 @dataclass
@@ -173,12 +176,17 @@ class SelectionResult:
     #: where the selection read (a replica, or the primary) and the replica's lag; None
     #: when no replica is configured (scoi.db.reads)
     read: ReadStatus | None = None
+    #: only candidates at or above this match % were offered to the method (None: all)
+    min_match: float | None = None
+    #: why fewer than k examples were picked, when --min-match left too few candidates
+    notice: str | None = None
 
     def to_dict(self, explain: bool = False) -> dict[str, Any]:
         """The JSON shape of ``scoi select --json`` (``--explain``: candidates as objects)."""
         cands: list[Any]
         if explain:
-            cands = [{"pair_id": c.pair_id, "score": c.score, "src": c.src, "tgt": c.tgt} for c in self.candidates]
+            cands = [{"pair_id": c.pair_id, "score": c.score, "match": c.match, "src": c.src, "tgt": c.tgt}
+                     for c in self.candidates]
         else:
             cands = [c.pair_id for c in self.candidates]
         return {
@@ -186,7 +194,7 @@ class SelectionResult:
             "k": self.k, "params": self.params, "signature": self.signature,
             "candidates": cands, "selected": [asdict(p) for p in self.selected],
             "selection_id": self.selection_id, "certified": self.certified, "timings_ms": self.timings_ms,
-            "read": self.read.to_dict() if self.read else None,
+            "read": self.read.to_dict() if self.read else None, "min_match": self.min_match, "notice": self.notice,
         }
 
 
@@ -210,8 +218,12 @@ class Selector:
                  fill: str = defaults.FILL, seed: int = defaults.SEED, bm25: Bm25Params | None = None,
                  parser: str | None = None, rbm25_variant: str = defaults.RBM25_VARIANT,
                  embedder: str | None = None, ef_search: int = defaults.EF_SEARCH,
-                 where: dict[str, str] | None = None) -> None:
+                 where: dict[str, str] | None = None, min_match: float | None = None) -> None:
         check_args(method, similarity, word_overlap, k)
+        try:
+            self.min_match = check_min_match(min_match)
+        except ValueError as e:
+            raise SelectionError(str(e)) from None
         check_variant(rbm25_variant)
         for code, option in ((src, "--src"), (tgt, "--tgt")):
             if not is_language_code(code):  # the hints below paste it into a command to copy
@@ -430,32 +442,35 @@ class Selector:
         self.certified = _certified(rows, 2)
         return [(r[0], r[1]) for r in rows]
 
-    def pool_candidates(self, tokens: list[str]) -> list[CandidateRow]:
-        """The pool: the top ``pool`` pairs by BM25 (:meth:`preselect` then :meth:`fetch`;
-        the "sql" engine: in one statement and one round trip) holding each source sentence
-        once, by its best-ranked pair (scoi.core.greedy.distinct_sources, docs/method.md
-        §5); when that drops pairs, a deeper preselection fills the pool up to its size.
-        Sets :attr:`certified` too."""
+    def pool_candidates(self, tokens: list[str], n: int | None = None) -> list[CandidateRow]:
+        """The pool: the top ``n`` (default ``pool``) pairs by BM25 (:meth:`preselect` then
+        :meth:`fetch`; the "sql" engine: in one statement and one round trip) holding each
+        source sentence once, by its best-ranked pair (scoi.core.greedy.distinct_sources,
+        docs/method.md §5); when that drops pairs, a deeper preselection fills the pool up to
+        its size. Sets :attr:`certified` too. Pools prepared by :meth:`prepare_pools` serve
+        the default size only."""
         if not tokens:
             self.certified = True
             return []
-        n = self.depth
-        rows = self._pools.pop(tuple(t.lower() for t in tokens), None) if self.bm25.engine == "blocks" else None
+        size = n or self.pool
+        depth = _depth(size)
+        prepared = self.bm25.engine == "blocks" and n is None
+        rows = self._pools.pop(tuple(t.lower() for t in tokens), None) if prepared else None
         if rows is None:
-            rows = self._ranked(tokens, n)
+            rows = self._ranked(tokens, depth)
         else:
             self.certified = True if rows else None
         while True:
-            pool = [rows[i] for i in distinct_sources([r.src for r in rows])[:self.pool]]
-            if len(pool) >= self.pool or len(rows) < n:  # full, or every matching pair is in
+            pool = [rows[i] for i in distinct_sources([r.src for r in rows])[:size]]
+            if len(pool) >= size or len(rows) < depth:  # full, or every matching pair is in
                 return pool
-            n *= 2
-            rows = self._ranked(tokens, n)
+            depth *= 2
+            rows = self._ranked(tokens, depth)
 
     @property
     def depth(self) -> int:
         """Pairs the first preselection of a query asks for: the pool and its spares."""
-        return self.pool + max(1, round(self.pool * SPARE))
+        return _depth(self.pool)
 
     def _ranked(self, tokens: list[str], n: int) -> list[CandidateRow]:
         """The top ``n`` pairs by BM25 with their texts and terms, best first."""
@@ -571,7 +586,8 @@ class Selector:
 
     # ------------------------------------------------------------------ API
     def select(self, text: str, *, k: int | None = None, method: str | None = None, record: bool = False,
-               analysis: tuple[list[str], dict[str, int]] | None = None) -> SelectionResult:
+               analysis: tuple[list[str], dict[str, int]] | None = None,
+               min_match: float | None = None) -> SelectionResult:
         """Pick ``k`` examples for ``text`` (a sentence in the source language).
 
         The preselection needs only the Moses tokens, so it is sent to PostgreSQL (from a
@@ -581,15 +597,20 @@ class Selector:
         (Moses tokens, terms), when the caller has parsed a whole batch already. Runs with
         one BLAS thread (:func:`_one_blas_thread`). A blank ``text`` is refused
         (SelectionError): no example can cover nothing, and "selecting" for it only hides a
-        caller's mistake.
+        caller's mistake. ``min_match``: this call's threshold (default the selector's): only
+        candidates at or above it reach the method.
         """
         if not text.strip():
             raise SelectionError(BLANK_QUERY)
+        try:
+            min_match = self.min_match if min_match is None else check_min_match(min_match)
+        except ValueError as e:
+            raise SelectionError(str(e)) from None
         with _one_blas_thread():
-            return self._select(text, k=k, method=method, record=record, analysis=analysis)
+            return self._select(text, k=k, method=method, record=record, analysis=analysis, min_match=min_match)
 
     def _select(self, text: str, *, k: int | None, method: str | None, record: bool,
-                analysis: tuple[list[str], dict[str, int]] | None) -> SelectionResult:
+                analysis: tuple[list[str], dict[str, int]] | None, min_match: float | None) -> SelectionResult:
         k = self.k if k is None else k
         method = method or self.method
         check_args(method, self.similarity, self.word_overlap, k)
@@ -617,6 +638,8 @@ class Selector:
         if query_vec is not None:
             rows, embeddings, sql_ms = self._embedding_inputs(method, query_vec, rows, k)
             pool_ms = round(pool_ms + sql_ms, 3)
+        pooled = len(rows)
+        rows, embeddings = _keep_matching(tokens, rows, embeddings, min_match)
         t2 = time.perf_counter()
         q, q_ids, cands, table = self.coverage_inputs(terms, rows)
         pick_tokens = tokens
@@ -626,15 +649,19 @@ class Selector:
         picks = greedy_select(q, pick_tokens, cands, k=k, method=method, similarity=self.similarity,
                               word_overlap=self.word_overlap, seed=self.seed, term_table=table,
                               query_term_ids=q_ids, rbm25_variant=self.rbm25_variant, embeddings=embeddings)
-        selected = [Picked(rows[p.index].pair_id, rows[p.index].src, rows[p.index].tgt, p.criterion, p.coverage)
-                    for p in picks]
+        selected = [Picked(rows[p.index].pair_id, rows[p.index].src, rows[p.index].tgt, p.criterion, p.coverage,
+                           rows[p.index].match) for p in picks]
         t3 = time.perf_counter()
         if self.fill == "random" and entry.examples and len(selected) < k:
-            selected += self._fill(k - len(selected), selected)
-        params = self.params(method, k)
+            selected += self._fill(k - len(selected), selected, tokens, min_match)
+        notice = None
+        if min_match is not None and entry.examples and len(selected) < k:
+            notice = (f"{len(rows)} of {pooled} candidates reach {min_match:g}% match: "
+                      f"{len(selected)} example{'s' * (len(selected) != 1)} instead of {k}")
+        params = self.params(method, k, min_match)
         result = SelectionResult(
             query=text, src_lang=self.src, tgt_lang=self.tgt, method=method, k=k, params=params,
-            signature=self.signature(method, k), query_tokens=tokens, query_terms=terms,
+            signature=self.signature(method, k, min_match), query_tokens=tokens, query_terms=terms,
             candidates=rows, selected=selected,
             # analyze: Moses + spaCy on this thread; pool: the SQL round trip (overlapping
             # the parse); wait: what the pool added after the parse; select: pool +
@@ -642,7 +669,8 @@ class Selector:
             timings_ms={"analyze": _ms(t1 - t0), "pool": pool_ms, "wait": _ms(t2 - t1),
                         "coverage": _ms(t3 - t2), "select": round(pool_ms + _ms(t3 - t2), 3),
                         "total": _ms(time.perf_counter() - t0)},
-            certified=self.certified if pool is not None else None, read=self.read_status)
+            certified=self.certified if pool is not None else None, read=self.read_status,
+            min_match=min_match, notice=notice)
         if record:
             from scoi.recording import record_selection
 
@@ -659,17 +687,18 @@ class Selector:
         rows = self.pool_candidates(tokens)
         return rows, _ms(time.perf_counter() - t0)
 
-    def _fill(self, n: int, picked: list[Picked]) -> list[Picked]:
+    def _fill(self, n: int, picked: list[Picked], tokens: list[str], min_match: float | None) -> list[Picked]:
         """``n`` random pairs (seeded) whose source sentences are neither picked already nor
-        each other's (one slot per source sentence, docs/method.md §5)."""
+        each other's (one slot per source sentence, docs/method.md §5), at or above
+        ``min_match`` when one is set."""
         ids = [r[0] for r in self.conn.execute(SQL["random_examples"], {
             **pair_filter(self.src, self.tgt, self.corpus_ids, self.where),
             "exclude": [p.pair_id for p in picked],
             "seed": self.seed, "n": 2 * n}).fetchall()]  # spare ones: variants equal after source_key
-        rows = self.fetch([(i, 0.0) for i in ids])
+        rows, _ = _keep_matching(tokens, self.fetch([(i, 0.0) for i in ids]), None, min_match)
         taken = {source_key(p.src) for p in picked}
         fill = [r for r in (rows[i] for i in distinct_sources([r.src for r in rows])) if source_key(r.src) not in taken]
-        return [Picked(r.pair_id, r.src, r.tgt, "fill", None) for r in fill[:n]]
+        return [Picked(r.pair_id, r.src, r.tgt, "fill", None, r.match) for r in fill[:n]]
 
     def method_settings(self, method: str) -> dict[str, str | int]:
         """The settings only ``method`` reads, as params and the signature name them."""
@@ -677,16 +706,18 @@ class Selector:
         return method_settings(method, rbm25_variant=self.rbm25_variant, embedder=embedder,
                                ef_search=self.ef_search)
 
-    def params(self, method: str, k: int) -> dict[str, Any]:
+    def params(self, method: str, k: int, min_match: float | None = None) -> dict[str, Any]:
+        """The settings of a selection (``min_match`` only when one was set)."""
         return {"method": method, **self.method_settings(method), "k": k, "pool": self.pool,
                 "similarity": self.similarity, "word_overlap": self.word_overlap, "fill": self.fill,
                 "seed": self.seed, "corpora": self.corpora, **({"where": self.where} if self.where else {}),
-                "bm25": asdict(self.bm25)}
+                "bm25": asdict(self.bm25), **({} if min_match is None else {"min_match": min_match})}
 
-    def signature(self, method: str, k: int) -> str:
+    def signature(self, method: str, k: int, min_match: float | None = None) -> str:
         """Every setting that changes the result (scoi.core.signature)."""
         return signature(self.src, self.tgt, {
             "method": method, **method_parts(self.method_settings(method)), "k": k, "pool": self.pool,
+            "match": None if min_match is None else f"{min_match:g}",
             "sim": self.similarity, "words": self.word_overlap, "fill": self.fill, "seed": self.seed,
             "bm25": self.bm25.signature(), "corpora": corpora_part(self.corpora), "where": where_part(self.where),
             "parser": self.scheme})
@@ -753,6 +784,26 @@ def _one_blas_thread() -> Any:
     the preselection thread: measured with 30-token queries, query analysis p50 6.6 ->
     3.8 ms and the coverage products' p95 5 -> 1.4 ms."""
     return _blas().limit(limits=1, user_api="blas")
+
+
+def _keep_matching(tokens: list[str], rows: list[CandidateRow], embeddings: tuple[np.ndarray, np.ndarray] | None,
+                   min_match: float | None) -> tuple[list[CandidateRow], tuple[np.ndarray, np.ndarray] | None]:
+    """Set each candidate's match % against the query's tokens; with ``min_match``, keep
+    only those at or above it (and their embeddings' rows), in pool order."""
+    for row, m in zip(rows, match_all(tokens, [r.tokens for r in rows])):
+        row.match = m
+    if min_match is None:
+        return rows, embeddings
+    keep = [i for i, r in enumerate(rows) if r.match >= min_match]
+    if embeddings is not None:
+        embeddings = (embeddings[0], embeddings[1][keep])
+    return [rows[i] for i in keep], embeddings
+
+
+def _depth(size: int) -> int:
+    """Pairs a preselection asks for to fill a pool of ``size`` distinct sources at once in
+    most queries: the pool and its spares (docs/method.md §5)."""
+    return size + max(1, round(size * SPARE))
 
 
 def _candidate(pair_id: int, score: float, row: Any) -> CandidateRow:

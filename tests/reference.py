@@ -183,3 +183,24 @@ def distinct_pool(ranked, n: int) -> list:
         if not any(same_sentence(kept.src, cand.src) for kept in pool):
             pool.append(cand)
     return pool
+
+
+def word_levenshtein(a: Sequence[str], b: Sequence[str]) -> int:
+    """Edit distance between two token lists: insertions, deletions and substitutions of
+    whole tokens, each costing 1 (the textbook dynamic programme, one row at a time)."""
+    prev = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        row = [i]
+        for j, y in enumerate(b, 1):
+            row.append(min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (x != y)))
+        prev = row
+    return prev[-1]
+
+
+def match_percent(query_tokens: Sequence[str], tokens: Sequence[str]) -> float:
+    """Match % as docs/method.md defines it: tokens lower-cased (punctuation kept),
+    100 * (1 - distance / longer length), two decimals; 100 for two empty sentences."""
+    a, b = [t.lower() for t in query_tokens], [t.lower() for t in tokens]
+    if not a and not b:
+        return 100.0
+    return round(100.0 * (1.0 - word_levenshtein(a, b) / max(len(a), len(b))), 2)

@@ -2,7 +2,7 @@
 replace``) while recorded selections keep their history.
 
 Revision ID: 0030
-Revises: 0027
+Revises: 0029
 Create Date: 2026-11-26
 
 - ``selection_pick.pair_id`` / ``selection_candidate.pair_id``: nullable, and their foreign
@@ -19,7 +19,7 @@ The downgrade deletes the picks and candidates whose pair is gone (NOT NULL agai
 from alembic import op
 
 revision = "0030"
-down_revision = "0027"
+down_revision = "0029"
 branch_labels = None
 depends_on = None
 

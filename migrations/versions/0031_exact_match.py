@@ -2,7 +2,7 @@
 SQL, and an index of the few sentences whose stored text it changes.
 
 Revision ID: 0031
-Revises: 0032
+Revises: 0033
 Create Date: 2026-11-26
 
 - ``exact_text(text)``: Unicode NFC, every run of Unicode White_Space one space, trimmed
@@ -22,7 +22,7 @@ Create Date: 2026-11-26
 from alembic import op
 
 revision = "0031"
-down_revision = "0032"
+down_revision = "0033"
 branch_labels = None
 depends_on = None
 

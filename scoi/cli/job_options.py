@@ -42,6 +42,7 @@ class JobOptions:
     parser: list[str] | None = None
     reuse: str = defaults.REUSE
     where: list[str] | None = None
+    glossary: str | None = None
 
     def backend_options(self) -> dict[str, Any]:
         return parse_key_values(self.backend_opt or [], "--backend-opt")
@@ -56,7 +57,7 @@ class JobOptions:
                        seed=self.seed, max_new_tokens=self.max_new_tokens, backend_options=self.backend_options(),
                        embedder=self.embedder, rbm25_variant=self.rbm25_variant,
                        parsers=given_parsers(self.parser or []), reuse=self.reuse,
-                       where=given_where(self.where or []))
+                       where=given_where(self.where or []), glossary=self.glossary)
 
 
 def _options() -> dict[str, tuple[type | Any, Any]]:
@@ -91,6 +92,9 @@ def _options() -> dict[str, tuple[type | Any, Any]]:
             "--corpus and --where) gets the stored translation, no model call (origin tm); off: the model "
             "translates every item."))),
         "where": (list[str], typer.Option([], "--where", help=WHERE_HELP)),
+        "glossary": (str | None, typer.Option(None, "--glossary", help="A glossary's name (scoi glossary list): its "
+                                              "terms found in each sentence go into the prompt, and each output is "
+                                              "checked for the required target terms (docs/glossary.md).")),
     }
 
 

@@ -260,7 +260,8 @@ def status_cmd(job: str = typer.Argument(..., help="Job id or name."),
 def export_cmd(
     job: str = typer.Argument(..., help="Job id or name."),
     fmt: str = typer.Option("jsonl", "--format", "-f",
-                            help="jsonl | tsv | xliff | po (xliff, po: the job's CAT file with targets filled)."),
+                            help="jsonl | tsv | tmx | xliff | po (tmx: the done translations as a memory for "
+                                 "`scoi ingest`; xliff, po: the job's CAT file with targets filled)."),
     output: Path | None = typer.Option(None, "--output", "-o",
                                        help="Write to this file (a new file or a regular one, replaced atomically) "
                                             "instead of stdout; - is stdout."),
@@ -272,12 +273,17 @@ def export_cmd(
     A job submitted from an XLIFF or PO file exports as that file (--format xliff or po):
     ids, notes and untouched units kept, each done segment's target filled with its inline
     codes restored and marked for review (XLIFF 1.2 needs-review-translation, 2.x initial,
-    PO fuzzy); a segment whose codes the model broke also gets a QA note."""
+    PO fuzzy); a segment whose codes the model broke also gets a QA note.
+
+    --format tmx writes every done translation (the job has no review step) as a TMX 1.4b
+    unit with props scoi:job, scoi:model, scoi:method, scoi:origin (llm or tm) and scoi:qa,
+    which `scoi ingest out.tmx --corpus reviewed` keeps as the pairs' metadata."""
     from scoi.jobs.documents import DOCUMENT_FORMATS, export_document
-    from scoi.jobs.export import export_rows, export_target, export_to_file, write_export, EXPORT_FORMATS
+    from scoi.jobs.export import TMX_FORMAT, export_rows, export_target, export_to_file, write_export, \
+        write_tmx, EXPORT_FORMATS
     from scoi.jobs.spec import JobError
 
-    formats = EXPORT_FORMATS + DOCUMENT_FORMATS
+    formats = EXPORT_FORMATS + (TMX_FORMAT,) + DOCUMENT_FORMATS
     if fmt not in formats:
         fail(f"unknown format {fmt!r}; expected one of {', '.join(formats)}")
     if output is not None and str(output) == "-":
@@ -292,6 +298,10 @@ def export_cmd(
                 sys.stdout.buffer.write(data)
                 sys.stdout.flush()
                 return
+            if output is None and fmt == TMX_FORMAT:
+                write_tmx(conn, j, sys.stdout.buffer)
+                sys.stdout.flush()
+                return
             if output is None:
                 write_export(export_rows(conn, j.id, with_prompt=with_prompt), fmt, sys.stdout)
                 sys.stdout.flush()
@@ -302,7 +312,8 @@ def export_cmd(
     if json_out:
         emit_json({"job_id": j.id, "rows": n, "output": str(output), "format": fmt})
     else:
-        _say(f"{n} {'targets' if fmt in DOCUMENT_FORMATS else 'rows'} written to {output}")
+        _say(f"{n} {'targets' if fmt in DOCUMENT_FORMATS else 'units' if fmt == TMX_FORMAT else 'rows'} "
+             f"written to {output}")
 
 
 @job_app.command("retry")
@@ -486,7 +497,7 @@ def eval_jobs(
     over the items all jobs translated (sacreBLEU's own for BLEU and chrF, the same
     resampling over per-item COMET scores): mean ± 95% interval, and * when p < 0.05.
     """
-    from scoi.jobs.eval import EvalError, compare as compare_jobs, evaluate
+    from scoi.jobs.eval import EvalError, compare as compare_jobs, evaluate, term_summary
 
     if origin is not None and compare:
         fail("--origin scores one job's outputs of that origin; it cannot be combined with --compare")
@@ -505,18 +516,27 @@ def eval_jobs(
             else:
                 results = [(j, evaluate(conn, j, comet=comet, partial=partial, warn=_warn, origin=origin))
                            for j in found]
+            terms = {j.id: term_summary(conn, j) for j in found}  # glossary term accuracy (docs/glossary.md)
         except EvalError as e:
             fail(str(e))
     if compare:
+        for r in rows:
+            if terms[r["job_id"]]:
+                r["terms"] = terms[r["job_id"]]
         if json_out:
             emit_json({"columns": columns, "rows": rows})
             return
         from rich.table import Table
 
-        table = Table("job", "method", "k", "model", "template", *columns, "items")
+        with_terms = any("terms" in r for r in rows)
+        table = Table("job", "method", "k", "model", "template", *columns, *(["terms %"] if with_terms else []),
+                      "items")
         for r in rows:
+            term_cell = ([f"{r['terms']['accuracy']:.2f}" if r.get("terms", {}).get("required") else "-"]
+                         if with_terms else [])
             table.add_row(*table_cells([r["name"] or str(r["job_id"]), r["method"], str(r["k"]), r["model"],
-                                        r["template"], *(_score_cell(r, c) for c in columns), str(r["n_items"])]))
+                                        r["template"], *(_score_cell(r, c) for c in columns), *term_cell,
+                                        str(r["n_items"])]))
         if len(rows) > 1:
             n = max((v["n_items"] for r in rows for v in r.get("significance", {}).values()), default=0)
             table.caption = (f"paired bootstrap ({samples} resamples) against "
@@ -525,10 +545,15 @@ def eval_jobs(
         console.print(table)
         return
     if json_out:
-        out = [{"job_id": j.id, "name": j.name, "scores": [s.to_dict() for s in scores]} for j, scores in results]
+        out = [{"job_id": j.id, "name": j.name, "scores": [s.to_dict() for s in scores],
+                **({"terms": terms[j.id]} if terms[j.id] else {})} for j, scores in results]
         emit_json(out[0] if len(out) == 1 else out)
         return
     for j, scores in results:
         _say(f"{j.label} ({j.method}, k={j.k}, {len(scores) and scores[0].n_items} items):")
         for s in scores:
             _say(f"  {s.metric:6s} {s.score:7.2f}  {s.signature}")
+        if t := terms[j.id]:
+            share = f"{t['accuracy']:.2f}%" if t["required"] else "no term required"
+            _say(f"  terms  {share}  {t['found']} of {t['required']} required target terms found "
+                 f"(glossary {t['glossary']})")

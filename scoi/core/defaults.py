@@ -38,3 +38,6 @@ RECONNECT_MAX_SECONDS = 10.0  # a worker that lost the database retries at most 
 #: data, and a corpus loaded in parts must not lose the first part's: they add.
 ON_CONFLICT_TMX = "replace"
 ON_CONFLICT_CORPUS = "add"
+LOOKUP_N = 5                  # scoi lookup: matches shown
+LOOKUP_MIN_MATCH = 0.0        # scoi lookup: lowest match % shown (CAT tools often use 70)
+LOOKUP_POOL = 1000            # scoi lookup: exact BM25 pool the match % is computed on (docs/method.md §8)

@@ -16,6 +16,8 @@ from typing import Any, Callable, Sequence
 
 import psycopg
 
+from scoi.core.glossary import term_accuracy
+from scoi.glossary import job_term_checks
 from scoi.hub import offline
 from scoi.jobs.significance import DEFAULT_SAMPLES, paired_bootstrap_means, paired_bootstrap_sacrebleu
 from scoi.jobs.spec import Job
@@ -216,6 +218,17 @@ def evaluate(conn: psycopg.Connection, job: Job, *, comet: str | None = None, pa
     return scores
 
 
+def term_summary(conn: psycopg.Connection, job: Job) -> dict[str, Any] | None:
+    """Glossary term accuracy of a job's done items (docs/glossary.md): the required target
+    terms the outputs hold, of those their sources call for; None for a job without a glossary."""
+    name = job.params.get("glossary")
+    if not name:
+        return None
+    found, required = term_accuracy(job_term_checks(conn, job.id))
+    return {"glossary": name, "found": found, "required": required,
+            "accuracy": round(100 * found / required, 2) if required else None}
+
+
 def latest_scores(conn: psycopg.Connection, job_id: int) -> dict[str, dict[str, Any]]:
     rows = latest_score_rows(conn, job_id)
     return {m: {"score": s, "signature": sig, "n_items": n, "created_at": t} for m, s, sig, n, t in rows}
@@ -292,4 +305,4 @@ def paired_significance(conn: psycopg.Connection, jobs: Sequence[Job], metrics: 
 
 __all__ = ["EvalError", "Score", "METRICS", "sacrebleu_scores", "comet_score", "resolve_comet_checkpoint",
            "evaluate", "compare", "latest_scores", "job_triples", "done_items", "paired_significance",
-           "sacrebleu_metric", "blank_reference_warning", "check_same_references"]
+           "sacrebleu_metric", "blank_reference_warning", "check_same_references", "term_summary"]

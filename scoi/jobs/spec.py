@@ -53,6 +53,9 @@ class JobSpec:
     #: A template file's text, read at submit (validate): workers render it and never open
     #: the file ``template`` names (a stored job must not make a worker read a file).
     template_text: str | None = None
+    #: A glossary's name (scoi.glossary): its terms found in each source go into the prompt,
+    #: and each output is checked for the required target terms (job_item.term_check).
+    glossary: str | None = None
 
     def __post_init__(self) -> None:
         # One spelling in params and signatures (an unknown order is rejected by validate()).
@@ -66,7 +69,8 @@ class JobSpec:
                 "backend_options": self.backend_options, **self._method_params(),
                 **({"parsers": self.parsers} if self.parsers else {}), "reuse": self.reuse,
                 **({"where": self.where} if self.where else {}),
-                **({"template_text": self.template_text} if self.template_text is not None else {})}
+                **({"template_text": self.template_text} if self.template_text is not None else {}),
+                **({"glossary": self.glossary} if self.glossary else {})}
 
     def _method_params(self) -> dict[str, str | int]:
         """The settings only this job's method reads (scoi.core.methods): ``embedder``
@@ -96,7 +100,7 @@ class JobSpec:
             "pool": self.pool, "fill": self.fill, "seed": self.seed, "corpora": corpora_part(self.corpora),
             "where": where_part(self.where), "model": self.model,
             "template": template_label(self.template, self.template_text), "order": self.order,
-            "max_new_tokens": self.max_new_tokens})
+            "max_new_tokens": self.max_new_tokens, "glossary": self.glossary or None})
 
 
 @dataclass

@@ -55,6 +55,13 @@ def validate(conn: psycopg.Connection, spec: JobSpec) -> None:
         spec.template_text = read_template(spec.template)
     check_template(spec.template, spec.src, spec.tgt, spec.template_text)
     check_parsers(conn, spec)
+    if spec.glossary:  # a glossary with no entry for the pair would do nothing, silently
+        from scoi.glossary import GlossaryError, entries
+
+        try:
+            entries(conn, spec.glossary, spec.src, spec.tgt)
+        except GlossaryError as e:
+            raise JobError(f"--glossary: {e}") from None
     if spec.name is not None and spec.name.isdigit():
         raise JobError(f"job name {spec.name!r} must be non-empty and not a number (numbers are job ids)")
     check_backend_options(spec.backend_options)  # a secret first: its message says where keys go

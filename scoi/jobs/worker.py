@@ -51,6 +51,7 @@ from typing import Any, Callable, NamedTuple
 
 import psycopg
 
+from scoi import glossary
 from scoi.core import defaults, inline
 from scoi.core.methods import method
 from scoi.core.prompt import Example, PromptTooLong, extract_answer, fit_prompt, render_prompt, stop_markers
@@ -147,6 +148,7 @@ class Prepared:
     selection_id: int | None = None
     examples: list[Example] = field(default_factory=list)  # selection order, best first
     examples_used: int = 0  # how many of them the prompt holds (fewer when fitted to the context)
+    terms: Any = None  # the glossary matches of the source (scoi.core.glossary.Match), None without a glossary
 
 
 class Generated(NamedTuple):
@@ -159,6 +161,7 @@ class Generated(NamedTuple):
     generate_ms: float
     warning: str | None = None
     qa: list[str] | None = None  # what the output broke of the source's inline codes (None: it has none)
+    term_check: list[dict] | None = None  # [{src, tgt, found}] for a job with a glossary
 
     @property
     def origin_pair_id(self) -> int | None:
@@ -212,14 +215,14 @@ def _reused(prepared: Prepared) -> Generated:
     return Generated(prepared, target, None, 0.0, None, inline.check(masked, target) if masked is not None else None)
 
 
-def _render(job: Job, source: str, examples: list[Example]) -> str:
-    """The item's prompt with ``examples`` (selection order), as the job asks for it: its
-    template is a stored text, never a file the job names. A prompt PostgreSQL cannot store
-    fails this item, before any write."""
+def _render(job: Job, source: str, examples: list[Example], terms: Any = None) -> str:
+    """The item's prompt with ``examples`` (selection order) and the glossary ``terms``
+    found in its source, as the job asks for it: its template is a stored text, never a
+    file the job names. A prompt PostgreSQL cannot store fails this item, before any write."""
     template, template_text = job_template(job)
     prompt = render_prompt(source, examples, job.src_lang, job.tgt_lang, template=template,
                            order=job_order(job.params), seed=job.params.get("seed", defaults.SEED),
-                           template_text=template_text)
+                           template_text=template_text, glossary=[m.to_dict() for m in terms or ()])
     if (problem := storable_text(prompt)[1]) is not None:
         raise ValueError(f"the prompt cannot be stored ({problem}); check the job's template")
     return prompt
@@ -239,8 +242,9 @@ def _fit_context(job: Job, backend: Any, prepared: list[Prepared], max_new_token
     for p in prepared:
         try:
             text = p.item.masked or p.item.source
-            p.prompt, p.examples_used = fit_prompt(lambda ex, p=p, text=text: _render(job, text, list(ex)),
-                                                   p.examples, backend.count_tokens, context, max_new_tokens)
+            p.prompt, p.examples_used = fit_prompt(
+                lambda ex, p=p, text=text: _render(job, text, list(ex), p.terms),
+                p.examples, backend.count_tokens, context, max_new_tokens)
         except PromptTooLong as e:
             too_long.append(Failed(p.item, f"PromptTooLong: {e}", p, final=True))
             continue
@@ -402,7 +406,11 @@ class Worker:
         failed: list[Failed] = []
         for prep in preps:
             failed += prep.failed
-            done += [_reused(p) for p in prep.prepared if p.item.reuse is not None]
+            reused = [_reused(p) for p in prep.prepared if p.item.reuse is not None]
+            if reused and prep.job is not None and prep.job.params.get("glossary"):
+                reused, unchecked = self._term_checked(prep.job, reused)
+                failed += unchecked
+            done += reused
             to_generate = [p for p in prep.prepared if p.item.reuse is None]
             if not to_generate:
                 continue
@@ -411,6 +419,18 @@ class Worker:
             failed += gen.failed
             gen_wall += gen.seconds
         return done, failed, gen_wall + self.caches.setup_seconds - setup0
+
+    def _term_checked(self, job: Job, reused: list[Generated]) -> tuple[list[Generated], list[Failed]]:
+        """Reused outputs checked for the glossary's required target terms, as the model's
+        are (docs/glossary.md): the memory's translation may lack one. A glossary that
+        cannot be read fails the items, as it fails the model's in prepare."""
+        try:
+            entries = glossary.cached_entries(self.url, job.params["glossary"], job.src_lang, job.tgt_lang)
+            terms = glossary.match(entries, [g.prepared.item.source for g in reused], job.src_lang)
+            checks = glossary.term_checks(terms, [g.output for g in reused], job.tgt_lang)
+        except Exception as e:  # noqa: BLE001 - stored with each item
+            return [], [Failed(g.prepared.item, _error_text(e), g.prepared) for g in reused]
+        return [g._replace(term_check=c) for g, c in zip(reused, checks)], []
 
     def prepare(self, job_id: int, group: list[Claimed]) -> PrepareResult:
         """Select each item's examples and render its prompt. The group's sentences are
@@ -466,11 +486,15 @@ class Worker:
             examples = [Example(p.src, p.tgt) for p in res.selected]
         tp = time.perf_counter()
         select_ms = (tp - ts) * 1000 + shared_ms
-        prompt = _render(job, item.masked or item.source, examples)
+        terms = None
+        if job.params.get("glossary"):  # docs/glossary.md: the terms found go into the prompt
+            entries = glossary.cached_entries(self.url, job.params["glossary"], job.src_lang, job.tgt_lang)
+            terms = glossary.match(entries, [item.source], job.src_lang)[0]
+        prompt = _render(job, item.masked or item.source, examples, terms)
         self.stats.add_phase("select", (tp - ts) * 1000)
         self.stats.add_phase("prompt", (time.perf_counter() - tp) * 1000)
         return Prepared(item, res, selector.labels if selector is not None else None, prompt, select_ms,
-                        examples=examples, examples_used=len(examples))
+                        examples=examples, examples_used=len(examples), terms=terms)
 
     def generate(self, job: Job, prepared: list[Prepared]) -> GenerateResult:
         """One backend call for the prepared items; a failure fails them all, keeping
@@ -502,7 +526,12 @@ class Worker:
             return GenerateResult([], [Failed(p.item, _error_text(e), p) for p in prepared] + too_long,
                                   time.perf_counter() - g0)
         seconds = time.perf_counter() - g0
-        return GenerateResult([_generated(p, g) for p, g in zip(prepared, gens)], too_long, seconds)
+        done = [_generated(p, g) for p, g in zip(prepared, gens)]
+        if job.params.get("glossary"):  # the required target terms, checked in each output
+            checks = glossary.term_checks([g.prepared.terms or [] for g in done], [g.output for g in done],
+                                          job.tgt_lang)
+            done = [g._replace(term_check=c) for g, c in zip(done, checks)]
+        return GenerateResult(done, too_long, seconds)
 
     def store(self, items: list[Claimed], done: list[Generated], failed: list[Failed], t0: float,
               gen_wall: float) -> None:
@@ -572,8 +601,13 @@ class Worker:
             "qa": [None if g.qa is None else "\n".join(g.qa) for g in done],
             "origins": ["llm" if g.origin_pair_id is None else "tm" for g in done],
             "origin_pair_ids": [g.origin_pair_id for g in done]})
+        written = set(rows)
+        checked = [g for g in done
+                   if g.term_check is not None and (g.prepared.item.job_id, g.prepared.item.idx) in written]
+        if checked:
+            glossary.store_term_checks(self.conn, [g.prepared.item.job_id for g in checked],
+                                       [g.prepared.item.idx for g in checked], [g.term_check for g in checked])
         self.stats.done += len(rows)
-        written = {tuple(r) for r in rows}
         self.stats.reused += sum(g.origin_pair_id is not None and (g.prepared.item.job_id, g.prepared.item.idx)
                                  in written for g in done)
         self.stats.generate_ms += sum(g.generate_ms for g in done)

@@ -99,12 +99,15 @@ class SelectRequest(_Strict):
     tgt: Lang
     method: Choice = defaults.METHOD
     k: int = Field(defaults.K, ge=0)
+    min_match: float | None = Field(None, ge=0, le=100, description="Only candidates at or above this match %.")
     explain: bool = Field(True, description="Candidates as objects with score and text (scoi select --explain).")
     coverage: bool = Field(False, description="Add which pick covers which word and tree term, and the pool.")
     tree: bool = Field(True, description="With coverage: the dependency tree as displaCy SVG.")
     where: dict[str, str] | None = Field(None, description=(
         "Only pairs whose metadata holds each key with that string value, e.g. {\"domain\": \"legal\"} "
         "(scoi select --where domain=legal)."))
+    glossary: str | None = Field(None, min_length=1, max_length=200,
+                                 description="A glossary's name: the terms found in the sentence (docs/glossary.md).")
 
 
 class PromptRequest(_Strict):
@@ -119,6 +122,8 @@ class PromptRequest(_Strict):
     where: dict[str, str] | None = Field(None, description=(
         "Only pairs whose metadata holds each key with that string value, e.g. {\"domain\": \"legal\"} "
         "(scoi select --where domain=legal)."))
+    glossary: str | None = Field(None, min_length=1, max_length=200,
+                                 description="A glossary's name: the terms found in the sentence (docs/glossary.md).")
 
 
 class TranslateRequest(PromptRequest):
@@ -147,6 +152,8 @@ class JobRequest(_Strict):
     where: dict[str, str] | None = Field(None, description=(
         "Only pairs whose metadata holds each key with that string value, e.g. {\"domain\": \"legal\"} "
         "(scoi select --where domain=legal)."))
+    glossary: str | None = Field(None, min_length=1, max_length=200,
+                                 description="A glossary's name: terms into prompts, outputs checked (docs/glossary.md).")
 
 
 class GapsRequest(_Strict):

@@ -10,6 +10,8 @@ from typing import Any
 
 from fastapi import APIRouter, Query
 
+from scoi.glossary import GlossaryError, entries as glossary_entries, list_glossaries, match as glossary_match
+from scoi.jobs.eval import term_summary
 from scoi.service.app import (BIGINT_MAX, SQL, ApiError, JobRequest, PromptRequest, SelectRequest, Service,
                               TranslateRequest, check_ref, run_limited, text_problem)
 from scoi.service.config import TEMPLATES
@@ -24,7 +26,8 @@ def _select(service: Service, body: SelectRequest | PromptRequest, *, coverage: 
 
     def work(sel):
         with sel.filtered(body.where):  # the request's metadata filter, for this call only
-            result = sel.select(text, k=body.k, method=body.method)
+            result = sel.select(text, k=body.k, method=body.method,
+                                min_match=getattr(body, "min_match", None))  # select only, not prompt
             if not coverage:
                 return result, None
             from scoi.service.explain import explain
@@ -35,14 +38,28 @@ def _select(service: Service, body: SelectRequest | PromptRequest, *, coverage: 
     return service.selectors.run(body.src, body.tgt, work, wait_s=wait)
 
 
+def _terms(service: Service, body: SelectRequest | PromptRequest) -> list[dict[str, Any]] | None:
+    """The glossary terms found in the request's sentence (docs/glossary.md), or None without a glossary."""
+    if body.glossary is None:
+        return None
+    try:
+        with service.connect() as conn:
+            found = glossary_entries(conn, body.glossary, body.src.lower(), body.tgt.lower())
+    except GlossaryError as e:
+        raise ApiError(400, str(e)) from None
+    return [m.to_dict() for m in glossary_match(found, [body.text.strip()], body.src.lower())[0]]
+
+
 def _prompt(service: Service, body: PromptRequest) -> tuple[Any, str]:
     from scoi.core.prompt import Example, render_prompt
 
     if body.template not in TEMPLATES:
         raise ApiError(400, f"unknown template {body.template!r}; this server offers: {', '.join(TEMPLATES)}")
+    terms = _terms(service, body)
     result, _ = _select(service, body)
     prompt = render_prompt(body.text.strip(), [Example(p.src, p.tgt) for p in result.selected], result.src_lang,
-                           result.tgt_lang, template=body.template, order=body.order, seed=body.seed)
+                           result.tgt_lang, template=body.template, order=body.order, seed=body.seed,
+                           glossary=terms or ())
     return result, prompt
 
 
@@ -52,10 +69,13 @@ def register(api: APIRouter, service: Service) -> None:
         """The k examples that best cover a sentence: `scoi select --json [--explain]`'s
         object; with ``coverage``, which pick covers which word and tree term, and the pool."""
         def work() -> dict[str, Any]:
+            terms = _terms(service, body)
             result, cov = _select(service, body, coverage=body.coverage, tree=body.tree)
             out = result.to_dict(explain=body.explain)
             if cov is not None:
                 out["coverage"] = cov
+            if terms is not None:
+                out["glossary"] = terms
             return out
         return await run_limited(service, work)
 
@@ -91,13 +111,15 @@ def register(api: APIRouter, service: Service) -> None:
         from scoi.core.methods import EMBEDDING_METHODS, METHODS
         from scoi.core.prompt import ORDERS
 
-        def directions() -> list[str]:
+        def directions() -> tuple[list[str], list[str]]:
             with service.connect() as conn:
-                return [f"{s}-{t}" for s, t in conn.execute(SQL["directions"]).fetchall()]
+                return ([f"{s}-{t}" for s, t in conn.execute(SQL["directions"]).fetchall()],
+                        [g["name"] for g in list_glossaries(conn)])
+        served, glossaries = await run_limited(service, directions)
         lim = service.config.limits
         return {"models": sorted(service.config.models), "methods": list(METHODS),
                 "embedding_methods": list(EMBEDDING_METHODS), "templates": list(TEMPLATES), "orders": list(ORDERS),
-                "directions": await run_limited(service, directions), "warm": service.selectors.directions(),
+                "directions": served, "glossaries": glossaries, "warm": service.selectors.directions(),
                 "limits": {"max_body_bytes": lim.max_body_bytes, "max_chars": lim.max_chars,
                            "max_sentences": lim.max_sentences, "timeout_s": lim.timeout_s, "max_k": lim.max_k},
                 "token_required": service.config.token is not None}
@@ -141,7 +163,8 @@ def register(api: APIRouter, service: Service) -> None:
         service.check_k(body.k)
         spec = JobSpec(src=body.src, tgt=body.tgt, model=model.spec, method=body.method, k=body.k,
                        template=body.template, name=body.name, order=body.order, max_new_tokens=body.max_new_tokens,
-                       backend_options=dict(model.options), reuse=body.reuse, where=body.where)
+                       backend_options=dict(model.options), reuse=body.reuse, where=body.where,
+                       glossary=body.glossary)
 
         def work() -> dict[str, Any]:
             with service.connect() as conn:
@@ -167,6 +190,8 @@ def register(api: APIRouter, service: Service) -> None:
             with service.connect() as conn:
                 j = get_job(conn, ref[:200])
                 st = _public_job(service, status(conn, j.id))
+                if (terms := term_summary(conn, j)) is not None:
+                    st["terms"] = terms
                 with conn.cursor(row_factory=dict_row) as cur:
                     items = cur.execute(SQL["job_items_page"], {"id": j.id, "offset": offset, "limit": limit}).fetchall()
             return {"job": st, "items": [_public_errors(i) for i in items], "offset": offset, "limit": limit}
@@ -179,9 +204,10 @@ def register(api: APIRouter, service: Service) -> None:
         first translation of a large local model."""
         return [slot.to_dict() for slot in service.models.values()]
 
-    from scoi.service import gaps_routes
+    from scoi.service import gaps_routes, lookup_routes
 
     gaps_routes.register(api, service)
+    lookup_routes.register(api, service)
 
 
 def _reused(service: Service, body: TranslateRequest) -> Any:

@@ -134,7 +134,7 @@ def test_explain_candidates_are_objects(cli):
     out = last_json(cli("select", QUERY, "--src", "fr", "--tgt", "en", "--json", "--explain").stdout)
     cands = out["candidates"]
     assert [c["pair_id"] for c in cands] == plain["candidates"]
-    assert all(set(c) == {"pair_id", "score", "src", "tgt"} for c in cands)
+    assert all(set(c) == {"pair_id", "score", "match", "src", "tgt"} for c in cands)
     scores = [c["score"] for c in cands]
     assert scores == sorted(scores, reverse=True) and scores[-1] > 0
     assert out["selected"] == plain["selected"]

@@ -285,3 +285,39 @@ def test_api_docs_render_offline(served):
         assert not errors, errors
     others = [u for u in requested if not u.startswith(url + "/") and not u.startswith("data:")]
     assert not others, others  # nothing reaches the Internet (no CDN, no validator, no demo spec)
+
+
+def test_lookup_box_and_match_percent_on_picks(page, served):
+    url, _ = served
+    page.goto(url)
+    page.wait_for_selector("body[data-ready]")
+    page.fill("#text", "Bonjour, comment allez-vous ce soir ?")
+    page.fill("#min-match", "70")
+    page.click("#lookup-btn")
+    page.wait_for_selector("#lookup-card:not([hidden])")
+    rows = page.locator("#lookup tbody tr")
+    assert rows.count() == 1  # only the stored "Bonjour, comment allez-vous ?" reaches 70%
+    assert rows.first.locator("td").nth(0).text_content() == "71.43%"
+    assert rows.first.locator("td").nth(2).text_content() == "Hello, how are you?"
+    page.click("#select-btn")  # the same minimum: one example qualifies, the banner says so
+    page.wait_for_selector("#picks > li")
+    assert page.locator("#picks > li").count() == 1
+    assert "71.43% match" in page.locator("#picks > li").first.text_content()
+    assert "reach 70% match: 1 example instead of 4" in page.text_content("#banner")
+
+
+def test_select_with_a_glossary_shows_the_terms_found(page, served):
+    from tests.helpers.cli import scoi_cli
+
+    url, db = served
+    tbx = ROOT / "tests" / "data" / "glossary" / "board.fr-en.tbx"
+    assert scoi_cli(["glossary", "add", str(tbx), "--src", "fr", "--tgt", "en"], db).returncode == 0
+    page.goto(url)
+    page.wait_for_selector("body[data-ready]")
+    assert not page.locator("#glossary-box").is_hidden()
+    page.fill("#text", "Le conseil d'administration de l'ONU se réunit.")
+    page.select_option("#glossary", "board")
+    page.click("#select-btn")
+    page.wait_for_selector("#glossary-terms .chip")
+    chips = page.locator("#glossary-terms .chip").all_inner_texts()
+    assert chips == ["conseil d'administration \u2192 board of directors", "ONU \u2192 UN"]

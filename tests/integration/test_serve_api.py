@@ -44,7 +44,7 @@ def test_select_has_the_cli_shape_and_the_coverage_view(api, job_db):
     for key in ("query", "src_lang", "tgt_lang", "method", "k", "params", "signature", "selected", "certified"):
         assert got[key] == want[key], key
     assert [c["pair_id"] for c in got["candidates"]] == [c["pair_id"] for c in want["candidates"]]
-    assert set(got["candidates"][0]) == {"pair_id", "score", "src", "tgt"}
+    assert set(got["candidates"][0]) == {"pair_id", "score", "match", "src", "tgt"}
     cov = got["coverage"]
     assert [p["pair_id"] for p in cov["picks"]] == [p["pair_id"] for p in got["selected"]]
     # a word is covered by the first pick whose source holds it, and only then

@@ -253,9 +253,12 @@ SET status = CASE WHEN NOT %(uncount)s AND attempts >= max_attempts THEN 'failed
 WHERE locked_by = %(worker)s AND status = 'running';
 
 -- name: export_items
+-- match: the best match percentage among the item's recorded picks (NULL: zero-shot, or before 0023).
 SELECT idx, source, output, reference, status, attempts, last_error, warning, selection_id,
-       select_ms, generate_ms, overhead_ms, raw_output, prompt, examples_used, qa, origin, origin_pair_id
-FROM job_item WHERE job_id = %(id)s ORDER BY idx;
+       select_ms, generate_ms, overhead_ms, raw_output, prompt, examples_used, qa,
+       (SELECT max(p.match) FROM selection_pick p WHERE p.selection_id = i.selection_id) AS match,
+       origin, origin_pair_id
+FROM job_item i WHERE job_id = %(id)s ORDER BY idx;
 
 -- name: retry_items
 -- Failed (and cancelled) items get a fresh set of attempts; last_error stays until a new
@@ -310,3 +313,13 @@ WHERE job_id = %(id)s ORDER BY metric;
 -- name: known_keys
 -- The source keys a job holds already: a table source adds only the others.
 SELECT source_key FROM job_item WHERE job_id = %(job_id)s AND source_key IS NOT NULL;
+
+-- name: export_tmx_items
+-- A job's translated items for `job export --format tmx`: done, with a source and an
+-- output that are not blank (an ingest refuses an empty side), in input order.
+-- has_codes: an item of a CAT file, whose output holds the inline codes' placeholders.
+SELECT idx, source, output, origin, qa, finished_at, masked IS NOT NULL AS has_codes
+FROM job_item
+WHERE job_id = %(id)s AND status = 'done' AND output IS NOT NULL
+  AND btrim(source) <> '' AND btrim(output) <> ''
+ORDER BY idx;

@@ -12,7 +12,7 @@ COPY selection (id, query, src_lang, tgt_lang, method, k, params, signature, que
 COPY selection_query_term (selection_id, key, mult, exps) FROM STDIN;
 
 -- name: copy_candidates
-COPY selection_candidate (selection_id, rank, pair_id, score) FROM STDIN;
+COPY selection_candidate (selection_id, rank, pair_id, score, match) FROM STDIN;
 
 -- name: copy_picks
-COPY selection_pick (selection_id, position, pair_id, criterion, coverage) FROM STDIN;
+COPY selection_pick (selection_id, position, pair_id, criterion, coverage, match) FROM STDIN;

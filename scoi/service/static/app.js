@@ -65,6 +65,19 @@ function show(view) {
 }
 
 // ------------------------------------------------------------------ coverage
+/** The chosen glossary as a request field ({} when none is chosen). */
+function glossaryField() { return $("#glossary").value ? { glossary: $("#glossary").value } : {}; }
+
+/** The glossary terms found in the sentence (docs/glossary.md), as chips "source → target". */
+function renderGlossary(terms) {
+  const box = $("#glossary-terms");
+  box.hidden = terms === undefined;
+  if (terms === undefined) return;
+  box.replaceChildren(el("strong", {}, "Glossary terms: "), ...(terms.length
+    ? terms.map((t) => el("span", { class: "chip term", title: t.note || "" }, `${t.src} → ${t.tgt}`))
+    : [el("span", { class: "empty" }, "none found")]));
+}
+
 async function runSelect(ev) {
   ev && ev.preventDefault();
   const [src, tgt] = $("#direction").value.split("-");
@@ -73,8 +86,32 @@ async function runSelect(ev) {
   banner("");
   try {
     const res = await api("/api/select", { method: "POST", body: {
-      text: $("#text").value, src, tgt, method: $("#method").value, k: Number($("#k").value), coverage: true } });
+      text: $("#text").value, src, tgt, method: $("#method").value, k: Number($("#k").value), coverage: true,
+      min_match: Number($("#min-match").value) || null, ...glossaryField() } });
     renderCoverage(res);
+    renderGlossary(res.glossary);
+    if (res.notice) banner(res.notice);
+  } catch (e) {
+    banner(e.message);
+  } finally {
+    btn.disabled = false; btn.classList.remove("spin");
+  }
+}
+
+async function runLookup() {
+  const [src, tgt] = $("#direction").value.split("-");
+  const btn = $("#lookup-btn");
+  btn.disabled = true; btn.classList.add("spin");
+  banner("");
+  try {
+    const res = await api("/api/lookup", { method: "POST", body: {
+      text: $("#text").value, src, tgt, min_match: Number($("#min-match").value || 0), n: 5 } });
+    $("#lookup-card").hidden = false;
+    $("#lookup-meta").textContent = `${res.matches.length} at ${res.min_match}% or more · ${fmt(res.timings_ms.total, 1)} ms`;
+    $("#lookup tbody").replaceChildren(...(res.matches.length ? res.matches.map((m) => el("tr", {},
+      el("td", {}, el("span", { class: "badge match" }, `${m.match}%`)), el("td", {}, m.src), el("td", {}, m.tgt),
+      el("td", { class: "meta", title: JSON.stringify(m.meta) }, m.corpus)))
+      : [el("tr", {}, el("td", { colspan: 4, class: "meta" }, "no stored sentence matches this closely"))]));
   } catch (e) {
     banner(e.message);
   } finally {
@@ -89,7 +126,8 @@ async function runTranslate() {
   banner("");
   try {
     const res = await api("/api/translate", { method: "POST", body: {
-      text: $("#text").value, src, tgt, method: $("#method").value, k: Number($("#k").value), model: $("#model").value } });
+      text: $("#text").value, src, tgt, method: $("#method").value, k: Number($("#k").value), model: $("#model").value,
+      ...glossaryField() } });
     const box = $("#translation");
     box.hidden = false;
     box.replaceChildren(el("strong", {}, res.output),
@@ -119,7 +157,9 @@ function renderCoverage(res) {
   $("#picks-meta").textContent = `${res.method}, ${res.selected.length} of ${res.candidates.length} candidates`;
   $("#picks").replaceChildren(...cov.picks.map((p, i) => el("li", { class: "pick", style: `--pc:${color(i)}` },
     el("div", { class: "pick-head" }, el("span", { class: "pick-n" }, `#${i + 1}`), el("span", { class: "badge" }, p.criterion),
-      p.coverage !== null ? el("span", {}, `coverage ${fmt(p.coverage)}`) : null, el("span", {}, `pair ${p.pair_id}`)),
+      p.coverage !== null ? el("span", {}, `coverage ${fmt(p.coverage)}`) : null,
+      res.selected[i] && res.selected[i].match !== null ? el("span", { class: "badge match", title: "match %: word-level edit-distance similarity to the sentence" }, `${res.selected[i].match}% match`) : null,
+      el("span", {}, `pair ${p.pair_id}`)),
     el("p", { class: "pick-src" }, p.src), el("p", { class: "pick-tgt" }, p.tgt),
     el("div", { class: "chips" }, p.words.length ? p.words.map((w) => el("span", { class: "chip" }, w)) : el("span", { class: "empty" }, "no new word"),
       p.terms.length ? el("span", { class: "chip term", title: p.terms.join("\n") }, `${p.terms.length} exact terms`) : null))));
@@ -137,9 +177,10 @@ function renderCoverage(res) {
   // pool
   $("#pool-meta").textContent = `${cov.pool.length} candidates · certified ${res.certified === null ? "–" : res.certified ? "yes" : "no"} · ${fmt(res.timings_ms.total, 1)} ms`;
   const pickIndex = new Map(res.selected.map((p, i) => [p.pair_id, i]));
+  const matchOf = new Map(res.candidates.map((c) => [c.pair_id, c.match]));
   $("#pool tbody").replaceChildren(...cov.pool.map((c) => el("tr", { class: c.picked ? "picked" : "" },
     el("td", {}, c.picked ? el("span", { class: "pick-n", style: `background:${color(pickIndex.get(c.pair_id))};color:#fff;border-radius:5px;padding:0 .4rem` }, c.rank) : c.rank),
-    el("td", {}, fmt(c.score, 2)), el("td", {}, c.src), el("td", { class: "meta" }, c.tgt))));
+    el("td", {}, fmt(c.score, 2)), el("td", {}, fmt(matchOf.get(c.pair_id), 1)), el("td", {}, c.src), el("td", { class: "meta" }, c.tgt))));
 }
 
 function renderTree(tree) {
@@ -299,6 +340,7 @@ async function start() {
   $("#text").addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) runSelect(e); });
   $("#job-form").addEventListener("submit", submitJob);
   $("#translate-btn").addEventListener("click", runTranslate);
+  $("#lookup-btn").addEventListener("click", runLookup);
   $("#jobs-refresh").addEventListener("click", loadJobs);
   $("#items-prev").addEventListener("click", () => openJob(state.jobId, Math.max(0, state.offset - state.limit)));
   $("#items-next").addEventListener("click", () => openJob(state.jobId, state.offset + state.limit));
@@ -318,6 +360,9 @@ async function init() {
     fillSelect($("#job-model"), cfg.models, cfg.models[0]);
     fillSelect($("#model"), cfg.models, cfg.models[0]);
     $("#translate-box").hidden = cfg.models.length === 0;
+    fillSelect($("#glossary"), ["", ...(cfg.glossaries || [])], "");
+    $("#glossary").options[0].textContent = "none";
+    $("#glossary-box").hidden = !(cfg.glossaries || []).length;
     const noModel = cfg.models.length === 0;
     $("#job-form button[type=submit]").disabled = noModel;
     $("#job-model-hint").hidden = !noModel;

@@ -1,0 +1,54 @@
+"""``scoi lookup``: the stored pairs closest to a sentence by match %, as a CAT tool's
+translation-memory pane shows them."""
+
+from __future__ import annotations
+
+import typer
+
+from scoi.cli.common import console, database_url, emit_json, fail, table_cells
+from scoi.core import defaults
+from scoi.core.limits import LIMITS
+
+
+def lookup(
+    text: str = typer.Argument(..., help="The sentence to look up (source language)."),
+    src: str = typer.Option(..., "--src", help="Source language code."),
+    tgt: str = typer.Option(..., "--tgt", help="Target language code."),
+    min_match: float = typer.Option(defaults.LOOKUP_MIN_MATCH, "--min-match", min=0, max=100,
+                                    help="Lowest match % shown (CAT tools often use 70)."),
+    n: int = typer.Option(defaults.LOOKUP_N, "-n", "--n", min=1, help="Matches shown at most."),
+    pool: int = typer.Option(defaults.LOOKUP_POOL, "--pool", min=1, max=LIMITS["pool"][1],
+                             help="Exact BM25 candidates the match % is computed on (docs/method.md)."),
+    corpus: list[str] = typer.Option([], "--corpus", help="Only look in these corpora (repeatable)."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """The stored pairs whose source is closest to TEXT by match % (word-level edit
+    distance), best first: source, target, corpus and metadata. Ties: BM25, then pair id."""
+    from scoi.analysis import ParserNotAvailable
+    from scoi.lookup import lookup as find
+    from scoi.selector import SelectionError, Selector
+
+    from scoi.db.engine import resolve_read_url
+
+    url = database_url()
+    try:
+        # bm25: a method that needs no tree, so a memory stored without a parser serves too.
+        with Selector(src, tgt, url=url, read_url=resolve_read_url(), corpora=corpus or None, method="bm25") as sel:
+            result = find(sel, text.strip(), n=n, min_match=min_match, pool=pool)
+    except (SelectionError, ValueError, ParserNotAvailable) as e:
+        fail(str(e))
+    if json_out:
+        emit_json(result.to_dict())
+        return
+    if not result.matches:
+        console.print(f"no stored {result.src_lang} sentence matches at {min_match:g}% or more "
+                      f"(among the {pool} closest by BM25)", highlight=False, markup=False)
+        return
+    from rich.table import Table
+
+    table = Table(title=f"{len(result.matches)} best matches", show_lines=False)
+    for col in ("match %", "pair", "corpus", "source", "target"):
+        table.add_column(col, overflow="fold")
+    for m in result.matches:
+        table.add_row(*table_cells([f"{m.match:g}", str(m.pair_id), m.corpus, m.src, m.tgt]))
+    console.print(table)

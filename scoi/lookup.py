@@ -1,0 +1,124 @@
+"""Fuzzy lookup: the stored pairs whose source is closest to a sentence by match %, as a
+CAT tool's translation-memory pane lists them (``scoi lookup``, ``POST /api/lookup``).
+
+The match % (scoi.core.match) is computed on the exact BM25 top ``pool`` of the sentence
+(the selector's preselection), not on every stored sentence: a sentence that shares most
+of the query's tokens, in order, shares its rare ones too and ranks high by BM25
+(docs/method.md §8, and the recall measured by benchmarks/bench_lookup.py).
+Whatever restricts the selector's preselection (its corpora, and any later filter on
+``pair.meta``) restricts the lookup the same way, since the pool is the selector's.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from scoi.core import defaults
+from scoi.core.limits import LIMITS
+from scoi.core.match import check_min_match, match_all
+from scoi.db.queries import load
+from scoi.selector import SelectionError, Selector
+
+SQL = load("lookup")
+
+
+@dataclass
+class Match:
+    """One stored pair as the TM pane shows it."""
+
+    pair_id: int
+    match: float
+    score: float  # its BM25 score against the query (the first tie-break)
+    src: str
+    tgt: str
+    corpus: str
+    meta: dict[str, Any]
+
+
+@dataclass
+class LookupResult:
+    query: str
+    src_lang: str
+    tgt_lang: str
+    min_match: float
+    n: int
+    pool: int
+    matches: list[Match]
+    #: the pool is exact BM25's top ``pool`` (None: no stored sentence shares a token)
+    certified: bool | None = None
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape of ``scoi lookup --json`` and ``POST /api/lookup``."""
+        return {"query": self.query, "src_lang": self.src_lang, "tgt_lang": self.tgt_lang,
+                "min_match": self.min_match, "n": self.n, "pool": self.pool, "certified": self.certified,
+                "matches": [vars(m) for m in self.matches], "timings_ms": self.timings_ms}
+
+
+#: one pool entry: (pair id, BM25 score, source Moses tokens)
+Candidate = tuple[int, float, list[str]]
+
+
+def candidates(sel: Selector, tokens: list[str], pool: int) -> list[Candidate]:
+    """The exact BM25 top ``pool`` of ``tokens`` in ``sel``'s direction (its corpora), with
+    each pair's source tokens: the preselection, then one round trip for the tokens only."""
+    found = sel.preselect(tokens, n=pool)
+    if not found:
+        return []
+    toks = dict(sel.conn.cursor(binary=True).execute(SQL["lookup_tokens"], {
+        "pair_ids": [p for p, _ in found], "lang": sel.src}).fetchall())
+    return [(p, score, toks[p]) for p, score in found]
+
+
+def rank(tokens: list[str], pool: list[Candidate], *, n: int, min_match: float) -> list[tuple[int, float, float]]:
+    """(pair id, match %, BM25 score) of the best ``n`` candidates at or above ``min_match``
+    by match % against ``tokens``; ties: higher BM25 score, then lower pair id (a stable
+    order for the same memory)."""
+    scored = [(p, m, score) for (p, score, _), m in zip(pool, match_all(tokens, [c[2] for c in pool]))
+              if m >= min_match]
+    scored.sort(key=lambda r: (-r[1], -r[2], r[0]))
+    return scored[:n]
+
+
+def check_lookup_args(n: int, min_match: float, pool: int) -> None:
+    """SelectionError naming the first bad argument."""
+    try:
+        check_min_match(min_match)
+    except ValueError as e:
+        raise SelectionError(str(e)) from None
+    if not 1 <= n <= pool:
+        raise SelectionError(f"-n {n} is out of range; expected 1 to the pool size ({pool})")
+    if not 1 <= pool <= LIMITS["pool"][1]:
+        raise SelectionError(f"pool size must be from 1 to {LIMITS['pool'][1]}, not {pool}")
+
+
+def lookup(sel: Selector, text: str, *, n: int = defaults.LOOKUP_N, min_match: float = defaults.LOOKUP_MIN_MATCH,
+           pool: int = defaults.LOOKUP_POOL) -> LookupResult:
+    """The best ``n`` stored pairs of ``sel``'s direction for ``text`` by match %: the
+    sentence's Moses tokens only (no parse), its exact BM25 top ``pool``, ranked."""
+    check_lookup_args(n, min_match, pool)
+    t0 = time.perf_counter()
+    sel.conn, sel.read_status = sel.reads.choose()  # the replica, or the primary (scoi.db.reads)
+    tokens = sel.analyzer.tokenize(text)
+    t1 = time.perf_counter()
+    pooled = candidates(sel, tokens, pool) if tokens else []
+    certified = sel.certified if pooled else None
+    t2 = time.perf_counter()
+    best = rank(tokens, pooled, n=n, min_match=min_match)
+    about = {r[0]: r[1:] for r in sel.conn.execute(SQL["lookup_pairs"], {
+        "pair_ids": [p for p, _, _ in best], "lang": sel.src}).fetchall()} if best else {}
+    matches = [Match(p, m, score, *about[p]) for p, m, score in best]
+    t3 = time.perf_counter()
+    return LookupResult(query=text, src_lang=sel.src, tgt_lang=sel.tgt, min_match=min_match, n=n, pool=pool,
+                        matches=matches, certified=certified,
+                        timings_ms={"tokenize": _ms(t1 - t0), "pool": _ms(t2 - t1), "match": _ms(t3 - t2),
+                                    "total": _ms(t3 - t0)})
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000, 3)
+
+
+__all__ = ["Candidate", "LookupResult", "Match", "candidates", "check_lookup_args", "lookup", "rank"]

@@ -1,0 +1,43 @@
+"""``scoi lookup`` and ``scoi select --min-match`` as a user runs them, on the demo corpus:
+JSON and table output, and one clear line with a non-zero exit on bad input."""
+
+from __future__ import annotations
+
+import json
+
+from tests.helpers.cli import cli, run_scoi
+
+QUERY = "Bonjour, comment allez-vous ce soir ?"
+
+
+def test_lookup_json_lists_the_best_matches_first(job_db):
+    r = cli(["lookup", QUERY, "--src", "fr", "--tgt", "en", "-n", "3", "--json"], job_db)
+    assert r.exit_code == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert [m["match"] for m in out["matches"]] == sorted((m["match"] for m in out["matches"]), reverse=True)
+    assert len(out["matches"]) == 3 and out["pool"] == 1000 and out["certified"] is True
+    best = out["matches"][0]
+    assert (best["src"], best["tgt"], best["match"], best["meta"]) == (
+        "Bonjour, comment allez-vous ?", "Hello, how are you?", 71.43, {})
+
+
+def test_lookup_table_and_no_match_message(job_db):
+    r = cli(["lookup", QUERY, "--src", "fr", "--tgt", "en", "--min-match", "70"], job_db)
+    assert r.exit_code == 0 and "71.43" in r.stdout and "Hello, how are you?" in r.stdout
+    r = cli(["lookup", "Zorglub blorp.", "--src", "fr", "--tgt", "en", "--min-match", "90"], job_db)
+    assert r.exit_code == 0 and "no stored fr sentence matches at 90% or more" in r.stdout
+
+
+def test_select_min_match_says_when_fewer_than_k_qualify(job_db):
+    r = cli(["select", QUERY, "--src", "fr", "--tgt", "en", "--min-match", "70"], job_db)
+    assert r.exit_code == 0, r.stderr
+    assert "match %" in r.stdout and "71.43" in r.stdout
+    assert "reach 70% match: 1 example instead of 4" in r.stdout
+
+
+def test_bad_min_match_fails_with_one_line(job_db):
+    proc = run_scoi(["lookup", QUERY, "--src", "fr", "--tgt", "en", "--min-match", "150"], job_db)
+    assert proc.returncode == 2 and "--min-match" in proc.stderr and "less than or equal to 100" in proc.stderr
+    proc = run_scoi(["lookup", QUERY, "--src", "de", "--tgt", "en"], job_db)
+    assert proc.returncode == 1 and "no corpus holds de-en pairs" in proc.stderr
+    assert "Traceback" not in proc.stderr

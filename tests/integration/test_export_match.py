@@ -1,0 +1,36 @@
+"""A job's export carries each item's best match % (the highest among its recorded picks),
+read from the database the worker wrote: real worker, fake OpenAI server, demo corpus."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import psycopg
+
+from scoi.jobs.create import submit
+from scoi.jobs.export import export_rows, write_export
+from scoi.jobs.spec import JobSpec
+from scoi.jobs.worker import Worker, WorkerOptions
+from tests.helpers.jobs import ok_server
+
+
+def test_export_has_the_best_pick_match_of_each_item(job_db):
+    sentences = ["Bonjour, comment allez-vous ce soir ?", "Où est la gare ?"]
+    with ok_server() as stub, psycopg.connect(job_db, autocommit=True) as conn:
+        job_id = submit(conn, JobSpec("fr", "en", model="openai:stub", method="scoi", k=2,
+                                      backend_options={"max_retries": 0, "base_url": stub.url}), sentences)
+        with Worker(job_db, WorkerOptions(batch_size=10), worker_id="W") as w:
+            w.process(w.claim())
+        best = dict(conn.execute("SELECT i.idx, max(p.match) FROM job_item i JOIN selection_pick p "
+                                 "ON p.selection_id = i.selection_id WHERE i.job_id = %s GROUP BY i.idx",
+                                 (job_id,)).fetchall())
+        traced = conn.execute("SELECT count(*) FROM job_item_trace WHERE job_id = %s AND match IS NOT NULL",
+                              (job_id,)).fetchone()[0]
+        rows = list(export_rows(conn, job_id))
+        out = io.StringIO()
+        write_export(iter(rows), "jsonl", out)
+    assert [r["status"] for r in rows] == ["done", "done"] and traced == 4
+    assert [r["match"] for r in rows] == [round(best[0], 2), round(best[1], 2)]
+    assert rows[0]["match"] == 71.43 and rows[1]["match"] == 100.0  # "Où est la gare ?" is stored
+    assert [json.loads(line)["match"] for line in out.getvalue().splitlines()] == [71.43, 100.0]

@@ -1,0 +1,136 @@
+"""Match % on selections and the fuzzy lookup, on the demo corpus in a real database:
+every candidate and pick carries the reference's match % of its stored tokens,
+--min-match restricts the pool for every method, recording keeps it, and the lookup
+ranks by match % and finds the brute-force best match."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from scoi.lookup import lookup
+from scoi.selector import SelectionError, Selector
+from tests import reference as ref
+
+QUERY = "Bonjour, comment allez-vous ce soir ?"  # the demo's first source with two words added
+
+
+def stored_sources(url: str) -> dict[int, list[str]]:
+    """pair id -> Moses tokens of its fr side, for every fr-en pair (the brute force's input)."""
+    with psycopg.connect(url) as conn:
+        return dict(conn.execute("SELECT e.pair_id, s.tokens FROM example e JOIN sentence s ON s.id = e.src_id "
+                                 "WHERE e.src_lang = 'fr' AND e.tgt_lang = 'en'").fetchall())
+
+
+def test_every_candidate_and_pick_carries_the_reference_match(job_db: str) -> None:
+    sources = stored_sources(job_db)
+    with Selector("fr", "en", url=job_db) as sel:
+        result = sel.select(QUERY)
+    assert result.candidates and result.selected
+    for c in result.candidates:
+        assert c.match == ref.match_percent(result.query_tokens, sources[c.pair_id])
+    for p in result.selected:
+        assert p.match == ref.match_percent(result.query_tokens, sources[p.pair_id])
+    out = result.to_dict(explain=True)
+    assert all("match" in c for c in out["candidates"]) and all("match" in p for p in out["selected"])
+    # "Bonjour , comment allez-vous ?" against the query's 7 tokens: 2 inserted, 100 * (1 - 2/7)
+    assert max(p.match for p in result.selected) == 71.43
+
+
+@pytest.mark.parametrize("method", ["scoi", "bm25", "random", "rbm25"])
+def test_min_match_keeps_only_qualifying_examples_for_every_method(job_db: str, method: str) -> None:
+    with Selector("fr", "en", url=job_db, method=method, min_match=70) as sel:
+        result = sel.select(QUERY)
+        plain = sel.select(QUERY, min_match=0)
+    assert [c.match for c in result.candidates] == [c.match for c in plain.candidates if c.match >= 70]
+    assert result.selected and all(p.match >= 70 for p in result.selected)
+    assert result.notice == f"1 of {len(plain.candidates)} candidates reach 70% match: 1 example instead of 4"
+    assert "|match:70|" in result.signature and result.params["min_match"] == 70
+    assert "match" not in plain.signature.split("|")[1:] and plain.notice is None
+
+
+def test_min_match_must_be_a_percentage(job_db: str) -> None:
+    with pytest.raises(SelectionError, match="min match 120 is not a percentage"):
+        Selector("fr", "en", url=job_db, min_match=120)
+
+
+def test_recorded_selection_keeps_the_match_in_tables_and_views(job_db: str) -> None:
+    with Selector("fr", "en", url=job_db) as sel:
+        result = sel.select(QUERY, record=True)
+    with psycopg.connect(job_db) as conn:
+        picks = conn.execute("SELECT pair_id, match FROM selection_pick_text WHERE selection_id = %s "
+                             "ORDER BY position", (result.selection_id,)).fetchall()
+        cands = conn.execute("SELECT pair_id, match FROM selection_candidate WHERE selection_id = %s ORDER BY rank",
+                             (result.selection_id,)).fetchall()
+    assert picks == [(p.pair_id, pytest.approx(p.match, abs=1e-4)) for p in result.selected]
+    assert cands == [(c.pair_id, pytest.approx(c.match, abs=1e-4)) for c in result.candidates]
+
+
+def test_lookup_ranks_by_match_and_returns_corpus_and_meta(job_db: str) -> None:
+    sources = stored_sources(job_db)
+    with psycopg.connect(job_db) as conn:
+        conn.execute("UPDATE pair SET meta = '{\"domain\": \"greetings\"}' WHERE id = (SELECT pair_id FROM example e "
+                     "JOIN sentence s ON s.id = e.src_id WHERE s.text = 'Bonjour, comment allez-vous ?' LIMIT 1)")
+    with Selector("fr", "en", url=job_db, method="bm25") as sel:
+        result = lookup(sel, QUERY, n=5)
+        tokens = sel.analyzer.tokenize(QUERY)
+        strict = lookup(sel, QUERY, min_match=99)
+    best = result.matches[0]
+    assert (best.src, best.tgt, best.match, best.meta) == (
+        "Bonjour, comment allez-vous ?", "Hello, how are you?", 71.43, {"domain": "greetings"})
+    assert best.corpus and result.certified is True and len(result.matches) == 5
+    keys = [(-m.match, -m.score, m.pair_id) for m in result.matches]
+    assert keys == sorted(keys)
+    brute = sorted(ref.match_percent(tokens, toks) for toks in sources.values())[::-1][:5]
+    assert [m.match for m in result.matches] == brute  # the pool held the true best five
+    assert strict.matches == [] and result.to_dict()["matches"][0]["meta"] == {"domain": "greetings"}
+
+
+def test_lookup_refuses_bad_arguments(job_db: str) -> None:
+    with Selector("fr", "en", url=job_db, method="bm25") as sel:
+        with pytest.raises(SelectionError, match="-n 0 is out of range"):
+            lookup(sel, QUERY, n=0)
+        with pytest.raises(SelectionError, match="not a percentage"):
+            lookup(sel, QUERY, min_match=-5)
+
+
+def test_min_match_filters_the_fuzzy_methods_vectors_with_their_pairs(job_db, tmp_path_factory) -> None:
+    from scoi.embedder import Embedder
+    from scoi.embeddings import embed_missing
+    from tests import reference_baselines as slow
+    from tests.tiny_model import build_tiny_sentence_transformer
+
+    model = str(build_tiny_sentence_transformer(tmp_path_factory.mktemp("st") / "tiny-st"))
+    emb = Embedder(model)
+    embed_missing(job_db, emb, langs=["fr"])
+    with Selector("fr", "en", url=job_db, method="fuzzy", embedder=model, min_match=25) as sel:
+        res = sel.select(QUERY, k=10)
+    assert 1 < len(res.candidates) < 50 and all(c.match >= 25 for c in res.candidates)
+    # the cosine ranking of exactly the qualifying candidates: vectors and pairs stayed aligned
+    want = slow.fuzzy(emb.encode([QUERY])[0], emb.encode([c.src for c in res.candidates]), 10)
+    assert [p.pair_id for p in res.selected] == [res.candidates[i].pair_id for i, _ in want]
+    with Selector("fr", "en", url=job_db, method="fuzzy-ann", embedder=model, min_match=25) as sel:
+        ann = sel.select(QUERY, k=10)
+    assert all(p.match >= 25 for p in ann.selected) and all(c.match >= 25 for c in ann.candidates)
+
+
+def test_migration_0029_adds_match_to_the_views_and_its_downgrade_removes_it(db_url: str) -> None:
+    from scoi.db.engine import get_engine
+    from scoi.db.migrate import downgrade, upgrade
+
+    def view_columns() -> dict[str, list[str]]:
+        with psycopg.connect(db_url) as conn:
+            rows = conn.execute("SELECT table_name, column_name FROM information_schema.columns WHERE table_name IN "
+                                "('selection_pick_text', 'job_item_trace') ORDER BY table_name, ordinal_position")
+            out: dict[str, list[str]] = {}
+            for table, column in rows:
+                out.setdefault(table, []).append(column)
+            return out
+
+    engine = get_engine(db_url)
+    assert [cols[-1] for cols in view_columns().values()] == ["match", "match"]
+    downgrade(engine, "0023")
+    after = view_columns()
+    assert "match" not in after["selection_pick_text"] and "match" not in after["job_item_trace"]
+    upgrade(engine)
+    assert [cols[-1] for cols in view_columns().values()] == ["match", "match"]
