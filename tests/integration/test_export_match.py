@@ -18,7 +18,8 @@ from tests.helpers.jobs import ok_server
 def test_export_has_the_best_pick_match_of_each_item(job_db):
     sentences = ["Bonjour, comment allez-vous ce soir ?", "Où est la gare ?"]
     with ok_server() as stub, psycopg.connect(job_db, autocommit=True) as conn:
-        job_id = submit(conn, JobSpec("fr", "en", model="openai:stub", method="scoi", k=2,
+        # reuse off: the stored sentence is selected (a 100% match), not reused from the memory
+        job_id = submit(conn, JobSpec("fr", "en", model="openai:stub", method="scoi", k=2, reuse="off",
                                       backend_options={"max_retries": 0, "base_url": stub.url}), sentences)
         with Worker(job_db, WorkerOptions(batch_size=10), worker_id="W") as w:
             w.process(w.claim())
