@@ -37,3 +37,6 @@ RECONNECT_MAX_SECONDS = 10.0  # a worker that lost the database retries at most 
 #: data, and a corpus loaded in parts must not lose the first part's: they add.
 ON_CONFLICT_TMX = "replace"
 ON_CONFLICT_CORPUS = "add"
+#: scoi db check: work_mem of each of its sessions (SET LOCAL), so the grouped passes over
+#: posting hash and sort in memory (at 1M pairs a per-sentence hash holds ~200 MB).
+DB_CHECK_WORK_MEM = "256MB"
