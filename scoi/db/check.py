@@ -108,10 +108,12 @@ def run_checks(url: str, names: list[str] | None = None,
     by_statement: dict[str, list[str]] = {}
     for name, (_, statement) in selected.items():
         by_statement.setdefault(statement, []).append(name)
-    # the fused passes (the long ones) first, so the sessions end close together
+    # the fused passes (the long ones) first, longest first as check.sql orders them, so the
+    # sessions end close together
+    place = {body: i for i, body in enumerate(load("check").values())}
     work: queue.SimpleQueue[tuple[str, list[str]]] = queue.SimpleQueue()
-    for statement, group in sorted(by_statement.items(), key=lambda item: -len(item[1])):
-        work.put((statement, group))
+    for statement in sorted(by_statement, key=lambda s: (_PASS_CHECKS.search(s) is None, place[s])):
+        work.put((statement, by_statement[statement]))
     done: queue.SimpleQueue[list[CheckResult] | BaseException] = queue.SimpleQueue()
     conns: list[psycopg.Connection] = []
     threads: list[threading.Thread] = []
@@ -172,26 +174,26 @@ def _get(done: queue.SimpleQueue) -> Any:
 def _worker(conn: psycopg.Connection, selected: dict[str, tuple[str, str]],
             work: queue.SimpleQueue, done: queue.SimpleQueue, stop: threading.Event) -> None:
     """Run statements off ``work`` until it is empty or ``stop`` is set; each statement's
-    checks go to ``done`` together (a pass's columns are named after its checks)."""
-    while not stop.is_set():
-        try:
-            statement, group = work.get_nowait()
-        except queue.Empty:
-            return
-        t0 = time.perf_counter()
-        try:
+    checks go to ``done`` together (a pass's columns are named after its checks). Any error
+    goes to ``done`` too: the calling thread must never wait for a thread that is gone."""
+    try:
+        while not stop.is_set():
+            try:
+                statement, group = work.get_nowait()
+            except queue.Empty:
+                return
+            t0 = time.perf_counter()
             cur = conn.execute(statement)
             row = cur.fetchone()
+            seconds = time.perf_counter() - t0
             columns = [c.name for c in cur.description]
-        except BaseException as e:  # noqa: BLE001 - handed to the calling thread
-            done.put(e)
-            return
-        seconds = time.perf_counter() - t0
-        if len(columns) > 1 and not set(group) <= set(columns):
-            done.put(ValueError(f"check.sql: a pass's columns {columns} do not name its checks {group}"))
-            return
-        value = dict(zip(columns, row)) if len(columns) > 1 else {group[0]: row[0]}
-        done.put([CheckResult(n, selected[n][0], int(value[n]), seconds) for n in group])
+            value = dict(zip(columns, row)) if len(columns) > 1 else {group[0]: row[0]}
+            missing = set(group) - set(value)
+            if missing:
+                raise ValueError(f"check.sql: no column {', '.join(sorted(missing))} in the pass computing it")
+            done.put([CheckResult(n, selected[n][0], int(value[n]), seconds) for n in group])
+    except BaseException as e:  # noqa: BLE001 - handed to the calling thread
+        done.put(e)
 
 
 class Terminated(SystemExit):
