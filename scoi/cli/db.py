@@ -70,7 +70,7 @@ def downgrade(revision: str = typer.Argument(..., help="Target revision, e.g. 'b
 def check(json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
           jobs: int = typer.Option(0, "--jobs", "-j", min=0, show_default=False,
                                    help="Sessions running checks at once, on one snapshot "
-                                        "(default: the CPU count, at least 2).")) -> None:
+                                        "(default: the CPU count, 2 to 4).")) -> None:
     """Check the stored corpus's integrity (references without foreign keys, counters, BM25
     index); exit 1 if any check finds violations.
 

@@ -82,8 +82,9 @@ def checks() -> dict[str, tuple[str, str]]:
 
 def default_jobs() -> int:
     """Sessions ``scoi db check`` runs its statements on: the CPU count, at least 2 (one
-    check waiting on I/O leaves the CPU to another)."""
-    return max(2, os.cpu_count() or 1)
+    check waiting on I/O leaves the CPU to another) and at most 4 (three long passes, and
+    each session may hold several work_mem)."""
+    return min(4, max(2, os.cpu_count() or 1))
 
 
 def run_checks(url: str, names: list[str] | None = None,
