@@ -42,6 +42,7 @@ class JobOptions:
     parser: list[str] | None = None
     reuse: str = defaults.REUSE
     where: list[str] | None = None
+    min_match: float | None = None
     glossary: str | None = None
 
     def backend_options(self) -> dict[str, Any]:
@@ -57,7 +58,7 @@ class JobOptions:
                        seed=self.seed, max_new_tokens=self.max_new_tokens, backend_options=self.backend_options(),
                        embedder=self.embedder, rbm25_variant=self.rbm25_variant,
                        parsers=given_parsers(self.parser or []), reuse=self.reuse,
-                       where=given_where(self.where or []), glossary=self.glossary)
+                       where=given_where(self.where or []), min_match=self.min_match, glossary=self.glossary)
 
 
 def _options() -> dict[str, tuple[type | Any, Any]]:
@@ -92,6 +93,9 @@ def _options() -> dict[str, tuple[type | Any, Any]]:
             "--corpus and --where) gets the stored translation, no model call (origin tm); off: the model "
             "translates every item."))),
         "where": (list[str], typer.Option([], "--where", help=WHERE_HELP)),
+        "min_match": (float | None, typer.Option(None, "--min-match", min=0, max=100, help=(
+            "Only examples whose match % (word-level edit-distance similarity, docs/method.md) is at least this; "
+            "a prompt then holds fewer than k examples when too few qualify."))),
         "glossary": (str | None, typer.Option(None, "--glossary", help="A glossary's name (scoi glossary list): its "
                                               "terms found in each sentence go into the prompt, and each output is "
                                               "checked for the required target terms (docs/glossary.md).")),

@@ -229,6 +229,7 @@ def prompt(
                              help="Seed for random selection and order."),
     corpus: list[str] = typer.Option([], "--corpus", help="Only use these corpora (repeatable)."),
     where: list[str] = WHERE,
+    min_match: float | None = typer.Option(None, "--min-match", min=0, max=100, help=MIN_MATCH_HELP),
     glossary: str | None = typer.Option(None, "--glossary", help="A glossary's name: its terms found in TEXT go into "
                                                                  "the prompt (docs/glossary.md)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP),
@@ -239,7 +240,7 @@ def prompt(
     _refuse_blank(text)
     steps = Steps()
     sel = _selector(src, tgt, k, method, pool, defaults.SIMILARITY, defaults.WORD_OVERLAP, defaults.FILL, seed, corpus,
-                    steps, rbm25_variant, embedder, where=where)
+                    steps, rbm25_variant, embedder, where=where, min_match=min_match)
     result = sel.select(text)
     _query_steps(steps, result)
     terms = _glossary_terms(glossary, src, tgt, [text])

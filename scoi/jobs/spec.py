@@ -50,6 +50,7 @@ class JobSpec:
     parsers: dict[str, str] = field(default_factory=dict)  # --parser LANG=NAME: the parser the source must be on
     reuse: str = defaults.REUSE  # exact: an exact match's stored translation instead of the model (scoi.reuse)
     where: dict[str, str] | None = None  # --where KEY=VALUE: only pairs whose metadata holds these
+    min_match: float | None = None  # --min-match P: only examples whose match % is at least P (docs/method.md §8)
     #: A template file's text, read at submit (validate): workers render it and never open
     #: the file ``template`` names (a stored job must not make a worker read a file).
     template_text: str | None = None
@@ -69,6 +70,7 @@ class JobSpec:
                 "backend_options": self.backend_options, **self._method_params(),
                 **({"parsers": self.parsers} if self.parsers else {}), "reuse": self.reuse,
                 **({"where": self.where} if self.where else {}),
+                **({"min_match": self.min_match} if self.min_match is not None else {}),
                 **({"template_text": self.template_text} if self.template_text is not None else {}),
                 **({"glossary": self.glossary} if self.glossary else {})}
 
@@ -98,7 +100,8 @@ class JobSpec:
         return signature(self.src, self.tgt, {
             "method": self.method, **method_parts(self._method_params()), "parsers": parsers, "k": self.k,
             "pool": self.pool, "fill": self.fill, "seed": self.seed, "corpora": corpora_part(self.corpora),
-            "where": where_part(self.where), "model": self.model,
+            "where": where_part(self.where),
+            "match": None if self.min_match is None else f"{self.min_match:g}", "model": self.model,
             "template": template_label(self.template, self.template_text), "order": self.order,
             "max_new_tokens": self.max_new_tokens, "glossary": self.glossary or None})
 

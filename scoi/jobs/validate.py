@@ -18,6 +18,7 @@ def validate(conn: psycopg.Connection, spec: JobSpec) -> None:
     machine): what is stored is its text, which workers render without opening any file."""
     from scoi.backends.spec import BackendSpecError, check_options, parse_spec
     from scoi.core.exact import REUSE_MODES, check_where
+    from scoi.core.match import check_min_match
     from scoi.core.limits import check_range
     from scoi.core.methods import RBM25_VARIANTS, method
     from scoi.core.names import check_name
@@ -42,6 +43,7 @@ def validate(conn: psycopg.Connection, spec: JobSpec) -> None:
         raise JobError(f"unknown --reuse {spec.reuse!r}; expected one of {', '.join(REUSE_MODES)}")
     try:
         spec.where = check_where(spec.where)
+        spec.min_match = check_min_match(spec.min_match)
     except ValueError as e:
         raise JobError(str(e)) from None
     if spec.order not in ORDERS:

@@ -124,6 +124,7 @@ class PromptRequest(_Strict):
         "(scoi select --where domain=legal)."))
     glossary: str | None = Field(None, min_length=1, max_length=200,
                                  description="A glossary's name: the terms found in the sentence (docs/glossary.md).")
+    min_match: float | None = Field(None, ge=0, le=100, description="Only examples at or above this match %.")
 
 
 class TranslateRequest(PromptRequest):
@@ -154,6 +155,7 @@ class JobRequest(_Strict):
         "(scoi select --where domain=legal)."))
     glossary: str | None = Field(None, min_length=1, max_length=200,
                                  description="A glossary's name: terms into prompts, outputs checked (docs/glossary.md).")
+    min_match: float | None = Field(None, ge=0, le=100, description="Only examples at or above this match %.")
 
 
 class GapsRequest(_Strict):

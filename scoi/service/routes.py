@@ -26,8 +26,7 @@ def _select(service: Service, body: SelectRequest | PromptRequest, *, coverage: 
 
     def work(sel):
         with sel.filtered(body.where):  # the request's metadata filter, for this call only
-            result = sel.select(text, k=body.k, method=body.method,
-                                min_match=getattr(body, "min_match", None))  # select only, not prompt
+            result = sel.select(text, k=body.k, method=body.method, min_match=body.min_match)
             if not coverage:
                 return result, None
             from scoi.service.explain import explain
@@ -164,7 +163,7 @@ def register(api: APIRouter, service: Service) -> None:
         spec = JobSpec(src=body.src, tgt=body.tgt, model=model.spec, method=body.method, k=body.k,
                        template=body.template, name=body.name, order=body.order, max_new_tokens=body.max_new_tokens,
                        backend_options=dict(model.options), reuse=body.reuse, where=body.where,
-                       glossary=body.glossary)
+                       min_match=body.min_match, glossary=body.glossary)
 
         def work() -> dict[str, Any]:
             with service.connect() as conn:
