@@ -241,7 +241,7 @@ def status_cmd(job: str = typer.Argument(..., help="Job id or name."),
     for s in st["scores"]:
         _say(f"  {s['metric']}: {s['score']:.2f}  ({s['signature']})")
     if st["examples_dropped"]["items"]:
-        _say(f"  {st['examples_dropped']['items']} done items kept fewer than k={j.k} examples to fit the "
+        _say(f"  {st['examples_dropped']['items']} done items dropped examples of their selection to fit the "
              f"model's context (fewest: {st['examples_dropped']['fewest']}); see examples_used in job export")
     for e in st["errors"]:
         _say(f"  item {e['idx']} [{e['status']}, {e['attempts']} attempts]: {e['last_error']}")

@@ -163,8 +163,8 @@ def status(conn: psycopg.Connection, job_id: int, errors: int = 5) -> dict[str, 
     """Progress of one job, with its latest scores, its running items by the state of
     their worker (``held_by``), a few of its errors (of the items' current attempts) and
     a few of its warnings (outputs cleaned to be stored) and of its undelivered items (outputs
-    its table destination refused, with why), how many done items kept fewer than k
-    examples to fit the model's context (``examples_dropped``), and ``qa``: the items whose
+    its table destination refused, with why), how many done items dropped examples
+    of their selection to fit the model's context (``examples_dropped``), and ``qa``: the items whose
     answer broke their inline codes (CAT-file jobs), how many and the first few."""
     with conn.cursor(row_factory=dict_row) as cur:
         out = dict(cur.execute(SQL["job_progress"], {"id": job_id}).fetchone())

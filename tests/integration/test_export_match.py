@@ -11,6 +11,7 @@ import psycopg
 from scoi.jobs.create import submit
 from scoi.jobs.export import export_rows, write_export
 from scoi.jobs.spec import JobSpec
+from scoi.jobs.store import status as job_status
 from scoi.jobs.worker import Worker, WorkerOptions
 from tests.helpers.jobs import ok_server
 
@@ -54,7 +55,9 @@ def test_a_job_with_min_match_prompts_only_qualifying_examples(job_db):
         signature = conn.execute("SELECT signature FROM job WHERE id = %s", (job_id,)).fetchone()[0]
         statuses = [r[0] for r in conn.execute("SELECT status FROM job_item WHERE job_id = %s ORDER BY idx",
                                                (job_id,)).fetchall()]
+        dropped = job_status(conn, job_id)["examples_dropped"]
     assert statuses == ["done", "done"]
+    assert dropped["items"] == 0  # fewer picks than k is no example dropped to fit the context
     assert picks and all(m >= 70 for _, m in picks)
     assert 0 < len(picks) < 2 * 3  # too few candidates reach 70%: fewer than k examples
     assert "match:70" in signature

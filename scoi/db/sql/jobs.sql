@@ -177,11 +177,14 @@ WHERE w.id = %(worker)s
   AND NOT EXISTS (SELECT 1 FROM job_item i WHERE i.status = 'running' AND i.locked_by = w.id);
 
 -- name: examples_dropped
--- Done items whose prompt kept fewer than the job's k examples (dropped, last-ranked
--- first, to fit the model's context), and the fewest any kept (job status).
+-- Done items whose prompt kept fewer examples than their selection picked (dropped,
+-- last-ranked first, to fit the model's context), and the fewest any kept (job status).
+-- Items with fewer picks than k (--min-match, a small pool) and reused items (no prompt,
+-- examples_used NULL) are not counted: nothing was dropped from them.
 SELECT count(*) AS items, min(i.examples_used) AS fewest
-FROM job_item i JOIN job j ON j.id = i.job_id
-WHERE i.job_id = %(id)s AND i.status = 'done' AND i.examples_used < j.k;
+FROM job_item i
+WHERE i.job_id = %(id)s AND i.status = 'done'
+  AND i.examples_used < (SELECT count(*) FROM selection_pick p WHERE p.selection_id = i.selection_id);
 
 -- name: holder_counts
 -- A job's running items by the state of the worker holding them (view job_item_holder).
