@@ -26,6 +26,7 @@ from psycopg.types.json import Jsonb
 from scoi.core import defaults
 from scoi.db import connect
 from scoi.db.queries import load
+from scoi.periodic import every
 
 if TYPE_CHECKING:
     import psycopg
@@ -154,22 +155,15 @@ def _watch_index_build(url: str, pid: int, report: IndexProgress | None, interva
     if report is None:
         yield
         return
-    stop = threading.Event()
-
-    def watch() -> None:
+    def watch(stop: threading.Event) -> None:
         with connect(url, autocommit=True) as conn:
             while not stop.wait(interval):
                 row = conn.execute(SQL["index_build_progress"], {"pid": pid}).fetchone()
                 if row is not None:
                     report(row[0], int(row[1] or 0), int(row[2] or 0))
 
-    thread = threading.Thread(target=watch, name="scoi-index-progress", daemon=True)
-    thread.start()
-    try:
+    with every(interval, watch, "scoi-index-progress"):
         yield
-    finally:
-        stop.set()
-        thread.join()
 
 
 def pool_embeddings(conn: psycopg.Connection, emb: EmbedderRow, pair_ids: Sequence[int], lang: str) -> np.ndarray:
