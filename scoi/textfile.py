@@ -7,7 +7,8 @@ U+2028...), which occur inside sentences and would shift every later line agains
 reference. A byte order mark at the start of a file is not text. A physical line is read
 with a bounded buffer, so a file without newlines (``/dev/zero``, a binary file) is one
 error, not all of memory. Bad text (invalid UTF-8, NUL, which PostgreSQL text cannot
-hold) is reported with file:line.
+hold, and a CR inside a line: CR-only line endings would join lines silently) is
+reported with file:line.
 """
 
 from __future__ import annotations
@@ -66,6 +67,10 @@ def decode_line(raw: bytes, line: int) -> tuple[str, str | None]:
     if "\x00" in text:
         return text, (f"contains a NUL character (U+0000) at column {text.index(chr(0)) + 1}, "
                       "which PostgreSQL text cannot store")
+    if "\r" in text:  # a line ends at \n (or \r\n): a CR inside joins lines silently
+        return text, (f"contains a carriage return (CR) at column {text.index(chr(13)) + 1}: the file has "
+                      "CR-only line endings (\\r without \\n), read as one line, or a stray CR; convert them "
+                      "to \\n (e.g. tr '\\r' '\\n')")
     return text, None
 
 
