@@ -17,8 +17,9 @@ from typing import Any
 
 from scoi.core import defaults
 from scoi.core.limits import LIMITS
-from scoi.core.match import check_min_match, match_all
+from scoi.core.match import check_min_match, least_bm25_at, match_all
 from scoi.db.queries import load
+from scoi.preselect import Stats
 from scoi.selector import SelectionError, Selector
 
 SQL = load("lookup")
@@ -61,15 +62,17 @@ class LookupResult:
 Candidate = tuple[int, float, list[str]]
 
 
-def candidates(sel: Selector, tokens: list[str], pool: int) -> list[Candidate]:
+def candidates(sel: Selector, tokens: list[str], pool: int, stats: Stats | None = None) -> list[Candidate]:
     """The exact BM25 top ``pool`` of ``tokens`` in ``sel``'s direction (its corpora), with
-    each pair's source tokens: the preselection, then one round trip for the tokens only."""
-    found = sel.preselect(tokens, n=pool)
-    if not found:
-        return []
-    toks = dict(sel.conn.cursor(binary=True).execute(SQL["lookup_tokens"], {
-        "pair_ids": [p for p, _ in found], "lang": sel.src}).fetchall())
-    return [(p, score, toks[p]) for p, score in found]
+    each pair's source tokens, from the preselection's last round trip (``lookup_top``).
+    ``stats``: filled by the preselection (the query tokens' idf, for :func:`settled`)."""
+    details: dict[int, tuple[Any, ...]] = {}
+    found = sel.preselect(tokens, n=pool, stats=stats, details=details, top_sql=SQL["lookup_top"])
+    missing = [p for p, _ in found if p not in details]  # not mapped by lookup_top (a tie, another engine)
+    if missing:
+        details.update((p, (t,)) for p, t in sel.conn.cursor(binary=True).execute(SQL["lookup_tokens"], {
+            "pair_ids": missing, "lang": sel.src}))
+    return [(p, score, details[p][0]) for p, score in found]
 
 
 def rank(tokens: list[str], pool: list[Candidate], *, n: int, min_match: float) -> list[tuple[int, float, float]]:
@@ -80,6 +83,22 @@ def rank(tokens: list[str], pool: list[Candidate], *, n: int, min_match: float) 
               if m >= min_match]
     scored.sort(key=lambda r: (-r[1], -r[2], r[0]))
     return scored[:n]
+
+
+def settled(tokens: list[str], pooled: list[Candidate], best: list[tuple[int, float, float]], *, n: int,
+            min_match: float, size: int, stats: Stats) -> bool:
+    """Whether ``best`` (ranked from ``pooled``, the BM25 top ``size``) is provably what any
+    larger pool gives: the pool holds every pair sharing a token, or every pair left out
+    (BM25 score at most the pool's last) scores below the least BM25 a sentence reaching
+    the n-th match % (or ``min_match``) must have (scoi.core.match.least_bm25_at)."""
+    if len(pooled) < size:
+        return True
+    if "terms" not in stats.extra:  # a preselection that did not read every list
+        return False
+    need = best[n - 1][1] if len(best) >= n else min_match
+    last = pooled[-1][1]
+    bound = least_bm25_at(need, len(tokens), stats.extra["terms"], stats.extra["ka"], stats.extra["kc"])
+    return bound > last * (1 + 1e-9) + 1e-9  # scores are rounded to 9 decimals
 
 
 def check_lookup_args(n: int, min_match: float, pool: int) -> None:
@@ -103,10 +122,15 @@ def lookup(sel: Selector, text: str, *, n: int = defaults.LOOKUP_N, min_match: f
     sel.conn, sel.read_status = sel.reads.choose()  # the replica, or the primary (scoi.db.reads)
     tokens = sel.analyzer.tokenize(text)
     t1 = time.perf_counter()
-    pooled = candidates(sel, tokens, pool) if tokens else []
+    first = min(pool, defaults.LOOKUP_FIRST_POOL)
+    stats = Stats()
+    pooled = candidates(sel, tokens, first, stats) if tokens else []
+    best = rank(tokens, pooled, n=n, min_match=min_match)
+    if first < pool and not settled(tokens, pooled, best, n=n, min_match=min_match, size=first, stats=stats):
+        pooled = candidates(sel, tokens, pool)
+        best = rank(tokens, pooled, n=n, min_match=min_match)
     certified = sel.certified if pooled else None
     t2 = time.perf_counter()
-    best = rank(tokens, pooled, n=n, min_match=min_match)
     about = {r[0]: r[1:] for r in sel.conn.execute(SQL["lookup_pairs"], {
         "pair_ids": [p for p, _, _ in best], "lang": sel.src}).fetchall()} if best else {}
     matches = [Match(p, m, score, *about[p]) for p, m, score in best]
@@ -121,4 +145,4 @@ def _ms(seconds: float) -> float:
     return round(seconds * 1000, 3)
 
 
-__all__ = ["Candidate", "LookupResult", "Match", "candidates", "check_lookup_args", "lookup", "rank"]
+__all__ = ["Candidate", "LookupResult", "Match", "candidates", "check_lookup_args", "lookup", "rank", "settled"]
