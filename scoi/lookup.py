@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from scoi.core import defaults
@@ -62,17 +63,25 @@ class LookupResult:
 Candidate = tuple[int, float, list[str]]
 
 
-def candidates(sel: Selector, tokens: list[str], pool: int, stats: Stats | None = None) -> list[Candidate]:
+def candidates(sel: Selector, tokens: list[str], pool: int, *, first: int = 0,
+               settle: Callable[[list[Candidate]], bool] | None = None, stats: Stats | None = None
+               ) -> list[Candidate]:
     """The exact BM25 top ``pool`` of ``tokens`` in ``sel``'s direction (its corpora), with
     each pair's source tokens, from the preselection's last round trip (``lookup_top``).
-    ``stats``: filled by the preselection (the query tokens' idf, for :func:`settled`)."""
+    ``first``, ``settle``: the top ``first`` only, when ``settle`` accepts them (the posting
+    lists are read once either way); ``stats``: filled by the preselection."""
     details: dict[int, tuple[Any, ...]] = {}
-    found = sel.preselect(tokens, n=pool, stats=stats, details=details, top_sql=SQL["lookup_top"])
-    missing = [p for p, _ in found if p not in details]  # not mapped by lookup_top (a tie, another engine)
-    if missing:
-        details.update((p, (t,)) for p, t in sel.conn.cursor(binary=True).execute(SQL["lookup_tokens"], {
-            "pair_ids": missing, "lang": sel.src}))
-    return [(p, score, details[p][0]) for p, score in found]
+
+    def with_tokens(found: list[tuple[int, float]]) -> list[Candidate]:
+        missing = [p for p, _ in found if p not in details]  # not mapped by lookup_top (a tie, another engine)
+        if missing:
+            details.update((p, (t,)) for p, t in sel.conn.cursor(binary=True).execute(SQL["lookup_tokens"], {
+                "pair_ids": missing, "lang": sel.src}))
+        return [(p, score, details[p][0]) for p, score in found]
+
+    blocks: dict[str, Any] = {"first": first, "settle": lambda found: settle(with_tokens(found))} if settle else {}
+    return with_tokens(sel.preselect(tokens, n=pool, stats=stats, details=details, top_sql=SQL["lookup_top"],
+                                     **blocks))
 
 
 def rank(tokens: list[str], pool: list[Candidate], *, n: int, min_match: float) -> list[tuple[int, float, float]]:
@@ -85,9 +94,9 @@ def rank(tokens: list[str], pool: list[Candidate], *, n: int, min_match: float) 
     return scored[:n]
 
 
-def settled(tokens: list[str], pooled: list[Candidate], best: list[tuple[int, float, float]], *, n: int,
-            min_match: float, size: int, stats: Stats) -> bool:
-    """Whether ``best`` (ranked from ``pooled``, the BM25 top ``size``) is provably what any
+def settled(tokens: list[str], pooled: list[Candidate], *, n: int, min_match: float, size: int,
+            stats: Stats) -> bool:
+    """Whether the best ``n`` of ``pooled`` (the BM25 top ``size``) are provably what any
     larger pool gives: the pool holds every pair sharing a token, or every pair left out
     (BM25 score at most the pool's last) scores below the least BM25 a sentence reaching
     the n-th match % (or ``min_match``) must have (scoi.core.match.least_bm25_at)."""
@@ -95,10 +104,10 @@ def settled(tokens: list[str], pooled: list[Candidate], best: list[tuple[int, fl
         return True
     if "terms" not in stats.extra:  # a preselection that did not read every list
         return False
+    best = rank(tokens, pooled, n=n, min_match=min_match)
     need = best[n - 1][1] if len(best) >= n else min_match
-    last = pooled[-1][1]
     bound = least_bm25_at(need, len(tokens), stats.extra["terms"], stats.extra["ka"], stats.extra["kc"])
-    return bound > last * (1 + 1e-9) + 1e-9  # scores are rounded to 9 decimals
+    return bound > pooled[-1][1] * (1 + 1e-9) + 1e-9  # scores are rounded to 9 decimals
 
 
 def check_lookup_args(n: int, min_match: float, pool: int) -> None:
@@ -122,13 +131,10 @@ def lookup(sel: Selector, text: str, *, n: int = defaults.LOOKUP_N, min_match: f
     sel.conn, sel.read_status = sel.reads.choose()  # the replica, or the primary (scoi.db.reads)
     tokens = sel.analyzer.tokenize(text)
     t1 = time.perf_counter()
-    first = min(pool, defaults.LOOKUP_FIRST_POOL)
-    stats = Stats()
-    pooled = candidates(sel, tokens, first, stats) if tokens else []
+    first, stats = defaults.LOOKUP_FIRST_POOL, Stats()
+    pooled = candidates(sel, tokens, pool, first=first, settle=lambda found: settled(
+        tokens, found, n=n, min_match=min_match, size=first, stats=stats), stats=stats) if tokens else []
     best = rank(tokens, pooled, n=n, min_match=min_match)
-    if first < pool and not settled(tokens, pooled, best, n=n, min_match=min_match, size=first, stats=stats):
-        pooled = candidates(sel, tokens, pool)
-        best = rank(tokens, pooled, n=n, min_match=min_match)
     certified = sel.certified if pooled else None
     t2 = time.perf_counter()
     about = {r[0]: r[1:] for r in sel.conn.execute(SQL["lookup_pairs"], {

@@ -68,7 +68,8 @@ class _Token:
 def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: list[str], n: int,
                      corpora: list[int] | None, k1: float = 1.5, b: float = 0.75, read_all: int = 2**62,
                      budget: int = 200_000, probe: int = 0, stats: Stats | None = None,
-                     details: dict[int, tuple[Any, ...]] | None = None, top_sql: str | None = None
+                     details: dict[int, tuple[Any, ...]] | None = None, top_sql: str | None = None,
+                     first: int = 0, settle: Callable[[list[tuple[int, float]]], bool] | None = None
                      ) -> list[tuple[int, float]]:
     """Exact BM25 top ``n`` (pair id, score) of the lowercased ``tokens`` over the eligible
     ``lang`` sentences, counting only pairs ``lang``-``tgt`` (of ``corpora``), best first,
@@ -80,7 +81,9 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
     text, source tokens, term keys, term multiplicities) of the pairs returned, from the
     same round trip that maps sentences to pairs (pairs missing from it: fetch them);
     ``top_sql``: that round trip's statement in place of ``blocks_top`` (same parameters,
-    pair id and score first, the details after: scoi.lookup's lean one)."""
+    pair id and score first, the details after: scoi.lookup's lean one);
+    ``first``, ``settle``: when every list was read, the top ``first`` pairs are mapped
+    first and returned if ``settle`` accepts them (the lists are not read again for n)."""
     st = stats if stats is not None else Stats()
     probe = probe or max(2 * n, 50)
     cur = conn.cursor(binary=True)
@@ -89,6 +92,12 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
     if not known:
         return []
     if read is not None:  # every list read: every score is known
+        if settle is not None and 0 < first < n:
+            head, head_scores, rest = read.head(2 * first)
+            found = _top_read_all(cur, head, head_scores, rest, first, st, details, where,
+                                  top_sql or SQL["blocks_top"])
+            if found is not None and settle(found):
+                return found
         head, head_scores, rest = read.head(2 * n)
         found = _top_read_all(cur, head, head_scores, rest, n, st, details, where, top_sql or SQL["blocks_top"])
         if found is not None:

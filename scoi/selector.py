@@ -413,13 +413,13 @@ class Selector:
 
     def preselect(self, tokens: list[str], stats: Any = None,
                   details: dict[int, tuple[Any, ...]] | None = None, n: int | None = None,
-                  top_sql: str | None = None) -> list[tuple[int, float]]:
+                  **blocks: Any) -> list[tuple[int, float]]:
         """(pair_id, score) of the top ``n`` (default ``pool``) pairs by BM25, best first,
         before the pool keeps one pair per source sentence (:meth:`pool_candidates`). Sets
         :attr:`certified` (whether they are proven to be exact BM25's top ``n``).
         ``stats``: a scoi.preselect.Stats to fill; ``details``: filled with the candidates'
-        texts and terms when the last round trip brought them (blocks engine); ``top_sql``:
-        that round trip's statement instead (scoi.preselect.preselect_blocks)."""
+        texts and terms when the last round trip brought them (blocks engine); ``blocks``:
+        more of scoi.preselect.preselect_blocks' options (the lookup's)."""
         n = n or self.pool
         if not tokens:
             self.certified = True
@@ -431,7 +431,7 @@ class Selector:
                 found = preselect_blocks(self.conn, lang=self.src, tgt=self.tgt, tokens=tokens, n=n,
                                          corpora=self.corpus_ids, k1=self.bm25.k1, b=self.bm25.b,
                                          read_all=self.bm25.read_all, budget=self.bm25.rare,
-                                         probe=self.bm25.probe, stats=stats, details=details, top_sql=top_sql)
+                                         probe=self.bm25.probe, stats=stats, details=details, **blocks)
             self.certified = True if found else None
             return found
         rows = self.conn.execute(SQL["preselect"], self.preselect_params(tokens, n)).fetchall()
