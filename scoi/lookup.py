@@ -123,15 +123,17 @@ def check_lookup_args(n: int, min_match: float, pool: int) -> None:
 
 
 def lookup(sel: Selector, text: str, *, n: int = defaults.LOOKUP_N, min_match: float = defaults.LOOKUP_MIN_MATCH,
-           pool: int = defaults.LOOKUP_POOL) -> LookupResult:
+           pool: int = defaults.LOOKUP_POOL, first: int = defaults.LOOKUP_FIRST_POOL) -> LookupResult:
     """The best ``n`` stored pairs of ``sel``'s direction for ``text`` by match %: the
-    sentence's Moses tokens only (no parse), its exact BM25 top ``pool``, ranked."""
+    sentence's Moses tokens only (no parse), its exact BM25 top ``pool``, ranked. The top
+    ``first`` are ranked first and kept when :func:`settled` proves the rest of the pool
+    cannot change the result (the same matches, at a fraction of the pool's cost)."""
     check_lookup_args(n, min_match, pool)
     t0 = time.perf_counter()
     sel.conn, sel.read_status = sel.reads.choose()  # the replica, or the primary (scoi.db.reads)
     tokens = sel.analyzer.tokenize(text)
     t1 = time.perf_counter()
-    first, stats = defaults.LOOKUP_FIRST_POOL, Stats()
+    stats = Stats()
     pooled = candidates(sel, tokens, pool, first=first, settle=lambda found: settled(
         tokens, found, n=n, min_match=min_match, size=first, stats=stats), stats=stats) if tokens else []
     best = rank(tokens, pooled, n=n, min_match=min_match)

@@ -9,7 +9,6 @@ import psycopg
 import pytest
 
 from scoi import lookup as lookup_mod
-from scoi.core import defaults
 from scoi.lookup import lookup
 from scoi.selector import SelectionError, Selector
 from tests import reference as ref
@@ -151,7 +150,6 @@ def test_lookup_small_first_pool_returns_what_the_full_pool_does(job_db: str, mo
         verdicts.append(settled(*args, **kwargs))
         return verdicts[-1]
 
-    monkeypatch.setattr(defaults, "LOOKUP_FIRST_POOL", 3)
     with Selector("fr", "en", url=job_db, method="bm25") as sel:
         for q in queries:
             tokens = sel.analyzer.tokenize(q)
@@ -159,6 +157,6 @@ def test_lookup_small_first_pool_returns_what_the_full_pool_does(job_db: str, mo
                 full = lookup_mod.rank(tokens, lookup_mod.candidates(sel, tokens, 40), n=n, min_match=min_match)
                 with monkeypatch.context() as m:
                     m.setattr(lookup_mod, "settled", spy)
-                    got = lookup(sel, q, n=n, min_match=min_match, pool=40)
+                    got = lookup(sel, q, n=n, min_match=min_match, pool=40, first=3)
                 assert [(x.pair_id, x.match, x.score) for x in got.matches] == full, (q, n, min_match)
     assert True in verdicts and False in verdicts  # both paths ran: kept small, and widened
