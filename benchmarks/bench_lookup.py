@@ -169,8 +169,8 @@ def main() -> None:
         for q in held_out_queries(50, start=500):  # warm-up: caches, spaCy, Moses
             lookup(sel, q, pool=args.pool, first=args.first)
         full = " whole pool p50 / p95 ms |" if args.compare else ""
-        print(f"\n| set | queries | best >= {THRESHOLD:g}% | lookup p50 / p95 ms (pool {args.pool}, first {args.first}) |"
-              f"{full} recall @ pool {' / '.join(map(str, POOLS))} | brute force p50 / p95 ms |")
+        print(f"\n| set | queries | best >= {THRESHOLD:g}% | lookup p50 / p95 ms (pool {args.pool}, "
+              f"first {args.first}) |{full} recall @ pool {' / '.join(map(str, POOLS))} | brute force p50 / p95 ms |")
         print("|---" * (7 if args.compare else 6) + "|")
         for name, queries in sets:
             r = run_set(sel, memory, name, queries, args.pool, max(POOLS), args.first, args.compare)

@@ -398,7 +398,7 @@ def _top_read_all(cur: psycopg.Cursor, head: np.ndarray, scores: np.ndarray, res
     if not len(head):
         return []
     got = cur.execute(top_sql, {**where, "ids": int_array(head.tolist()), "scores": scores.tolist(),
-                                          "n": n, "details": details is not None}).fetchall()
+                                "n": n, "details": details is not None}).fetchall()
     st.round_trips += 1
     if rest is not None and (len(got) < n or got[-1][1] <= rest):
         return None
