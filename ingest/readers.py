@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from scoi.formats import DocumentError, po, xliff
+from scoi.formats.tmx import JSON_PROP
 from scoi.formats.xmlsafe import SAFE, doctype_problem
 from scoi.textfile import TextFileError, decode_line, raw_lines
 
@@ -432,7 +433,8 @@ def lang_matches(code: str, wanted: str) -> int:
 def tmx_meta(el, prefix: str = "", attributes: bool = True) -> dict[str, Any]:
     """The metadata of a TMX ``<header>``, ``<tu>`` or ``<tuv>``: its ``<prop type="x">``
     as ``x`` (a list when repeated), its ``<note>`` as ``note`` (a list when several), and
-    its attributes of :data:`TMX_ATTRIBUTES` (``usagecount`` as an int), each key after
+    its attributes of :data:`TMX_ATTRIBUTES` (``usagecount`` as an int), the entries of an
+    ``x-scoi-json`` prop's JSON object (scoi's export: values TMX cannot hold), each key after
     ``prefix`` (``fr-fr:`` for a ``<tuv>``). The header's attributes describe the file, not
     its units: read with ``attributes=False``."""
     out: dict[str, Any] = {}
@@ -441,6 +443,9 @@ def tmx_meta(el, prefix: str = "", attributes: bool = True) -> dict[str, Any]:
             continue
         key = prefix + (child.get("type") or "prop" if child.tag == "prop" else "note")
         value = "".join(child.itertext()).strip()
+        if child.tag == "prop" and child.get("type") == JSON_PROP and isinstance(kept := _json_object(value), dict):
+            out.update({prefix + k: v for k, v in kept.items()})  # what scoi's TMX export could not write as props
+            continue
         if key in out:
             out[key] = (out[key] if isinstance(out[key], list) else [out[key]]) + [value]
         else:
@@ -450,6 +455,14 @@ def tmx_meta(el, prefix: str = "", attributes: bool = True) -> dict[str, Any]:
         if value is not None:
             out[prefix + name] = int(value) if name == "usagecount" and value.strip().isdigit() else value
     return out
+
+
+def _json_object(text: str) -> Any:
+    """The JSON value of an ``x-scoi-json`` prop, or None when it is not JSON."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
 
 
 def _pick_tuv(tuvs: list[tuple[str, object]], wanted: str) -> tuple[object | None, list[str]]:

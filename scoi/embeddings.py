@@ -21,10 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from psycopg import sql
+from psycopg.types.json import Jsonb
 
 from scoi.core import defaults
 from scoi.db import connect
 from scoi.db.queries import load
+from scoi.periodic import every
 
 if TYPE_CHECKING:
     import psycopg
@@ -153,22 +155,15 @@ def _watch_index_build(url: str, pid: int, report: IndexProgress | None, interva
     if report is None:
         yield
         return
-    stop = threading.Event()
-
-    def watch() -> None:
+    def watch(stop: threading.Event) -> None:
         with connect(url, autocommit=True) as conn:
             while not stop.wait(interval):
                 row = conn.execute(SQL["index_build_progress"], {"pid": pid}).fetchone()
                 if row is not None:
                     report(row[0], int(row[1] or 0), int(row[2] or 0))
 
-    thread = threading.Thread(target=watch, name="scoi-index-progress", daemon=True)
-    thread.start()
-    try:
+    with every(interval, watch, "scoi-index-progress"):
         yield
-    finally:
-        stop.set()
-        thread.join()
 
 
 def pool_embeddings(conn: psycopg.Connection, emb: EmbedderRow, pair_ids: Sequence[int], lang: str) -> np.ndarray:
@@ -187,11 +182,13 @@ def pool_embeddings(conn: psycopg.Connection, emb: EmbedderRow, pair_ids: Sequen
 
 def nearest(conn: psycopg.Connection, emb: EmbedderRow, query: np.ndarray, *, lang: str, tgt: str,
             corpora: list[int] | None, n: int, ef_search: int = DEFAULT_EF_SEARCH,
-            exact: bool = False) -> list[tuple[int, float, np.ndarray]]:
+            exact: bool = False, where: dict[str, str] | None = None) -> list[tuple[int, float, np.ndarray]]:
     """(pair_id, cosine distance, source embedding) of the ``n`` eligible ``lang`` sentences
     with a ``tgt`` translation nearest to ``query``: by the HNSW index (approximate), or
-    ``exact`` (the same statement with index scans off: a scan and a sort)."""
-    params = {"query": np.asarray(query, dtype=np.float32), "lang": lang, "tgt": tgt, "corpora": corpora, "n": n}
+    ``exact`` (the same statement with index scans off: a scan and a sort). ``where``: only
+    pairs whose metadata holds it (scoi.core.exact.parse_where)."""
+    params = {"query": np.asarray(query, dtype=np.float32), "lang": lang, "tgt": tgt, "corpora": corpora, "n": n,
+              "meta": Jsonb(where) if where else None}
     statement = _compose("ann", emb)
     if exact:
         with conn.transaction():
@@ -206,7 +203,8 @@ def nearest(conn: psycopg.Connection, emb: EmbedderRow, query: np.ndarray, *, la
 def ann_plan(conn: psycopg.Connection, emb: EmbedderRow, query: np.ndarray, *, lang: str, tgt: str,
              n: int) -> str:
     """EXPLAIN of the fuzzy-ann statement (does it read the embedder's HNSW index?)."""
-    params = {"query": np.asarray(query, dtype=np.float32), "lang": lang, "tgt": tgt, "corpora": None, "n": n}
+    params = {"query": np.asarray(query, dtype=np.float32), "lang": lang, "tgt": tgt, "corpora": None, "n": n,
+              "meta": None}
     statement = sql.SQL(SQL["explain"].rstrip(";")).format(statement=_compose("ann", emb))
     return "\n".join(r[0] for r in conn.execute(statement, params).fetchall())
 

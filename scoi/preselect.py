@@ -28,6 +28,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from psycopg.types.json import Jsonb
 
 from scoi.core.bm25blocks import BLOCK, DIR, Directory, block_bounds, bound_at_dl, decode_dir
 from scoi.db.literals import int_array
@@ -68,11 +69,13 @@ class _Token:
 def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: list[str], n: int,
                      corpora: list[int] | None, k1: float = 1.5, b: float = 0.75, read_all: int = 2**62,
                      budget: int = 200_000, probe: int = 0, stats: Stats | None = None,
-                     details: dict[int, tuple[Any, ...]] | None = None, top_sql: str | None = None,
+                     details: dict[int, tuple[Any, ...]] | None = None,
+                     where: dict[str, str] | None = None, top_sql: str | None = None,
                      first: int = 0, settle: Callable[[list[tuple[int, float]]], bool] | None = None
                      ) -> list[tuple[int, float]]:
     """Exact BM25 top ``n`` (pair id, score) of the lowercased ``tokens`` over the eligible
-    ``lang`` sentences, counting only pairs ``lang``-``tgt`` (of ``corpora``), best first,
+    ``lang`` sentences, counting only pairs ``lang``-``tgt`` (of ``corpora``, whose metadata
+    holds ``where``: scoi.core.exact.parse_where), best first,
     ties by pair id. ``read_all``: read every posting list, and no bound, when the query's
     tokens have at most this many postings; else ``budget``: postings of the rarest
     tokens read before theta is known;
@@ -87,25 +90,25 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
     st = stats if stats is not None else Stats()
     probe = probe or max(2 * n, 50)
     cur = conn.cursor(binary=True)
-    where = {"lang": lang, "tgt": tgt, "corpora": corpora}
+    filt = pair_filter(lang, tgt, corpora, where)
     known, read = _stream_all(cur, lang, [t.lower() for t in tokens], read_all, k1, b, st)
     if not known:
         return []
     if read is not None:  # every list read: every score is known
         if settle is not None and 0 < first < n:
             head, head_scores, rest = read.head(2 * first)
-            found = _top_read_all(cur, head, head_scores, rest, first, st, details, where,
+            found = _top_read_all(cur, head, head_scores, rest, first, st, details, filt,
                                   top_sql or SQL["blocks_top"])
             if found is not None and settle(found):
                 return found
         head, head_scores, rest = read.head(2 * n)
-        found = _top_read_all(cur, head, head_scores, rest, n, st, details, where, top_sql or SQL["blocks_top"])
+        found = _top_read_all(cur, head, head_scores, rest, n, st, details, filt, top_sql or SQL["blocks_top"])
         if found is not None:
             return found
         pairs_of: dict[int, list[int]] = {}
         cand, scores = read.all_scores()
         return _top_pairs(cand, scores, pairs_of, n, _pair_fetcher(cur, pairs_of, {"ka": read.ka, "kc": read.kc,
-                                                                                    **where}, st))
+                                                                                    **filt}, st))
     rows = cur.execute(SQL["blocks_terms"], {"lang": lang, "tokens": [t.lower() for t in tokens],
                                              "read_all": read_all, "rare": budget}).fetchall()
     st.round_trips += 1
@@ -136,7 +139,7 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
             return
         for sid, s, ps in cur.execute(SQL["blocks_exact"], {
                 "ids": int_array(want), "score_ids": int_array(ids), "qids": qids, "ws": qws, "ka": ka, "kc": kc,
-                "lang": lang, "tgt": tgt, "corpora": corpora}):
+                **filt}):
             if s is not None:
                 exact[sid] = s
             pairs[sid] = ps or []
@@ -213,7 +216,8 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
 
 def preselect_many(conn: psycopg.Connection, *, lang: str, tgt: str, token_lists: list[list[str]], n: int,
                    corpora: list[int] | None, k1: float = 1.5, b: float = 0.75, read_all: int = 2**62,
-                   budget: int = 200_000, probe: int = 0) -> list[list[tuple[int, float]]]:
+                   budget: int = 200_000, probe: int = 0,
+                   where: dict[str, str] | None = None) -> list[list[tuple[int, float]]]:
     """:func:`preselect_blocks` of many queries at once, same results: the union of their
     tokens' lists is read in one round trip (each list once, however many queries share
     it; when they have at most ``read_all`` postings in all) and every query scored from
@@ -237,7 +241,7 @@ def preselect_many(conn: psycopg.Connection, *, lang: str, tgt: str, token_lists
             idf = _idf(n_docs, df)
             decoded[tid] = (idf, sids, factor[packed])
         pairs: dict[int, list[int]] = {}
-        fetch = _pair_fetcher(cur, pairs, {"ka": ka, "kc": kc, "lang": lang, "tgt": tgt, "corpora": corpora})
+        fetch = _pair_fetcher(cur, pairs, {"ka": ka, "kc": kc, **pair_filter(lang, tgt, corpora, where)})
 
         scored: list[tuple[int, np.ndarray, np.ndarray]] = []
         heads: set[int] = set()
@@ -265,7 +269,7 @@ def preselect_many(conn: psycopg.Connection, *, lang: str, tgt: str, token_lists
     for i, toks in enumerate(lowered):
         if out[i] is None:
             out[i] = preselect_blocks(conn, lang=lang, tgt=tgt, tokens=toks, n=n, corpora=corpora, k1=k1, b=b,
-                                      read_all=read_all, budget=budget, probe=probe)
+                                      read_all=read_all, budget=budget, probe=probe, where=where)
     return out  # type: ignore[return-value]
 
 
@@ -407,6 +411,13 @@ def _top_read_all(cur: psycopg.Cursor, head: np.ndarray, scores: np.ndarray, res
     return [(r[0], r[1]) for r in got]
 
 
+def pair_filter(lang: str, tgt: str, corpora: list[int] | None, where: dict[str, str] | None) -> dict[str, Any]:
+    """The parameters that restrict a statement to pairs of the direction, of ``corpora``
+    (ids; None: all) and whose metadata contains ``where`` (None: any): ``meta @>`` the
+    filter as JSONB, a parameter like every other value."""
+    return {"lang": lang, "tgt": tgt, "corpora": corpora, "meta": Jsonb(where) if where else None}
+
+
 def _idf(n_docs: int, df: int) -> float:
     """BM25's (Lucene's) idf: ln(1 + (N - df + 0.5) / (df + 0.5))."""
     return float(np.log(1 + (n_docs - df + 0.5) / (df + 0.5)))
@@ -538,4 +549,4 @@ def _walk(sids: np.ndarray, scores: np.ndarray, pairs: dict[int, list[int]], n: 
     return out
 
 
-__all__ = ["preselect_blocks", "preselect_many", "Stats"]
+__all__ = ["pair_filter", "preselect_blocks", "preselect_many", "Stats"]

@@ -26,6 +26,7 @@ from psycopg import sql
 from scoi.analysis import Scheme
 from scoi.config import read_max_lag_from_env
 from scoi.core import defaults, methods
+from scoi.core.exact import check_where, where_part
 from scoi.core.greedy import PackedPool, check_args, distinct_sources, select as greedy_select, source_key
 from scoi.core.limits import LIMITS
 from scoi.core.match import check_min_match, match_all
@@ -36,6 +37,7 @@ from scoi.core.rbm25 import check_variant, ctq_tokens
 from scoi.core.signature import corpora_part, method_parts, signature
 from scoi.db.queries import load
 from scoi.db.reads import ReadRoute, ReadStatus
+from scoi.preselect import pair_filter
 
 if TYPE_CHECKING:
     import psycopg
@@ -216,7 +218,7 @@ class Selector:
                  fill: str = defaults.FILL, seed: int = defaults.SEED, bm25: Bm25Params | None = None,
                  parser: str | None = None, rbm25_variant: str = defaults.RBM25_VARIANT,
                  embedder: str | None = None, ef_search: int = defaults.EF_SEARCH,
-                 min_match: float | None = None) -> None:
+                 where: dict[str, str] | None = None, min_match: float | None = None) -> None:
         check_args(method, similarity, word_overlap, k)
         try:
             self.min_match = check_min_match(min_match)
@@ -260,6 +262,10 @@ class Selector:
                                  f"scoi ingest FILE --src {self.src} --tgt {self.tgt}")
         self.corpus_ids = self._corpus_ids(corpora)
         self.corpora = corpora
+        try:  # --where KEY=VALUE: only pairs whose metadata holds these (scoi.core.exact)
+            self.where = check_where(where)
+        except ValueError as e:
+            raise SelectionError(str(e)) from None
         # Terms are comparable only within one analysis scheme: queries are parsed with the
         # stored sentences' (checked here, before anything is parsed).
         self._parser_override = parser
@@ -396,11 +402,11 @@ class Selector:
         """The preselection statement's parameters for the top ``n`` pairs (default: the
         pool and its spares, what :meth:`select` asks for first)."""
         n = n or self.depth
+        filt = pair_filter(self.src, self.tgt, self.corpus_ids, self.where)
         if self.bm25.engine == "blocks":
-            return {"lang": self.src, "tgt": self.tgt, "tokens": [t.lower() for t in tokens], "n": n,
-                    "corpora": self.corpus_ids, "read_all": self.bm25.read_all, "rare": self.bm25.rare}
-        return {"lang": self.src, "tgt": self.tgt, "tokens": [t.lower() for t in tokens], "n": n,
-                "corpora": self.corpus_ids, **self.bm25.sql_params(n)}
+            return {**filt, "tokens": [t.lower() for t in tokens], "n": n,
+                    "read_all": self.bm25.read_all, "rare": self.bm25.rare}
+        return {**filt, "tokens": [t.lower() for t in tokens], "n": n, **self.bm25.sql_params(n)}
 
     def preselect_sql(self) -> str:
         """The SQL :meth:`select` runs to preselect and fetch the candidates, as text: the
@@ -431,7 +437,8 @@ class Selector:
                 found = preselect_blocks(self.conn, lang=self.src, tgt=self.tgt, tokens=tokens, n=n,
                                          corpora=self.corpus_ids, k1=self.bm25.k1, b=self.bm25.b,
                                          read_all=self.bm25.read_all, budget=self.bm25.rare,
-                                         probe=self.bm25.probe, stats=stats, details=details, **blocks)
+                                         probe=self.bm25.probe, stats=stats, details=details, where=self.where,
+                                         **blocks)
             self.certified = True if found else None
             return found
         rows = self.conn.execute(SQL["preselect"], self.preselect_params(tokens, n)).fetchall()
@@ -495,7 +502,8 @@ class Selector:
         with _snapshot(self.conn):
             pools = preselect_many(self.conn, lang=self.src, tgt=self.tgt, token_lists=[list(t) for t in lists],
                                    n=self.depth, corpora=self.corpus_ids, k1=self.bm25.k1, b=self.bm25.b,
-                                   read_all=self.bm25.read_all, budget=self.bm25.rare, probe=self.bm25.probe)
+                                   read_all=self.bm25.read_all, budget=self.bm25.rare, probe=self.bm25.probe,
+                                   where=self.where)
             rows = {r.pair_id: r for r in self.fetch(list(dict.fromkeys(x for pool in pools for x in pool)))}
         for toks, pool in zip(lists, pools):
             self._pools[toks] = [replace(rows[p], score=s) for p, s in pool]  # shallow: lists shared
@@ -569,7 +577,7 @@ class Selector:
             n = k
             while True:  # the k nearest pairs, one per source sentence (as a pool holds them)
                 found = nearest(self.conn, self.embedder_row(), query, lang=self.src, tgt=self.tgt,
-                                corpora=self.corpus_ids, n=n, ef_search=self.ef_search)
+                                corpora=self.corpus_ids, n=n, ef_search=self.ef_search, where=self.where)
                 rows = self.fetch([(pair_id, 1.0 - dist) for pair_id, dist, _ in found])
                 keep = distinct_sources([r.src for r in rows])[:k]
                 if len(keep) >= k or len(found) < n:
@@ -687,7 +695,8 @@ class Selector:
         each other's (one slot per source sentence, docs/method.md §5), at or above
         ``min_match`` when one is set."""
         ids = [r[0] for r in self.conn.execute(SQL["random_examples"], {
-            "lang": self.src, "tgt": self.tgt, "corpora": self.corpus_ids, "exclude": [p.pair_id for p in picked],
+            **pair_filter(self.src, self.tgt, self.corpus_ids, self.where),
+            "exclude": [p.pair_id for p in picked],
             "seed": self.seed, "n": 2 * n}).fetchall()]  # spare ones: variants equal after source_key
         rows, _ = _keep_matching(tokens, self.fetch([(i, 0.0) for i in ids]), None, min_match)
         taken = {source_key(p.src) for p in picked}
@@ -704,8 +713,8 @@ class Selector:
         """The settings of a selection (``min_match`` only when one was set)."""
         return {"method": method, **self.method_settings(method), "k": k, "pool": self.pool,
                 "similarity": self.similarity, "word_overlap": self.word_overlap, "fill": self.fill,
-                "seed": self.seed, "corpora": self.corpora, "bm25": asdict(self.bm25),
-                **({} if min_match is None else {"min_match": min_match})}
+                "seed": self.seed, "corpora": self.corpora, **({"where": self.where} if self.where else {}),
+                "bm25": asdict(self.bm25), **({} if min_match is None else {"min_match": min_match})}
 
     def signature(self, method: str, k: int, min_match: float | None = None) -> str:
         """Every setting that changes the result (scoi.core.signature)."""
@@ -713,7 +722,24 @@ class Selector:
             "method": method, **method_parts(self.method_settings(method)), "k": k, "pool": self.pool,
             "match": None if min_match is None else f"{min_match:g}",
             "sim": self.similarity, "words": self.word_overlap, "fill": self.fill, "seed": self.seed,
-            "bm25": self.bm25.signature(), "corpora": corpora_part(self.corpora), "parser": self.scheme})
+            "bm25": self.bm25.signature(), "corpora": corpora_part(self.corpora), "where": where_part(self.where),
+            "parser": self.scheme})
+
+    @contextmanager
+    def filtered(self, where: dict[str, str] | None) -> Iterator[Selector]:
+        """This selector restricted to pairs whose metadata holds ``where`` for the block
+        (then as before): a shared selector (``scoi serve``'s, under its direction's lock)
+        serves a request's filter without a selector per filter. Pools prepared for
+        another filter are dropped."""
+        try:
+            where = check_where(where)
+        except ValueError as e:
+            raise SelectionError(str(e)) from None
+        before, self.where, self._pools = self.where, where, {}
+        try:
+            yield self
+        finally:
+            self.where, self._pools = before, {}
 
     def close(self) -> None:
         if self._thread is not None:

@@ -270,8 +270,20 @@ def parse_key_values(items: list[str], option: str) -> dict[str, Any]:
     return out
 
 
+def given_where(items: list[str]) -> dict[str, str] | None:
+    """The ``--where KEY=VALUE`` options as one metadata filter (scoi.core.exact.parse_where)."""
+    from scoi.core.exact import parse_where
+
+    try:
+        return parse_where(items)
+    except ValueError as e:
+        fail(str(e))
+
+
 # --------------------------------------------------------------------------- option help shared by commands
 METHOD_HELP = method_help()
+WHERE_HELP = ("Only pairs whose metadata (pair.meta) has KEY equal to VALUE, compared as strings; repeatable, "
+              "all must hold. KEY: letters, digits and _ . : - (e.g. --where domain=legal).")
 EMBEDDER_HELP = ("Embedding model of --method fuzzy / fuzzy-ann (the --model given to `scoi embed`; default: "
                  f"{defaults.EMBEDDER}).")
 RBM25_HELP = ("R-BM25 variant (--method rbm25): moses (default: CTQ Scorer's re-ranking over Moses tokens, "

@@ -1,4 +1,5 @@
-"""``scoi corpora`` (the listing, and ``rm``) and ``scoi pairs rm``: deleting what was ingested.
+"""``scoi corpora`` (the listing, ``export`` and ``rm``) and ``scoi pairs rm``: writing out and
+deleting what was ingested.
 
 Each delete is one transaction (ingest/delete.py): all of it or nothing, even under
 ``kill -9``, seen whole by the next query, and safe to rerun.
@@ -9,17 +10,19 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from contextlib import nullcontext
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
 from scoi.cli import ingest_cmd
-from scoi.cli.common import console, database_url, emit_json, fail
+from scoi.cli.common import console, database_url, emit_json, fail, rate_bar
 
 if TYPE_CHECKING:
     from ingest.delete import DeleteSummary
 
-corpora_app = typer.Typer(help="List corpora (no command), or delete one (`rm`).", invoke_without_command=True)
+corpora_app = typer.Typer(help="List corpora (no command), write one out (`export`), or delete one (`rm`).",
+                          invoke_without_command=True)
 pairs_app = typer.Typer(help="Delete pairs by id, by the file they came from, or by metadata.", no_args_is_help=True)
 
 
@@ -52,6 +55,54 @@ def corpora_rm(name: str = typer.Argument(..., help="The corpus to delete (as `s
     from ingest.delete import remove_corpus
 
     _delete(lambda conn, dry: remove_corpus(conn, name, dry_run=dry), f"corpus {name}", yes, dry_run, json_out)
+
+
+@corpora_app.command("export")
+def corpora_export(name: str = typer.Argument(..., help="The corpus to write (as `scoi corpora` lists it)."),
+                   fmt: str = typer.Option("tmx", "--format", "-f",
+                                           help="tmx (TMX 1.4b) | jsonl | tsv (header, metadata as "
+                                                "columns), each what `scoi ingest` reads back."),
+                   output: str = typer.Option(..., "--output", "-o",
+                                              help="The file to write (replaced atomically at the end), "
+                                                   "or - for stdout."),
+                   src: str | None = typer.Option(None, "--src", help="The language written as the source "
+                                                                      "(TMX srclang); default: the corpus's."),
+                   tgt: str | None = typer.Option(None, "--tgt", help="The other language (default: the "
+                                                                      "corpus's other one)."),
+                   json_out: bool = typer.Option(False, "--json", help="With -o FILE: print one JSON object "
+                                                                       "(pairs, output, format).")) -> None:
+    """Write a corpus's pairs with their metadata (pair.meta) as TMX 1.4b, JSON lines or TSV,
+    so that `scoi ingest` of the file gives the same pairs and the same metadata.
+
+    Streamed: a corpus of any size stays out of memory. A pair holds both directions:
+    --src en writes an fr-en corpus as en→fr. Metadata TMX cannot hold exactly go into
+    one <prop type="x-scoi-json"> (docs/ingest.md, "Export")."""
+    from scoi.corpora_export import CORPUS_EXPORT_FORMATS, ExportError, corpus_for_export, export_to_path, \
+        write_corpus
+    from scoi.db import connect
+
+    if fmt not in CORPUS_EXPORT_FORMATS:
+        fail(f"unknown format {fmt!r}; expected one of {', '.join(CORPUS_EXPORT_FORMATS)}", 2)
+    to_stdout = output == "-"
+    try:
+        with connect(database_url()) as conn:
+            corpus = corpus_for_export(conn, name, src, tgt)
+            if to_stdout:
+                n = write_corpus(conn, corpus, fmt, sys.stdout.buffer)
+                sys.stdout.flush()
+                return
+            with rate_bar("exporting", "pairs", not json_out and sys.stdout.isatty()) as (advance, set_total):
+                if set_total:
+                    set_total(corpus["pairs"])
+                n = export_to_path(conn, corpus, fmt, Path(output), advance)
+    except ExportError as e:
+        fail(str(e))
+    if json_out:
+        emit_json({"corpus": name, "pairs": n, "output": output, "format": fmt,
+                   "src_lang": corpus["src_lang"], "tgt_lang": corpus["tgt_lang"]})
+    else:
+        console.print(f"{n} pairs of {name} ({corpus['src_lang']}→{corpus['tgt_lang']}) written to {output}",
+                      highlight=False, soft_wrap=True, markup=False)
 
 
 @pairs_app.command("rm")

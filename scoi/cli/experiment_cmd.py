@@ -97,7 +97,8 @@ def run(
     Rows are methods (and k / order / template where several are given), columns BLEU,
     chrF and COMET (with --comet); a * marks a score that differs from the baseline's with
     p < 0.05 (paired bootstrap over the same sentences). The table is stored with the
-    experiment: `scoi experiment show NAME` prints it again.
+    experiment: `scoi experiment show NAME` prints it again. The jobs never reuse the
+    translation memory (--reuse off): an experiment measures the model.
     """
     from scoi.db.engine import resolve_read_url
     from scoi.jobs.experiment import ExperimentSpec, create_or_resume, run_jobs
@@ -121,7 +122,8 @@ def run(
                                                    references_path=str(references.resolve()))
         except JobError as e:
             fail(str(e))
-    log(f"experiment {name}: {len(experiment.cells)} jobs ({created} new) of {len(sources)} sentences")
+    log(f"experiment {name}: {len(experiment.cells)} jobs ({created} new) of {len(sources)} sentences; "
+        "--reuse off: the model translates every sentence, even one stored in the memory")
     if workers == 0:
         log("jobs queued; run `scoi worker --burst`, then `scoi experiment show " + name + "`")
         if json_out:

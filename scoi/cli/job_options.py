@@ -13,7 +13,7 @@ from typing import Any, Callable
 import typer
 
 from scoi.cli.common import (BACKEND_OPT_HELP, EMBEDDER_HELP, METHOD_HELP, ORDER_HELP, PARSER_HELP, RBM25_HELP,
-                             given_parsers, parse_key_values)
+                             WHERE_HELP, given_parsers, given_where, parse_key_values)
 from scoi.core import defaults
 from scoi.core.limits import LIMITS
 
@@ -40,6 +40,10 @@ class JobOptions:
     embedder: str | None = None
     rbm25_variant: str = defaults.RBM25_VARIANT
     parser: list[str] | None = None
+    reuse: str = defaults.REUSE
+    where: list[str] | None = None
+    min_match: float | None = None
+    glossary: str | None = None
 
     def backend_options(self) -> dict[str, Any]:
         return parse_key_values(self.backend_opt or [], "--backend-opt")
@@ -53,7 +57,8 @@ class JobOptions:
                        fill=self.fill, corpora=list(self.corpus or []) or None, order=self.order,
                        seed=self.seed, max_new_tokens=self.max_new_tokens, backend_options=self.backend_options(),
                        embedder=self.embedder, rbm25_variant=self.rbm25_variant,
-                       parsers=given_parsers(self.parser or []))
+                       parsers=given_parsers(self.parser or []), reuse=self.reuse,
+                       where=given_where(self.where or []), min_match=self.min_match, glossary=self.glossary)
 
 
 def _options() -> dict[str, tuple[type | Any, Any]]:
@@ -83,6 +88,17 @@ def _options() -> dict[str, tuple[type | Any, Any]]:
         "embedder": (str | None, typer.Option(None, "--embedder", help=EMBEDDER_HELP)),
         "rbm25_variant": (str, typer.Option(d["rbm25_variant"], "--rbm25-variant", help=RBM25_HELP)),
         "parser": (list[str], typer.Option([], "--parser", help=PARSER_HELP)),
+        "reuse": (str, typer.Option(d["reuse"], "--reuse", help=(
+            "exact: an item whose source is stored verbatim (after whitespace and Unicode normalisation; within "
+            "--corpus and --where) gets the stored translation, no model call (origin tm); off: the model "
+            "translates every item."))),
+        "where": (list[str], typer.Option([], "--where", help=WHERE_HELP)),
+        "min_match": (float | None, typer.Option(None, "--min-match", min=0, max=100, help=(
+            "Only examples whose match % (word-level edit-distance similarity, docs/method.md) is at least this; "
+            "a prompt then holds fewer than k examples when too few qualify."))),
+        "glossary": (str | None, typer.Option(None, "--glossary", help="A glossary's name (scoi glossary list): its "
+                                              "terms found in each sentence go into the prompt, and each output is "
+                                              "checked for the required target terms (docs/glossary.md).")),
     }
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import typer
 
 from scoi.cli.common import (BACKEND_OPT_HELP, DEST_COLUMN_HELP, DEST_KEY_HELP, DEST_TABLE_HELP, DEST_URL_HELP,
-                             METHOD_HELP, SOURCE_SQL_HELP, SOURCE_TIMEOUT_HELP, SOURCE_URL_HELP, console,
-                             database_url, emit_json, err_console, fail, parse_key_values, print_rows, say,
-                             status_line, table_cells)
+                             METHOD_HELP, SOURCE_SQL_HELP, SOURCE_TIMEOUT_HELP, SOURCE_URL_HELP, WHERE_HELP,
+                             console, database_url, emit_json, err_console, fail, given_where, parse_key_values,
+                             print_rows, say, status_line, table_cells)
 from scoi.cli.job_options import JobOptions, job_options
 from scoi.core import defaults
 from scoi.core.limits import LIMITS
@@ -147,6 +147,10 @@ def sync(
     max_attempts: int = typer.Option(defaults.MAX_ATTEMPTS, "--max-attempts", min=1, max=LIMITS["max_attempts"][1],
                                      help="Attempts per item (first run)."),
     backend_opt: list[str] = typer.Option([], "--backend-opt", help=BACKEND_OPT_HELP + " First run only."),
+    reuse: str = typer.Option(defaults.REUSE, "--reuse", help="exact | off: reuse the stored translation of an "
+                                                               "exact match instead of the model (docs/jobs.md). "
+                                                               "First run only."),
+    where: list[str] = typer.Option([], "--where", help=WHERE_HELP + " First run only."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: what was added, as JSON."),
 ) -> None:
     """Add to the named job the input lines it does not hold yet (idempotent; for cron).
@@ -167,7 +171,7 @@ def sync(
                             ("template", template)) if v is not None}
     spec = JobSpec(src=src or "", tgt=tgt or "", model=model or "", method=method or defaults.METHOD,
                    k=defaults.K if k is None else k, template=template or defaults.TEMPLATE, name=name,
-                   max_attempts=max_attempts,
+                   max_attempts=max_attempts, reuse=reuse, where=given_where(where),
                    backend_options=parse_key_values(backend_opt, "--backend-opt"))
     with _connect() as conn:
         try:
@@ -196,10 +200,11 @@ def list_cmd(json_out: bool = typer.Option(False, "--json", help="Print a JSON a
     if not rows:
         _say("no jobs yet: create one with `scoi job submit --input FILE --src fr --tgt en --model M`")
         return
-    print_rows(["id", "name", "pair", "method", "k", "state", "done", "queued", "failed", "undelivered", "model"],
+    print_rows(["id", "name", "pair", "method", "k", "state", "done", "reused", "queued", "failed", "undelivered",
+                "model"],
                 [[str(r["job_id"]), r["name"] or "", f"{r['src_lang']}-{r['tgt_lang']}", r["method"], str(r["k"]),
-                  r["state"], f"{r['done']}/{r['total']}", str(r["queued"] + r["running"]), str(r["failed"]),
-                  str(r["undelivered"]), r["model"]] for r in rows])
+                  r["state"], f"{r['done']}/{r['total']}", str(r["origins"]["tm"]), str(r["queued"] + r["running"]),
+                  str(r["failed"]), str(r["undelivered"]), r["model"]] for r in rows])
 
 
 @job_app.command("status")
@@ -208,12 +213,14 @@ def status_cmd(job: str = typer.Argument(..., help="Job id or name."),
     """Progress of a job: items by status, running items by the state of their worker (live,
     dead, stuck), mean timings, latest scores, the current errors of unfinished items and the
     warnings of cleaned outputs."""
+    from scoi.jobs.spec import job_reuse
     from scoi.jobs.store import status
 
     with _connect() as conn:
         j = _job(conn, job)
         st = status(conn, j.id)
-    st.update(signature=j.signature, max_attempts=j.max_attempts, input_path=j.input_path)
+    st.update(signature=j.signature, max_attempts=j.max_attempts, input_path=j.input_path,
+              reuse=job_reuse(j.params), where=j.params.get("where"))
     if json_out:
         emit_json(st)
         return
@@ -221,6 +228,8 @@ def status_cmd(job: str = typer.Argument(..., help="Job id or name."),
          f"{st['queued']} queued, {st['running']} running, {st['failed']} failed, "
          f"{st['cancelled']} cancelled" + (f", {st['undelivered']} undelivered" if st["undelivered"] else ""))
     _say(f"  {j.signature}")
+    _say(f"  origins: {st['origins']['llm']} by the model, {st['origins']['tm']} reused from the memory "
+         f"(--reuse {st['reuse']})")
     held = st["held_by"]
     if st["running"]:
         _say(f"  running items held by live workers: {held['live']}, by dead ones (free for the next claim): "
@@ -232,7 +241,7 @@ def status_cmd(job: str = typer.Argument(..., help="Job id or name."),
     for s in st["scores"]:
         _say(f"  {s['metric']}: {s['score']:.2f}  ({s['signature']})")
     if st["examples_dropped"]["items"]:
-        _say(f"  {st['examples_dropped']['items']} done items kept fewer than k={j.k} examples to fit the "
+        _say(f"  {st['examples_dropped']['items']} done items dropped examples of their selection to fit the "
              f"model's context (fewest: {st['examples_dropped']['fewest']}); see examples_used in job export")
     for e in st["errors"]:
         _say(f"  item {e['idx']} [{e['status']}, {e['attempts']} attempts]: {e['last_error']}")
@@ -251,7 +260,8 @@ def status_cmd(job: str = typer.Argument(..., help="Job id or name."),
 def export_cmd(
     job: str = typer.Argument(..., help="Job id or name."),
     fmt: str = typer.Option("jsonl", "--format", "-f",
-                            help="jsonl | tsv | xliff | po (xliff, po: the job's CAT file with targets filled)."),
+                            help="jsonl | tsv | tmx | xliff | po (tmx: the done translations as a memory for "
+                                 "`scoi ingest`; xliff, po: the job's CAT file with targets filled)."),
     output: Path | None = typer.Option(None, "--output", "-o",
                                        help="Write to this file (a new file or a regular one, replaced atomically) "
                                             "instead of stdout; - is stdout."),
@@ -263,12 +273,17 @@ def export_cmd(
     A job submitted from an XLIFF or PO file exports as that file (--format xliff or po):
     ids, notes and untouched units kept, each done segment's target filled with its inline
     codes restored and marked for review (XLIFF 1.2 needs-review-translation, 2.x initial,
-    PO fuzzy); a segment whose codes the model broke also gets a QA note."""
+    PO fuzzy); a segment whose codes the model broke also gets a QA note.
+
+    --format tmx writes every done translation (the job has no review step) as a TMX 1.4b
+    unit with props scoi:job, scoi:model, scoi:method, scoi:origin (llm or tm) and scoi:qa,
+    which `scoi ingest out.tmx --corpus reviewed` keeps as the pairs' metadata."""
     from scoi.jobs.documents import DOCUMENT_FORMATS, export_document
-    from scoi.jobs.export import export_rows, export_target, export_to_file, write_export, EXPORT_FORMATS
+    from scoi.jobs.export import TMX_FORMAT, export_rows, export_target, export_to_file, write_export, \
+        write_tmx, EXPORT_FORMATS
     from scoi.jobs.spec import JobError
 
-    formats = EXPORT_FORMATS + DOCUMENT_FORMATS
+    formats = EXPORT_FORMATS + (TMX_FORMAT,) + DOCUMENT_FORMATS
     if fmt not in formats:
         fail(f"unknown format {fmt!r}; expected one of {', '.join(formats)}")
     if output is not None and str(output) == "-":
@@ -283,6 +298,10 @@ def export_cmd(
                 sys.stdout.buffer.write(data)
                 sys.stdout.flush()
                 return
+            if output is None and fmt == TMX_FORMAT:
+                write_tmx(conn, j, sys.stdout.buffer)
+                sys.stdout.flush()
+                return
             if output is None:
                 write_export(export_rows(conn, j.id, with_prompt=with_prompt), fmt, sys.stdout)
                 sys.stdout.flush()
@@ -293,7 +312,8 @@ def export_cmd(
     if json_out:
         emit_json({"job_id": j.id, "rows": n, "output": str(output), "format": fmt})
     else:
-        _say(f"{n} {'targets' if fmt in DOCUMENT_FORMATS else 'rows'} written to {output}")
+        _say(f"{n} {'targets' if fmt in DOCUMENT_FORMATS else 'units' if fmt == TMX_FORMAT else 'rows'} "
+             f"written to {output}")
 
 
 @job_app.command("retry")
@@ -421,8 +441,9 @@ def worker(
     if json_out:
         emit_json(summary)
     else:
-        _say(f"{summary['worker']}: {summary['done']} done, {summary['failed']} failed, "
-             f"{summary['requeued']} requeued, "
+        _say(f"{summary['worker']}: {summary['done']} done"
+             + (f" ({summary['reused']} reused from the memory)" if summary["reused"] else "")
+             + f", {summary['failed']} failed, {summary['requeued']} requeued, "
              + (f"{summary['cancelled']} cancelled while running, " if summary["cancelled"] else "")
              + f"{summary['lost']} lost to other workers in "
              f"{summary['seconds']:.1f}s ({summary['items_per_second']:.2f} items/s, overhead "
@@ -461,16 +482,25 @@ def eval_jobs(
                                              "(default: the first)."),
     samples: int = typer.Option(1000, "--samples", min=100, max=LIMITS["samples"][1],
                                 help="With --compare: bootstrap resamples."),
+    origin: str | None = typer.Option(None, "--origin",
+                                      help="llm | tm: score only the outputs the model wrote (llm) or those reused "
+                                           "from the translation memory (tm); printed, not stored. Not with "
+                                           "--compare."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the scores as JSON."),
 ) -> None:
     """BLEU and chrF (sacrebleu) of a job against its references, COMET with --comet; stored.
+
+    --origin llm scores the model alone: a job that reused exact matches (--reuse exact)
+    otherwise scores the memory's stored translations too.
 
     With --compare, each job's difference from the baseline gets a paired bootstrap test
     over the items all jobs translated (sacreBLEU's own for BLEU and chrF, the same
     resampling over per-item COMET scores): mean ± 95% interval, and * when p < 0.05.
     """
-    from scoi.jobs.eval import EvalError, compare as compare_jobs, evaluate
+    from scoi.jobs.eval import EvalError, compare as compare_jobs, evaluate, term_summary
 
+    if origin is not None and compare:
+        fail("--origin scores one job's outputs of that origin; it cannot be combined with --compare")
     with _connect() as conn:
         found = [_job(conn, ref) for ref in jobs]
         base = 0
@@ -484,19 +514,29 @@ def eval_jobs(
                 columns, rows = compare_jobs(conn, found, comet=comet, partial=partial, baseline=base,
                                              n_samples=samples, warn=_warn)
             else:
-                results = [(j, evaluate(conn, j, comet=comet, partial=partial, warn=_warn)) for j in found]
+                results = [(j, evaluate(conn, j, comet=comet, partial=partial, warn=_warn, origin=origin))
+                           for j in found]
+            terms = {j.id: term_summary(conn, j) for j in found}  # glossary term accuracy (docs/glossary.md)
         except EvalError as e:
             fail(str(e))
     if compare:
+        for r in rows:
+            if terms[r["job_id"]]:
+                r["terms"] = terms[r["job_id"]]
         if json_out:
             emit_json({"columns": columns, "rows": rows})
             return
         from rich.table import Table
 
-        table = Table("job", "method", "k", "model", "template", *columns, "items")
+        with_terms = any("terms" in r for r in rows)
+        table = Table("job", "method", "k", "model", "template", *columns, *(["terms %"] if with_terms else []),
+                      "items")
         for r in rows:
+            term_cell = ([f"{r['terms']['accuracy']:.2f}" if r.get("terms", {}).get("required") else "-"]
+                         if with_terms else [])
             table.add_row(*table_cells([r["name"] or str(r["job_id"]), r["method"], str(r["k"]), r["model"],
-                                        r["template"], *(_score_cell(r, c) for c in columns), str(r["n_items"])]))
+                                        r["template"], *(_score_cell(r, c) for c in columns), *term_cell,
+                                        str(r["n_items"])]))
         if len(rows) > 1:
             n = max((v["n_items"] for r in rows for v in r.get("significance", {}).values()), default=0)
             table.caption = (f"paired bootstrap ({samples} resamples) against "
@@ -505,10 +545,15 @@ def eval_jobs(
         console.print(table)
         return
     if json_out:
-        out = [{"job_id": j.id, "name": j.name, "scores": [s.to_dict() for s in scores]} for j, scores in results]
+        out = [{"job_id": j.id, "name": j.name, "scores": [s.to_dict() for s in scores],
+                **({"terms": terms[j.id]} if terms[j.id] else {})} for j, scores in results]
         emit_json(out[0] if len(out) == 1 else out)
         return
     for j, scores in results:
         _say(f"{j.label} ({j.method}, k={j.k}, {len(scores) and scores[0].n_items} items):")
         for s in scores:
             _say(f"  {s.metric:6s} {s.score:7.2f}  {s.signature}")
+        if t := terms[j.id]:
+            share = f"{t['accuracy']:.2f}%" if t["required"] else "no term required"
+            _say(f"  terms  {share}  {t['found']} of {t['required']} required target terms found "
+                 f"(glossary {t['glossary']})")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from scoi.cli import (db, delete_cmd, demo_cmd, embed_cmd, experiment_cmd, gaps_cmd, ingest_cmd, jobs_cmd,
-                      lookup_cmd, reanalyze_cmd, schedule_cmd, select_cmd, serve_cmd)
+from scoi.cli import (db, delete_cmd, demo_cmd, embed_cmd, experiment_cmd, gaps_cmd, glossary_cmd, ingest_cmd,
+                      jobs_cmd, lookup_cmd, reanalyze_cmd, schedule_cmd, select_cmd, serve_cmd)
 
 app = typer.Typer(
     help="SCOI in-context example selection for LLM translation, backed by PostgreSQL.",
@@ -30,6 +30,7 @@ app.add_typer(schedule_cmd.schedule_app, name="schedule")
 app.add_typer(experiment_cmd.experiment_app, name="experiment")
 app.command("serve")(serve_cmd.serve)
 app.command("gaps")(gaps_cmd.gaps)
+app.add_typer(glossary_cmd.glossary_app, name="glossary")
 
 
 if __name__ == "__main__":

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import typer
 
-from scoi.cli.common import (EMBEDDER_HELP, METHOD_HELP, ORDER_HELP, PARSER_HELP, RBM25_HELP, Steps, console,
-                             database_url, emit_json, err_console, fail, parser_options, table_cells)
+from scoi.cli.common import (EMBEDDER_HELP, METHOD_HELP, ORDER_HELP, PARSER_HELP, RBM25_HELP, WHERE_HELP, Steps,
+                             console, database_url, emit_json, err_console, fail, given_where, parser_options, say,
+                             table_cells)
 from scoi.core import defaults
 from scoi.core.limits import LIMITS
 from scoi.core.methods import INDEX, REGISTRY
@@ -27,15 +28,33 @@ K = typer.Option(defaults.K, "-k", "--k", min=0, max=LIMITS["k"][1], help="Numbe
 METHOD = typer.Option(defaults.METHOD, "--method", help=METHOD_HELP)
 RBM25_VARIANT = typer.Option(defaults.RBM25_VARIANT, "--rbm25-variant", help=RBM25_HELP)
 EMBEDDER = typer.Option(None, "--embedder", help=EMBEDDER_HELP)
+WHERE = typer.Option([], "--where", help=WHERE_HELP)
 POOL = typer.Option(defaults.POOL, "--pool", min=1, max=LIMITS["pool"][1], help="Candidates preselected by BM25.")
 MIN_MATCH_HELP = ("Keep only candidates whose match % (word-level edit-distance similarity, docs/method.md) is at "
                   "least this, for every method; fewer than k examples when too few qualify (the output says so).")
+GLOSSARY = typer.Option(None, "--glossary", help="A glossary's name (scoi glossary list): show the terms found in "
+                                                 "the sentence (docs/glossary.md).")
+
+
+def _glossary_terms(name: str | None, src: str, tgt: str, texts: list[str]) -> list[list[dict]] | None:
+    """The glossary terms found in each text (``{src, tgt, note}``), or None without a glossary."""
+    if name is None:
+        return None
+    from scoi.glossary import GlossaryError, entries, match
+    from scoi.jobs.store import connect
+
+    try:
+        with connect(database_url()) as conn:
+            found = entries(conn, name, src.lower(), tgt.lower())
+    except GlossaryError as e:
+        fail(str(e))
+    return [[m.to_dict() for m in ms] for ms in match(found, texts, src.lower())]
 
 
 def _selector(src: str, tgt: str, k: int, method: str, pool: int, similarity: str, word_overlap: str,
               fill: str, seed: int, corpus: list[str], steps: Steps, rbm25_variant: str = defaults.RBM25_VARIANT,
               embedder: str | None = None, ef_search: int = defaults.EF_SEARCH, parser: list[str] | None = None,
-              min_match: float | None = None):
+              where: list[str] | None = None, min_match: float | None = None):
     """A Selector with its analyser loaded, each start-up step timed in ``steps``."""
     from scoi.analysis import ParserNotAvailable, import_spacy, load_trees, needs_torch
     from scoi.embedder import EmbedderError
@@ -51,7 +70,8 @@ def _selector(src: str, tgt: str, k: int, method: str, pool: int, similarity: st
         sel = Selector(src, tgt, url=url, read_url=resolve_read_url(), corpora=corpus or None, k=k, method=method, pool=pool,
                        similarity=similarity, word_overlap=word_overlap, fill=fill, seed=seed,
                        rbm25_variant=rbm25_variant, embedder=embedder, ef_search=ef_search,
-                       parser=parser_options(parser or []).get(src.lower()), min_match=min_match)
+                       parser=parser_options(parser or []).get(src.lower()), where=given_where(where or []),
+                       min_match=min_match)
         steps.step("selector set-up (SQL)")
         # What the first query would load anyway, loaded here step by step to time it.
         import_spacy(with_torch=needs_torch(sel.scheme.name))
@@ -104,11 +124,13 @@ def select(
     seed: int = typer.Option(defaults.SEED, "--seed", min=LIMITS["seed"][0], max=LIMITS["seed"][1],
                              help="Seed for random selection and fills."),
     corpus: list[str] = typer.Option([], "--corpus", help="Only use these corpora (repeatable)."),
+    where: list[str] = WHERE,
     file: Path | None = typer.Option(None, "--file", help="One query per line; one JSON object per query."),
     record: bool = typer.Option(False, "--record", help="Store the selection for inspection in SQL."),
     explain: bool = typer.Option(False, "--explain", help="JSON candidates as objects with score and text."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
     show_sql: bool = typer.Option(False, "--sql", help="Print the SQL that preselects and fetches the candidates (one statement) and its parameters; run nothing else."),
+    glossary: str | None = GLOSSARY,
     verbose: bool = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP),
 ) -> None:
     """Select the k examples that best cover a sentence (SCOI), from the database."""
@@ -126,7 +148,7 @@ def select(
         except TextFileError as e:
             fail(str(e))
     sel = _selector(src, tgt, k, method, pool, similarity, word_overlap, fill, seed, corpus, steps, rbm25_variant,
-                    embedder, ef_search, parser, min_match)
+                    embedder, ef_search, parser, where, min_match)
     if show_sql and REGISTRY[method].candidates == INDEX:  # the HNSW search, not a BM25 pool
         from scoi.embeddings import ann_sql
 
@@ -143,18 +165,23 @@ def select(
             chunk = lines[start:start + BATCH]
             analyses = sel.analyze_batch(chunk)
             sel.prepare_pools([tokens for tokens, _ in analyses])
-            for line, analysis in zip(chunk, analyses):
-                emit_json(sel.select(line, record=record, analysis=analysis).to_dict(explain=explain))
+            terms = _glossary_terms(glossary, src, tgt, chunk) or [None] * len(chunk)
+            for line, analysis, found in zip(chunk, analyses, terms):
+                out = sel.select(line, record=record, analysis=analysis).to_dict(explain=explain)
+                emit_json(out if found is None else {**out, "glossary": found})
         if verbose:
             steps.step("queries")
             steps.print()
         return
     result = sel.select(text, record=record)
     _query_steps(steps, result)
+    terms = _glossary_terms(glossary, src, tgt, [text])
     if json_out:
-        emit_json(result.to_dict(explain=explain))
+        emit_json(result.to_dict(explain=explain) | ({"glossary": terms[0]} if terms is not None else {}))
     else:
         _print_result(result)
+        if terms is not None:
+            say("glossary terms: " + ("; ".join(f"{t['src']} \u2192 {t['tgt']}" for t in terms[0]) or "none"))
     if verbose:
         steps.step("output")
         steps.print()
@@ -200,6 +227,11 @@ def prompt(
     pool: int = POOL,
     seed: int = typer.Option(defaults.SEED, "--seed", min=LIMITS["seed"][0], max=LIMITS["seed"][1],
                              help="Seed for random selection and order."),
+    corpus: list[str] = typer.Option([], "--corpus", help="Only use these corpora (repeatable)."),
+    where: list[str] = WHERE,
+    min_match: float | None = typer.Option(None, "--min-match", min=0, max=100, help=MIN_MATCH_HELP),
+    glossary: str | None = typer.Option(None, "--glossary", help="A glossary's name: its terms found in TEXT go into "
+                                                                 "the prompt (docs/glossary.md)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP),
 ) -> None:
     """Print the prompt that would be sent to the LLM for TEXT."""
@@ -207,13 +239,14 @@ def prompt(
 
     _refuse_blank(text)
     steps = Steps()
-    sel = _selector(src, tgt, k, method, pool, defaults.SIMILARITY, defaults.WORD_OVERLAP, defaults.FILL, seed, [],
-                    steps, rbm25_variant, embedder)
+    sel = _selector(src, tgt, k, method, pool, defaults.SIMILARITY, defaults.WORD_OVERLAP, defaults.FILL, seed, corpus,
+                    steps, rbm25_variant, embedder, where=where, min_match=min_match)
     result = sel.select(text)
     _query_steps(steps, result)
+    terms = _glossary_terms(glossary, src, tgt, [text])
     try:
         out = render_prompt(text, [Example(p.src, p.tgt) for p in result.selected], sel.src, sel.tgt,
-                            template=template, order=order, seed=seed)
+                            template=template, order=order, seed=seed, glossary=terms[0] if terms else ())
     except ValueError as e:
         fail(str(e))
     typer.echo(out, nl=False)

@@ -25,6 +25,7 @@ BM25_B = 0.75                 # ... and length normalisation
 TEMPLATE = "xglm"             # prompt template
 ORDER = "reverse"             # example order in the prompt: the published one
 MAX_NEW_TOKENS = 128          # generation limit per item
+REUSE = "exact"              # jobs: insert the stored translation of an exact match (exact | off)
 MAX_ATTEMPTS = 3              # attempts per job item before it fails
 WORKER_BATCH = 8              # items a worker claims and generates together
 STALL_TIMEOUT = 300.0         # seconds without heartbeat before a stuck worker's item is claimed again
@@ -41,3 +42,6 @@ LOOKUP_N = 5                  # scoi lookup: matches shown
 LOOKUP_MIN_MATCH = 0.0        # scoi lookup: lowest match % shown (CAT tools often use 70)
 LOOKUP_POOL = 1000            # scoi lookup: exact BM25 pool the match % is computed on (docs/method.md §8)
 LOOKUP_FIRST_POOL = 200       # scoi lookup: pool read first; the full pool only when it may miss a match
+#: scoi db check: work_mem of each of its sessions (SET LOCAL), so the grouped passes over
+#: posting hash and sort in memory (at 1M pairs a per-sentence hash holds ~200 MB).
+DB_CHECK_WORK_MEM = "256MB"

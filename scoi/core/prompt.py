@@ -43,6 +43,13 @@ Sentences come from line-based corpora and never hold newlines; should one slip 
 built-in templates turn each run of line breaks into a single space, because a newline
 inside a sentence would break the one-answer-per-line layout the answer extraction relies
 on.
+
+Glossary block (docs/glossary.md): when glossary terms were found in the query, the
+built-in templates add one block (``Glossary:``, then a line ``- source term → target
+term`` per term, `` (note)`` appended when the entry has one, then a blank line) at the
+very start of an XGLM prompt, and after the instruction's blank line in Alpaca. With no
+terms the prompt is exactly the layout above. User templates get the terms as
+``glossary`` (a list of ``{src, tgt, note}``) and place them themselves.
 """
 
 from __future__ import annotations
@@ -69,6 +76,7 @@ __all__ = [
     "canonical_order",
     "extract_answer",
     "fit_prompt",
+    "glossary_block",
     "language_name",
     "order_examples",
     "render_prompt",
@@ -222,8 +230,17 @@ def _one_line(text: str) -> str:
     return _LINE_BREAKS.sub(" ", text)
 
 
-def _render_xglm(query: str, examples: Sequence[Example], src: str, tgt: str) -> str:
-    parts = [
+def glossary_block(terms: Sequence[dict]) -> str:
+    """The built-in templates' glossary block (empty without terms)."""
+    if not terms:
+        return ""
+    lines = [f"- {_one_line(t['src'])} \u2192 {_one_line(t['tgt'])}"
+             + (f" ({_one_line(t['note'])})" if t.get("note") else "") for t in terms]
+    return "Glossary:\n" + "\n".join(lines) + "\n\n"
+
+
+def _render_xglm(query: str, examples: Sequence[Example], src: str, tgt: str, terms: Sequence[dict] = ()) -> str:
+    parts = [glossary_block(terms)] + [
         f'{src} Sentence: "{_one_line(ex.src)}"\n{tgt} Sentence: "{_one_line(ex.tgt)}"\n###\n'
         for ex in examples
     ]
@@ -231,8 +248,8 @@ def _render_xglm(query: str, examples: Sequence[Example], src: str, tgt: str) ->
     return "".join(parts)
 
 
-def _render_alpaca(query: str, examples: Sequence[Example], src: str, tgt: str) -> str:
-    parts = [f"Instruction: Translate the following {src} text into {tgt}.\n\n"]
+def _render_alpaca(query: str, examples: Sequence[Example], src: str, tgt: str, terms: Sequence[dict] = ()) -> str:
+    parts = [f"Instruction: Translate the following {src} text into {tgt}.\n\n", glossary_block(terms)]
     parts.extend(f"{src}: {_one_line(ex.src)}\n{tgt}: {_one_line(ex.tgt)}\n" for ex in examples)
     parts.append(f"{src}: {_one_line(query)}\n{tgt}:")
     return "".join(parts)
@@ -266,7 +283,7 @@ def _compile_template(source: str, label: str):
 
 
 def _render_user(path: str, query: str, examples: Sequence[Example], src_lang: str, tgt_lang: str,
-                 text: str | None = None) -> str:
+                 text: str | None = None, terms: Sequence[dict] = ()) -> str:
     import jinja2
 
     if text is not None:  # a job's stored template text: no file is read
@@ -288,6 +305,7 @@ def _render_user(path: str, query: str, examples: Sequence[Example], src_lang: s
             tgt_lang=tgt_lang,
             src_lang_name=language_name(src_lang),
             tgt_lang_name=language_name(tgt_lang),
+            glossary=[{"src": t["src"], "tgt": t["tgt"], "note": t.get("note")} for t in terms],
         )
     except jinja2.TemplateError as exc:
         line = _template_error_line(exc)
@@ -319,6 +337,7 @@ def render_prompt(
     order: str = DEFAULT_ORDER,
     seed: int = 0,
     template_text: str | None = None,
+    glossary: Sequence[dict] = (),
 ) -> str:
     """The few-shot prompt for translating ``query`` from ``src_lang`` to ``tgt_lang``.
 
@@ -331,16 +350,18 @@ def render_prompt(
     or ``"random"`` (seeded by ``seed``); ``"reversed"`` is accepted for ``"reverse"``.
     With ``template_text`` the user template is that text (``template`` only names it in
     messages) and no file is read: how a worker renders a job's template.
+    ``glossary``: the terms found in ``query`` (``{src, tgt, note}``), rendered as the
+    glossary block of the module docstring, or given to a user template as ``glossary``.
     Raises ValueError for unknown languages, orders or templates.
     """
     src_name = language_name(src_lang)
     tgt_name = language_name(tgt_lang)
     ordered = order_examples(examples, order, seed)
     if template == "xglm":
-        return _render_xglm(query, ordered, src_name, tgt_name)
+        return _render_xglm(query, ordered, src_name, tgt_name, glossary)
     if template == "alpaca":
-        return _render_alpaca(query, ordered, src_name, tgt_name)
-    return _render_user(template, query, ordered, src_lang, tgt_lang, template_text)
+        return _render_alpaca(query, ordered, src_name, tgt_name, glossary)
+    return _render_user(template, query, ordered, src_lang, tgt_lang, template_text, glossary)
 
 
 class PromptTooLong(ValueError):

@@ -14,7 +14,7 @@ from scoi import __version__
 #: out): the method and the settings only it reads, the selection's settings, then a
 #: job's generation settings.
 PARTS = ("method", "rbm25", "embedder", "hnsw", "parsers", "k", "pool", "match", "sim", "words", "fill", "seed", "bm25",
-         "corpora", "parser", "model", "template", "order", "max_new_tokens")
+         "corpora", "where", "parser", "model", "template", "order", "max_new_tokens", "glossary")
 
 
 def method_parts(settings: Mapping[str, str | int]) -> dict[str, str]:

@@ -7,6 +7,8 @@ by the writer; these checks are what verifies them. Statements: ``scoi/db/sql/ch
 
 from __future__ import annotations
 
+import os
+import queue
 import re
 import signal
 import threading
@@ -16,18 +18,23 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import psycopg
+from psycopg import sql
+
+from scoi.core.defaults import DB_CHECK_WORK_MEM
 from scoi.db import connect
 from scoi.db.queries import load
 
 _COMMENT = re.compile(r"^--\s?(.*)$")
-#: ``application_name`` of the checks' session: what to look for in pg_stat_activity.
+_PASS_CHECKS = re.compile(r"^--\s*checks:\s*(.+)$", re.MULTILINE)
+#: ``application_name`` of the checks' sessions: what to look for in pg_stat_activity.
 APPLICATION_NAME = "scoi db check"
 
 
 @dataclass(frozen=True)
 class CheckResult:
     """One invariant: its name in check.sql, what it means, the rows that break it, and how
-    long its statement took."""
+    long its statement took (a fused check: the whole pass that computed it)."""
 
     name: str
     description: str
@@ -42,55 +49,162 @@ class CheckResult:
         return {**asdict(self), "seconds": round(self.seconds, 3), "ok": self.ok}
 
 
+def _is_comment_only(body: str) -> bool:
+    return all(not line.strip() or line.lstrip().startswith("--") for line in body.splitlines())
+
+
 def checks() -> dict[str, tuple[str, str]]:
-    """name -> (description, statement), in the order of check.sql."""
+    """name -> (description, statement computing it), in the order of check.sql. A fused
+    check's statement is its ``pass_*`` statement, shared with the pass's other checks (the
+    check is that statement's column of its name)."""
+    blocks = load("check")
+    passes: dict[str, str] = {}
+    for name, body in blocks.items():
+        if name.startswith("pass_"):
+            found = _PASS_CHECKS.search(body)
+            if found is None:
+                raise ValueError(f"check.sql: {name} has no '-- checks:' line")
+            for check in (c.strip() for c in found.group(1).split(",")):
+                if check in passes or check not in blocks:
+                    raise ValueError(f"check.sql: {name} lists {check}, unknown or already in another pass")
+                passes[check] = body
     out = {}
-    for name, body in load("check").items():
-        first = body.splitlines()[0]
-        match = _COMMENT.match(first)
-        out[name] = (match.group(1).strip() if match else name, body)
+    for name, body in blocks.items():
+        if name.startswith("pass_"):
+            continue
+        match = _COMMENT.match(body.splitlines()[0])
+        fused = _is_comment_only(body)
+        if fused != (name in passes):
+            raise ValueError(f"check.sql: {name} must either hold a statement or be listed by one pass_* statement")
+        out[name] = (match.group(1).strip() if match else name, passes[name] if fused else body)
     return out
 
 
+def default_jobs() -> int:
+    """Sessions ``scoi db check`` runs its statements on: the CPU count, at least 2 (one
+    check waiting on I/O leaves the CPU to another) and at most 4 (three long passes, and
+    each session may hold several work_mem)."""
+    return min(4, max(2, os.cpu_count() or 1))
+
+
 def run_checks(url: str, names: list[str] | None = None,
-               progress: Callable[[CheckResult], None] | None = None) -> list[CheckResult]:
-    """Run the checks (all, or ``names``) in one read-only REPEATABLE READ transaction, so
-    a concurrent ingest's commit between two checks cannot show as a violation; ``progress``
-    gets each result as its check ends (a long check is one line at a time, not silence).
+               progress: Callable[[CheckResult], None] | None = None, jobs: int = 1) -> list[CheckResult]:
+    """Run the checks (all, or ``names``) on ``jobs`` sessions that share one snapshot
+    (REPEATABLE READ, read only; the first exports it, the others import it), so a concurrent
+    ingest's commit between two checks cannot show as a violation; ``progress`` gets each
+    result as its check ends (a long check is one line at a time, not silence), on the
+    calling thread. Results come back in the order of check.sql.
 
-    Interrupted (Ctrl-C, or SIGTERM while this runs on the main thread), the running
-    statement is cancelled on the server before the error propagates (psycopg cancels on
-    KeyboardInterrupt and SystemExit): no check keeps a backend busy after scoi is gone."""
-    import psycopg
-
+    Interrupted (Ctrl-C, or SIGTERM while this runs on the main thread), every session's
+    running statement is cancelled on the server before the error propagates: no check keeps
+    a backend busy after scoi is gone."""
     selected = checks()
     if names is not None:
         unknown = sorted(set(names) - set(selected))
         if unknown:
             raise KeyError(f"no check {', '.join(unknown)} in scoi/db/sql/check.sql")
         selected = {n: selected[n] for n in selected if n in names}
-    results = []
-    with _sigterm_exits(), connect(url, application_name=APPLICATION_NAME) as conn:
-        conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
-        conn.read_only = True
-        with conn.transaction():
-            for name, (description, sql) in selected.items():
-                t0 = time.perf_counter()
-                violations = int(conn.execute(sql).fetchone()[0])
-                results.append(CheckResult(name, description, violations, time.perf_counter() - t0))
-                if progress is not None:
-                    progress(results[-1])
-    return results
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, not {jobs}")
+    by_statement: dict[str, list[str]] = {}
+    for name, (_, statement) in selected.items():
+        by_statement.setdefault(statement, []).append(name)
+    # the fused passes (the long ones) first, longest first as check.sql orders them, so the
+    # sessions end close together
+    place = {body: i for i, body in enumerate(load("check").values())}
+    work: queue.SimpleQueue[tuple[str, list[str]]] = queue.SimpleQueue()
+    for statement in sorted(by_statement, key=lambda s: (_PASS_CHECKS.search(s) is None, place[s])):
+        work.put((statement, by_statement[statement]))
+    done: queue.SimpleQueue[list[CheckResult] | BaseException] = queue.SimpleQueue()
+    conns: list[psycopg.Connection] = []
+    threads: list[threading.Thread] = []
+    results: dict[str, CheckResult] = {}
+    stop = threading.Event()
+    with _sigterm_exits():
+        try:
+            snapshot = None
+            for _ in range(min(jobs, len(by_statement)) or 1):
+                conns.append(conn := connect(url, autocommit=True, application_name=APPLICATION_NAME))
+                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                if snapshot is None:
+                    snapshot = conn.execute("SELECT pg_export_snapshot()").fetchone()[0]
+                else:
+                    conn.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(snapshot)))
+                conn.execute(sql.SQL("SET LOCAL work_mem = {}").format(sql.Literal(DB_CHECK_WORK_MEM)))
+            for conn in conns:
+                threads.append(threading.Thread(target=_worker, args=(conn, selected, work, done, stop), daemon=True))
+                threads[-1].start()
+            while len(results) < len(selected):
+                item = _get(done)
+                if isinstance(item, BaseException):
+                    raise item
+                for r in item:
+                    results[r.name] = r
+                    if progress is not None:
+                        progress(r)
+        except BaseException:
+            while True:  # no thread starts another statement; the running ones are cancelled
+                try:
+                    work.get_nowait()
+                except queue.Empty:
+                    break
+            stop.set()
+            for thread in threads:  # cancelled again while it runs: it may have just started one
+                while thread.is_alive():
+                    for conn in conns:
+                        conn.cancel_safe()
+                    thread.join(0.2)
+            raise
+        finally:
+            for thread in threads:
+                thread.join()
+            for conn in conns:
+                conn.close()
+    return [results[n] for n in selected]
+
+
+def _get(done: queue.SimpleQueue) -> Any:
+    """The next item, waiting in short slices so that Ctrl-C and SIGTERM reach the main thread."""
+    while True:
+        try:
+            return done.get(timeout=0.2)
+        except queue.Empty:
+            continue
+
+
+def _worker(conn: psycopg.Connection, selected: dict[str, tuple[str, str]],
+            work: queue.SimpleQueue, done: queue.SimpleQueue, stop: threading.Event) -> None:
+    """Run statements off ``work`` until it is empty or ``stop`` is set; each statement's
+    checks go to ``done`` together (a pass's columns are named after its checks). Any error
+    goes to ``done`` too: the calling thread must never wait for a thread that is gone."""
+    try:
+        while not stop.is_set():
+            try:
+                statement, group = work.get_nowait()
+            except queue.Empty:
+                return
+            t0 = time.perf_counter()
+            cur = conn.execute(statement)
+            row = cur.fetchone()
+            seconds = time.perf_counter() - t0
+            columns = [c.name for c in cur.description]
+            value = dict(zip(columns, row)) if len(columns) > 1 else {group[0]: row[0]}
+            missing = set(group) - set(value)
+            if missing:
+                raise ValueError(f"check.sql: no column {', '.join(sorted(missing))} in the pass computing it")
+            done.put([CheckResult(n, selected[n][0], int(value[n]), seconds) for n in group])
+    except BaseException as e:  # noqa: BLE001 - handed to the calling thread
+        done.put(e)
 
 
 class Terminated(SystemExit):
-    """SIGTERM during the checks (a SystemExit, so that psycopg cancels the statement)."""
+    """SIGTERM during the checks (a SystemExit, so that the statements are cancelled)."""
 
 
 @contextmanager
 def _sigterm_exits() -> Iterator[None]:
-    """SIGTERM raises SystemExit meanwhile (on the main thread), so psycopg cancels the
-    statement as on Ctrl-C instead of the process dying with the backend still at work."""
+    """SIGTERM raises SystemExit meanwhile (on the main thread), so the statements are
+    cancelled as on Ctrl-C instead of the process dying with the backends still at work."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -105,4 +219,4 @@ def _sigterm_exits() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-__all__ = ["APPLICATION_NAME", "CheckResult", "Terminated", "checks", "run_checks"]
+__all__ = ["APPLICATION_NAME", "CheckResult", "Terminated", "checks", "default_jobs", "run_checks"]

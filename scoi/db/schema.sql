@@ -30,6 +30,39 @@ CREATE FUNCTION public.bm25_token_bit(token_id integer) RETURNS bit
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$ SELECT '1'::bit(256) >> (hashint4(token_id) & 255) $$;
 
+-- FUNCTION exact_changes(text)
+
+CREATE FUNCTION public.exact_changes(text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $_$ SELECT NOT ($1 IS NFC NORMALIZED)
+        OR $1 ~ '[\t\n\v\f\r\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]|  |^ | $' $_$;
+
+-- COMMENT FUNCTION exact_changes(text)
+
+COMMENT ON FUNCTION public.exact_changes(text) IS 'Whether exact_text changes the text (not NFC, or whitespace other than single inner spaces): the sentences sentence_exact_idx holds.';
+
+-- FUNCTION exact_sha(text)
+
+CREATE FUNCTION public.exact_sha(text) RETURNS bytea
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $_$ SELECT sha256(convert_to(btrim(regexp_replace(normalize($1, NFC),
+        '[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+', ' ', 'g'), ' '), 'UTF8')) $_$;
+
+-- COMMENT FUNCTION exact_sha(text)
+
+COMMENT ON FUNCTION public.exact_sha(text) IS 'SHA-256 of exact_text(text): equals sentence.text_sha when the stored text is already normalised.';
+
+-- FUNCTION exact_text(text)
+
+CREATE FUNCTION public.exact_text(text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $_$ SELECT btrim(regexp_replace(normalize($1, NFC),
+        '[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+', ' ', 'g'), ' ') $_$;
+
+-- COMMENT FUNCTION exact_text(text)
+
+COMMENT ON FUNCTION public.exact_text(text) IS 'A text as exact matching compares it: NFC, whitespace runs as one space, trimmed (docs/jobs.md, "Reusing the translation memory").';
+
 -- TABLE bm25_block
 
 CREATE TABLE public.bm25_block (
@@ -242,6 +275,85 @@ CREATE TABLE public.experiment_job (
 
 COMMENT ON TABLE public.experiment_job IS 'The jobs of an experiment, one per grid cell (random: one per seed).';
 
+-- TABLE glossary
+
+CREATE TABLE public.glossary (
+    id bigint NOT NULL,
+    name text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+-- COMMENT TABLE glossary
+
+COMMENT ON TABLE public.glossary IS 'A named term base (scoi glossary add).';
+
+-- TABLE glossary_entry
+
+CREATE TABLE public.glossary_entry (
+    id bigint NOT NULL,
+    glossary_id bigint NOT NULL,
+    src_lang text NOT NULL,
+    tgt_lang text NOT NULL,
+    src_term text NOT NULL,
+    tgt_term text NOT NULL,
+    note text,
+    src_key text[] NOT NULL,
+    src_lemmas text[],
+    tgt_key text[] NOT NULL,
+    tgt_lemmas text[],
+    meta jsonb DEFAULT '{}'::jsonb NOT NULL
+);
+
+-- COMMENT TABLE glossary_entry
+
+COMMENT ON TABLE public.glossary_entry IS 'A source term and the target term an output must use (scoi.core.glossary: keys under the case rule, lemmas where a lemmatizer exists).';
+
+-- COMMENT COLUMN glossary_entry.meta
+
+COMMENT ON COLUMN public.glossary_entry.meta IS 'Where the entry came from: file, line, TBX entry id.';
+
+-- SEQUENCE glossary_entry_id_seq
+
+CREATE SEQUENCE public.glossary_entry_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+-- SEQUENCE OWNED BY glossary_entry_id_seq
+
+ALTER SEQUENCE public.glossary_entry_id_seq OWNED BY public.glossary_entry.id;
+
+-- SEQUENCE glossary_id_seq
+
+CREATE SEQUENCE public.glossary_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+-- SEQUENCE OWNED BY glossary_id_seq
+
+ALTER SEQUENCE public.glossary_id_seq OWNED BY public.glossary.id;
+
+-- VIEW glossary_terms
+
+CREATE VIEW public.glossary_terms AS
+ SELECT g.name AS glossary,
+    e.src_lang,
+    e.tgt_lang,
+    e.src_term,
+    e.tgt_term,
+    e.note
+   FROM (public.glossary_entry e
+     JOIN public.glossary g ON ((g.id = e.glossary_id)));
+
+-- COMMENT VIEW glossary_terms
+
+COMMENT ON VIEW public.glossary_terms IS 'Every glossary entry, readable: glossary name, languages, terms, note.';
+
 -- TABLE ingest_run
 
 CREATE TABLE public.ingest_run (
@@ -401,6 +513,7 @@ CREATE TABLE public.job_item (
     examples_used integer,
     masked text,
     qa text[],
+    term_check jsonb,
     CONSTRAINT job_item_examples_used_check CHECK ((examples_used >= 0)),
     CONSTRAINT job_item_max_attempts_check CHECK ((max_attempts >= 1)),
     CONSTRAINT job_item_origin_check CHECK ((origin = ANY (ARRAY['llm'::text, 'tm'::text]))),
@@ -442,6 +555,10 @@ COMMENT ON COLUMN public.job_item.masked IS 'The source with its inline codes as
 -- COMMENT COLUMN job_item.qa
 
 COMMENT ON COLUMN public.job_item.qa IS 'QA flags of the output''s placeholders (missing, extra, misnested, invented markup); {} when fine, NULL when not checked.';
+
+-- COMMENT COLUMN job_item.term_check
+
+COMMENT ON COLUMN public.job_item.term_check IS 'Glossary terms found in the source and whether the output holds each required target term: [{src, tgt, found}]; NULL without a glossary.';
 
 -- VIEW selection_gap
 
@@ -1122,6 +1239,14 @@ ALTER TABLE ONLY public.embedder ALTER COLUMN id SET DEFAULT nextval('public.emb
 
 ALTER TABLE ONLY public.experiment ALTER COLUMN id SET DEFAULT nextval('public.experiment_id_seq'::regclass);
 
+-- DEFAULT glossary id
+
+ALTER TABLE ONLY public.glossary ALTER COLUMN id SET DEFAULT nextval('public.glossary_id_seq'::regclass);
+
+-- DEFAULT glossary_entry id
+
+ALTER TABLE ONLY public.glossary_entry ALTER COLUMN id SET DEFAULT nextval('public.glossary_entry_id_seq'::regclass);
+
 -- DEFAULT ingest_run id
 
 ALTER TABLE ONLY public.ingest_run ALTER COLUMN id SET DEFAULT nextval('public.ingest_run_id_seq'::regclass);
@@ -1221,6 +1346,26 @@ ALTER TABLE ONLY public.experiment
 
 ALTER TABLE ONLY public.experiment
     ADD CONSTRAINT experiment_pkey PRIMARY KEY (id);
+
+-- CONSTRAINT glossary_entry glossary_entry_pkey
+
+ALTER TABLE ONLY public.glossary_entry
+    ADD CONSTRAINT glossary_entry_pkey PRIMARY KEY (id);
+
+-- CONSTRAINT glossary_entry glossary_entry_unique
+
+ALTER TABLE ONLY public.glossary_entry
+    ADD CONSTRAINT glossary_entry_unique UNIQUE (glossary_id, src_lang, tgt_lang, src_term, tgt_term);
+
+-- CONSTRAINT glossary glossary_name_key
+
+ALTER TABLE ONLY public.glossary
+    ADD CONSTRAINT glossary_name_key UNIQUE (name);
+
+-- CONSTRAINT glossary glossary_pkey
+
+ALTER TABLE ONLY public.glossary
+    ADD CONSTRAINT glossary_pkey PRIMARY KEY (id);
 
 -- CONSTRAINT ingest_run ingest_run_pkey
 
@@ -1443,6 +1588,10 @@ CREATE INDEX selection_pick_pair_idx ON public.selection_pick USING btree (pair_
 
 CREATE INDEX sentence_embedding_embedder_idx ON public.sentence_embedding USING btree (embedder_id, sentence_id);
 
+-- INDEX sentence_exact_idx
+
+CREATE INDEX sentence_exact_idx ON public.sentence USING btree (lang, public.exact_sha(text)) WHERE public.exact_changes(text);
+
 -- INDEX sentence_parser_idx
 
 CREATE INDEX sentence_parser_idx ON public.sentence USING btree (parser_id);
@@ -1574,6 +1723,11 @@ ALTER TABLE ONLY public.experiment_job
 
 ALTER TABLE ONLY public.experiment_job
     ADD CONSTRAINT experiment_job_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.job(id) ON DELETE CASCADE;
+
+-- FK CONSTRAINT glossary_entry glossary_entry_glossary_id_fkey
+
+ALTER TABLE ONLY public.glossary_entry
+    ADD CONSTRAINT glossary_entry_glossary_id_fkey FOREIGN KEY (glossary_id) REFERENCES public.glossary(id) ON DELETE CASCADE;
 
 -- FK CONSTRAINT ingest_run ingest_run_corpus_id_fkey
 

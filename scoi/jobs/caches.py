@@ -28,7 +28,8 @@ def selector_settings(job: Job) -> dict[str, Any]:
             "method": defaults.METHOD if method(job.method).trees else job.method,
             "pool": p.get("pool", defaults.POOL), "fill": p.get("fill", defaults.FILL),
             "seed": p.get("seed", defaults.SEED), "parser": (p.get("parsers") or {}).get(job.src_lang),
-            "embedder": p.get("embedder"), "rbm25_variant": p.get("rbm25_variant", defaults.RBM25_VARIANT)}
+            "embedder": p.get("embedder"), "rbm25_variant": p.get("rbm25_variant", defaults.RBM25_VARIANT),
+            "where": p.get("where") or None, "min_match": p.get("min_match")}
 
 
 class WorkerCaches:
@@ -53,7 +54,8 @@ class WorkerCaches:
         settings = selector_settings(job)
         # The treeless methods share one selector per settings (its method is only the
         # first job's: each selection names its own).
-        key = (*((n, tuple(v) if isinstance(v, list) else v) for n, v in settings.items() if n != "method"),
+        key = (*((n, tuple(v) if isinstance(v, list) else tuple(sorted(v.items())) if isinstance(v, dict) else v)
+                 for n, v in settings.items() if n != "method"),
                not method(job.method).trees)
         sel = self._selectors.get(key)
         if sel is None:

@@ -10,12 +10,14 @@ per job (method), one column per metric, like the docs/method.md §8 figures.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import psycopg
 
+from scoi.core.glossary import term_accuracy
+from scoi.glossary import job_term_checks
 from scoi.hub import offline
 from scoi.jobs.significance import DEFAULT_SAMPLES, paired_bootstrap_means, paired_bootstrap_sacrebleu
 from scoi.jobs.spec import Job
@@ -23,6 +25,8 @@ from scoi.jobs.store import insert_score, latest_score_rows, latest_segment_scor
 
 METRICS = ("bleu", "chrf", "comet")
 COMET_SCALE = 100  # stored x100, as docs/method.md §8 reports COMET
+#: Where an output came from (job_item.origin): the model, or the translation memory.
+ORIGINS = ("llm", "tm")
 
 
 class EvalError(RuntimeError):
@@ -129,9 +133,11 @@ def comet_score(sources: Sequence[str], hypotheses: Sequence[str], references: S
 
 
 # --------------------------------------------------------------------------- jobs
-def done_items(conn: psycopg.Connection, job: Job, *, partial: bool = False) -> list[tuple[int, str, str, str]]:
+def done_items(conn: psycopg.Connection, job: Job, *, partial: bool = False,
+               origin: str | None = None) -> list[tuple[int, str, str, str]]:
     """(idx, source, output, reference) of the job's translated items that have a
-    reference; an unfinished job is an error unless ``partial``."""
+    reference (only those of ``origin``, llm or tm, when given); an unfinished job is an
+    error unless ``partial``."""
     rows = scored_items(conn, job.id)
     if not rows:
         raise EvalError(f"{job.label} has no references; submit it with --references FILE")
@@ -143,9 +149,11 @@ def done_items(conn: psycopg.Connection, job: Job, *, partial: bool = False) -> 
         what = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
         raise EvalError(f"{job.label} is not finished ({what} of {len(rows)} items with references); run "
                         "`scoi worker --burst`, or pass --partial to score the done items only")
-    done = [(r[4], r[0], r[1] or "", r[2]) for r in rows if r[3] == "done"]
+    done = [(r[4], r[0], r[1] or "", r[2]) for r in rows if r[3] == "done" and origin in (None, r[5])]
     if not done:
-        raise EvalError(f"{job.label} has no translated items yet")
+        raise EvalError(f"{job.label} has no translated items yet" if origin is None else
+                        f"{job.label} has no done item with origin {origin} (llm: written by the model; tm: reused "
+                        "from the translation memory)")
     return done
 
 
@@ -184,10 +192,16 @@ def job_triples(conn: psycopg.Connection, job: Job, *, partial: bool = False) ->
 
 
 def evaluate(conn: psycopg.Connection, job: Job, *, comet: str | None = None, partial: bool = False,
-             comet_batch_size: int = 8, warn: Callable[[str], None] | None = None) -> list[Score]:
+             comet_batch_size: int = 8, warn: Callable[[str], None] | None = None,
+             origin: str | None = None) -> list[Score]:
     """Score the job and store the scores (COMET only when ``comet`` names a checkpoint),
-    with COMET's per-item scores; ``warn`` hears about blank references."""
-    done = done_items(conn, job, partial=partial)
+    with COMET's per-item scores; ``warn`` hears about blank references. ``origin`` (llm
+    or tm) scores only the outputs of that origin: the model's alone, apart from the
+    memory's reused translations. Those scores are returned, not stored (a job's stored
+    scores are over all its items, which ``--compare`` and experiments read)."""
+    if origin is not None and origin not in ORIGINS:
+        raise EvalError(f"unknown origin {origin!r}; expected one of {', '.join(ORIGINS)}")
+    done = done_items(conn, job, partial=partial, origin=origin)
     if warn is not None and (w := blank_reference_warning(job, done)):
         warn(w)
     idxs = [d[0] for d in done]
@@ -195,11 +209,24 @@ def evaluate(conn: psycopg.Connection, job: Job, *, comet: str | None = None, pa
     scores = sacrebleu_scores(hyps, refs, job.tgt_lang)
     if comet:
         scores.append(comet_score(sources, hyps, refs, comet, batch_size=comet_batch_size))
+    if origin is not None:
+        return [replace(s, signature=f"{s.signature}|origin:{origin}") for s in scores]
     with conn.transaction():
         for s in scores:
             segments = dict(zip(idxs, s.segments)) if s.segments is not None else None
             insert_score(conn, job.id, s.metric, s.score, s.signature, s.n_items, segments)
     return scores
+
+
+def term_summary(conn: psycopg.Connection, job: Job) -> dict[str, Any] | None:
+    """Glossary term accuracy of a job's done items (docs/glossary.md): the required target
+    terms the outputs hold, of those their sources call for; None for a job without a glossary."""
+    name = job.params.get("glossary")
+    if not name:
+        return None
+    found, required = term_accuracy(job_term_checks(conn, job.id))
+    return {"glossary": name, "found": found, "required": required,
+            "accuracy": round(100 * found / required, 2) if required else None}
 
 
 def latest_scores(conn: psycopg.Connection, job_id: int) -> dict[str, dict[str, Any]]:
@@ -278,4 +305,4 @@ def paired_significance(conn: psycopg.Connection, jobs: Sequence[Job], metrics: 
 
 __all__ = ["EvalError", "Score", "METRICS", "sacrebleu_scores", "comet_score", "resolve_comet_checkpoint",
            "evaluate", "compare", "latest_scores", "job_triples", "done_items", "paired_significance",
-           "sacrebleu_metric", "blank_reference_warning", "check_same_references"]
+           "sacrebleu_metric", "blank_reference_warning", "check_same_references", "term_summary"]

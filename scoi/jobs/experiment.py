@@ -36,6 +36,10 @@ RANDOM_SEEDS = 3
 ALPHA = 0.05
 
 
+#: An experiment's jobs never reuse the translation memory (scoi.reuse): they measure the model.
+REUSE = "off"
+
+
 @dataclass(frozen=True)
 class Cell:
     """One point of the grid: one job."""
@@ -107,12 +111,14 @@ class ExperimentSpec:
 
     def job_spec(self, cell: Cell) -> JobSpec:
         """The cell's job. A method ``rbm25:VARIANT`` (e.g. ``rbm25:ctq`` beside
-        ``rbm25``, whose variant is the default ``moses``) compares R-BM25 variants."""
+        ``rbm25``, whose variant is the default ``moses``) compares R-BM25 variants. Never
+        reuses the translation memory (``reuse="off"``): an experiment measures the model,
+        and a test sentence stored in the memory must not score the memory's translation."""
         method, _, variant = cell.method.partition(":")
         return JobSpec(src=self.src, tgt=self.tgt, model=self.model, method=method, k=cell.k,
                        template=cell.template, name=cell.job_name(self.name), max_attempts=self.max_attempts,
                        pool=self.pool, order=cell.order, seed=cell.seed, max_new_tokens=self.max_new_tokens,
-                       backend_options=self.backend_options, embedder=self.embedder,
+                       backend_options=self.backend_options, embedder=self.embedder, reuse=REUSE,
                        **({"rbm25_variant": variant} if variant else {}))
 
     def grid_json(self) -> dict[str, Any]:

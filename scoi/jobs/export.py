@@ -1,6 +1,7 @@
 """A job's items out of the database: rows streamed in input order, written as JSON lines
-or TSV, to a file atomically (through ``PATH.part``) or to a stream; or, for a job submitted
-from an XLIFF or PO file, that file with its targets filled (scoi.jobs.documents).
+or TSV, or its translations as a TMX memory (``scoi ingest`` takes them back), to a file
+atomically (through ``PATH.part``) or to a stream; or, for a job submitted from an XLIFF or
+PO file, that file with its targets filled (scoi.jobs.documents).
 """
 
 from __future__ import annotations
@@ -10,20 +11,26 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any, Iterator
+from typing import IO, Any, Iterator
 
 import psycopg
 
+from scoi.core import inline
+from scoi.formats.tmx import TmxWriteError, tmx_date, tmx_document
 from scoi.jobs.documents import DOCUMENT_FORMATS, export_document
-from scoi.jobs.spec import JobError
-from scoi.jobs.store import SQL
+from scoi.jobs.spec import Job, JobError
+from scoi.jobs.store import SQL, get_job
 
 
 EXPORT_FORMATS = ("jsonl", "tsv")
+TMX_FORMAT = "tmx"  # the job's translations as a memory (write_tmx), not its rows
 
 
+#: ``origin``: llm (the model wrote the output) or tm (an exact match's stored translation,
+#: the pair ``origin_pair_id``); empty until the item is done.
 EXPORT_COLUMNS = ("index", "source", "output", "reference", "status", "attempts", "error", "warning",
-                  "selection_id", "select_ms", "generate_ms", "overhead_ms", "examples_used", "qa", "match")
+                  "selection_id", "select_ms", "generate_ms", "overhead_ms", "examples_used", "qa", "match",
+                  "origin", "origin_pair_id")
 
 
 def export_rows(conn: psycopg.Connection, job_id: int, *, with_prompt: bool = False) -> Iterator[dict[str, Any]]:
@@ -33,11 +40,13 @@ def export_rows(conn: psycopg.Connection, job_id: int, *, with_prompt: bool = Fa
         cur.itersize = 2000
         cur.execute(SQL["export_items"], {"id": job_id})
         for (idx, source, output, reference, st, attempts, error, warning, selection_id,
-             select_ms, generate_ms, overhead_ms, raw_output, prompt, examples_used, qa, match) in cur:
+             select_ms, generate_ms, overhead_ms, raw_output, prompt, examples_used, qa, match, origin,
+             origin_pair_id) in cur:
             row = {"index": idx, "source": source, "output": output, "reference": reference, "status": st,
                    "attempts": attempts, "error": error, "warning": warning, "selection_id": selection_id,
                    "select_ms": select_ms, "generate_ms": generate_ms, "overhead_ms": overhead_ms,
-                   "examples_used": examples_used, "qa": qa, "match": None if match is None else round(match, 2)}
+                   "examples_used": examples_used, "qa": qa, "match": None if match is None else round(match, 2),
+                   "origin": origin, "origin_pair_id": origin_pair_id}
             if with_prompt:
                 row["prompt"] = prompt
                 row["raw_output"] = raw_output
@@ -82,6 +91,39 @@ def write_export(rows: Iterator[dict[str, Any]], fmt: str, out: Any) -> int:
     return n
 
 
+def write_tmx(conn: psycopg.Connection, job: Job, out: IO[bytes]) -> int:
+    """The job's translations as TMX 1.4b on the binary stream ``out``: one ``<tu>`` per
+    done item with a non-blank source and output (source -> output, the job's languages;
+    a CAT file's item as plain text, its output's code placeholders dropped as its source's are),
+    dated by when it finished, with props ``scoi:job`` (name, else id), ``scoi:model``,
+    ``scoi:method``, ``scoi:origin`` (llm or tm; absent for items stored before origins
+    were recorded) and ``scoi:qa`` (the item's QA flags, a list, when it has any), which
+    ``scoi ingest`` keeps as the pairs' metadata; the number of units."""
+    base = {"scoi:job": job.name or str(job.id), "scoi:model": job.model, "scoi:method": job.method}
+    n = 0
+    try:
+        with conn.transaction(), conn.cursor(name=f"export_tmx_{job.id}") as cur, \
+                tmx_document(out, job.src_lang, job.tgt_lang) as tmx:
+            cur.itersize = 2000
+            cur.execute(SQL["export_tmx_items"], {"id": job.id})
+            for idx, source, output, origin, qa, finished_at, has_codes in cur:
+                target = (inline.plain(output) if has_codes else output).strip()
+                if not target:  # only placeholders: no text to remember
+                    continue
+                meta: dict[str, Any] = dict(base)
+                if finished_at is not None:
+                    meta["creationdate"] = tmx_date(finished_at)
+                if origin is not None:
+                    meta["scoi:origin"] = origin
+                if qa:
+                    meta["scoi:qa"] = list(qa)
+                tmx.write(source.strip(), target, meta, what=f"item {idx}")
+                n += 1
+    except TmxWriteError as e:
+        raise JobError(str(e)) from None
+    return n
+
+
 def export_target(path: Path) -> Path:
     """Where an export to ``path`` is written: ``path`` itself (a symbolic link resolved) when it
     is a new file in an existing folder or a regular file; anything else is a JobError. A
@@ -123,6 +165,9 @@ def export_to_file(conn: psycopg.Connection, job_id: int, fmt: str, path: Path, 
             with open(fd, "wb") as bfh:
                 data, n = export_document(conn, job_id, fmt)
                 bfh.write(data)
+        elif fmt == TMX_FORMAT:
+            with open(fd, "wb") as bfh:
+                n = write_tmx(conn, get_job(conn, job_id), bfh)
         else:
             with open(fd, "w", encoding="utf-8", newline="") as fh:
                 n = write_export(export_rows(conn, job_id, with_prompt=with_prompt), fmt, fh)
@@ -136,4 +181,5 @@ def export_to_file(conn: psycopg.Connection, job_id: int, fmt: str, path: Path, 
     return n
 
 
-__all__ = ["EXPORT_COLUMNS", "EXPORT_FORMATS", "export_rows", "export_target", "export_to_file", "write_export"]
+__all__ = ["EXPORT_COLUMNS", "EXPORT_FORMATS", "TMX_FORMAT", "export_rows", "export_target", "export_to_file", "write_export",
+           "write_tmx"]

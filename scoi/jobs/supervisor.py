@@ -21,10 +21,11 @@ from collections.abc import Iterator
 from typing import Any, Callable, Sequence
 
 from scoi.jobs.worker import Worker, WorkerOptions, WorkerStats
+from scoi.periodic import every
 
 #: The summary fields that add up over workers (WorkerStats.to_dict).
-SUMMED = ("claimed", "done", "requeued", "failed", "lost", "cancelled", "batches", "generate_ms", "overhead_ms",
-          "retries")
+SUMMED = ("claimed", "done", "reused", "requeued", "failed", "lost", "cancelled", "batches", "generate_ms",
+          "overhead_ms", "retries")
 
 
 class SupervisorError(RuntimeError):
@@ -67,19 +68,12 @@ def watch_counts(worker: Worker, report: Callable[[WorkerStats], None] | None,
     if report is None:
         yield
         return
-    stop = threading.Event()
-
-    def watch() -> None:
+    def watch(stop: threading.Event) -> None:
         while not stop.wait(interval):
             report(worker.stats)
 
-    thread = threading.Thread(target=watch, name="scoi-progress", daemon=True)
-    thread.start()
-    try:
+    with every(interval, watch, "scoi-progress"):
         yield
-    finally:
-        stop.set()
-        thread.join()
 
 
 def merge_summaries(summaries: Sequence[dict[str, Any]]) -> dict[str, Any]:

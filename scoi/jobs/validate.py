@@ -17,6 +17,8 @@ def validate(conn: psycopg.Connection, spec: JobSpec) -> None:
     stored. A user template's file is read here into ``spec.template_text`` (the submitter's
     machine): what is stored is its text, which workers render without opening any file."""
     from scoi.backends.spec import BackendSpecError, check_options, parse_spec
+    from scoi.core.exact import REUSE_MODES, check_where
+    from scoi.core.match import check_min_match
     from scoi.core.limits import check_range
     from scoi.core.methods import RBM25_VARIANTS, method
     from scoi.core.names import check_name
@@ -37,6 +39,13 @@ def validate(conn: psycopg.Connection, spec: JobSpec) -> None:
         entry = method(spec.method)
     except ValueError as e:
         raise JobError(str(e)) from None
+    if spec.reuse not in REUSE_MODES:
+        raise JobError(f"unknown --reuse {spec.reuse!r}; expected one of {', '.join(REUSE_MODES)}")
+    try:
+        spec.where = check_where(spec.where)
+        spec.min_match = check_min_match(spec.min_match)
+    except ValueError as e:
+        raise JobError(str(e)) from None
     if spec.order not in ORDERS:
         raise JobError(f"unknown example order {spec.order!r}; expected one of {', '.join(ORDERS)}")
     if spec.fill not in FILLS:
@@ -48,6 +57,13 @@ def validate(conn: psycopg.Connection, spec: JobSpec) -> None:
         spec.template_text = read_template(spec.template)
     check_template(spec.template, spec.src, spec.tgt, spec.template_text)
     check_parsers(conn, spec)
+    if spec.glossary:  # a glossary with no entry for the pair would do nothing, silently
+        from scoi.glossary import GlossaryError, entries
+
+        try:
+            entries(conn, spec.glossary, spec.src, spec.tgt)
+        except GlossaryError as e:
+            raise JobError(f"--glossary: {e}") from None
     if spec.name is not None and spec.name.isdigit():
         raise JobError(f"job name {spec.name!r} must be non-empty and not a number (numbers are job ids)")
     check_backend_options(spec.backend_options)  # a secret first: its message says where keys go

@@ -51,14 +51,16 @@ from typing import Any, Callable, NamedTuple
 
 import psycopg
 
+from scoi import glossary
 from scoi.core import defaults, inline
 from scoi.core.methods import method
 from scoi.core.prompt import Example, PromptTooLong, extract_answer, fit_prompt, render_prompt, stop_markers
 from scoi.jobs import store
 from scoi.jobs.caches import WorkerCaches
 from scoi.jobs.liveness import Liveness
-from scoi.jobs.spec import Job, job_order, job_template, storable_text
+from scoi.jobs.spec import Job, job_order, job_reuse, job_template, storable_text
 from scoi.jobs.store import listen_for_items
+from scoi.reuse import exact_matches
 
 MAX_ERROR_CHARS = 4000
 #: What writing a value PostgreSQL cannot hold raises: DataError from the server (NUL, a
@@ -89,6 +91,7 @@ class WorkerStats:
     worker: str
     claimed: int = 0
     done: int = 0
+    reused: int = 0        # of the done: the memory's translation of an exact match, no model call
     requeued: int = 0
     failed: int = 0
     lost: int = 0          # results not written: the claim was lost (stalled and re-claimed by another worker)
@@ -125,6 +128,10 @@ class Claimed:
     source: str
     attempt: int
     masked: str | None = None  # the source with inline codes as placeholders (CAT files): the prompt's text
+    #: the translation memory's exact match to insert instead of generating (scoi.reuse.Match),
+    #: found at claim time when the job reuses (``--reuse exact``); or why looking it up failed
+    reuse: Any = None
+    reuse_error: str | None = None
 
 
 @dataclass
@@ -132,13 +139,16 @@ class Prepared:
     """An item ready to generate: its selection and prompt (step 1 of a batch)."""
 
     item: Claimed
-    selection: Any  # SelectionResult to record with the result, or None (zero-shot)
+    selection: Any  # SelectionResult to record with the result, or None (zero-shot, reused)
     labels: Any     # the selector's LabelSpace, needed to record the selection
-    prompt: str | None  # None: nothing goes to the model (a blank source passes through)
+    #: None: nothing goes to the model (a blank source passes through; an exact match
+    #: reuses its stored translation)
+    prompt: str | None
     select_ms: float
     selection_id: int | None = None
     examples: list[Example] = field(default_factory=list)  # selection order, best first
     examples_used: int = 0  # how many of them the prompt holds (fewer when fitted to the context)
+    terms: Any = None  # the glossary matches of the source (scoi.core.glossary.Match), None without a glossary
 
 
 class Generated(NamedTuple):
@@ -151,6 +161,12 @@ class Generated(NamedTuple):
     generate_ms: float
     warning: str | None = None
     qa: list[str] | None = None  # what the output broke of the source's inline codes (None: it has none)
+    term_check: list[dict] | None = None  # [{src, tgt, found}] for a job with a glossary
+
+    @property
+    def origin_pair_id(self) -> int | None:
+        """The pair whose stored translation is the output (``origin`` tm), or None (llm)."""
+        return self.prepared.item.reuse.pair_id if self.prepared.item.reuse is not None else None
 
 
 class Failed(NamedTuple):
@@ -192,14 +208,21 @@ def _generated(prepared: Prepared, gen: Any) -> Generated:
                      inline.check(masked, answer) if masked is not None else None)
 
 
-def _render(job: Job, source: str, examples: list[Example]) -> str:
-    """The item's prompt with ``examples`` (selection order), as the job asks for it: its
-    template is a stored text, never a file the job names. A prompt PostgreSQL cannot store
-    fails this item, before any write."""
+def _reused(prepared: Prepared) -> Generated:
+    """An exact match's stored translation as the item's output, QA-checked against a CAT
+    item's masked source like a model's answer (it has no codes: find_reuse)."""
+    target, masked = prepared.item.reuse.target, prepared.item.masked
+    return Generated(prepared, target, None, 0.0, None, inline.check(masked, target) if masked is not None else None)
+
+
+def _render(job: Job, source: str, examples: list[Example], terms: Any = None) -> str:
+    """The item's prompt with ``examples`` (selection order) and the glossary ``terms``
+    found in its source, as the job asks for it: its template is a stored text, never a
+    file the job names. A prompt PostgreSQL cannot store fails this item, before any write."""
     template, template_text = job_template(job)
     prompt = render_prompt(source, examples, job.src_lang, job.tgt_lang, template=template,
                            order=job_order(job.params), seed=job.params.get("seed", defaults.SEED),
-                           template_text=template_text)
+                           template_text=template_text, glossary=[m.to_dict() for m in terms or ()])
     if (problem := storable_text(prompt)[1]) is not None:
         raise ValueError(f"the prompt cannot be stored ({problem}); check the job's template")
     return prompt
@@ -219,8 +242,9 @@ def _fit_context(job: Job, backend: Any, prepared: list[Prepared], max_new_token
     for p in prepared:
         try:
             text = p.item.masked or p.item.source
-            p.prompt, p.examples_used = fit_prompt(lambda ex, p=p, text=text: _render(job, text, list(ex)),
-                                                   p.examples, backend.count_tokens, context, max_new_tokens)
+            p.prompt, p.examples_used = fit_prompt(
+                lambda ex, p=p, text=text: _render(job, text, list(ex), p.terms),
+                p.examples, backend.count_tokens, context, max_new_tokens)
         except PromptTooLong as e:
             too_long.append(Failed(p.item, f"PromptTooLong: {e}", p, final=True))
             continue
@@ -315,9 +339,35 @@ class Worker:
         items = sorted((Claimed(*r) for r in rows), key=lambda c: (c.job_id, c.idx))
         self.stats.claimed += len(items)
         if items:  # an empty claim is idle time, not an item's
+            t1 = time.perf_counter()
+            self.find_reuse(items)
             self.claim_ms = (time.perf_counter() - t0) * 1000
-            self.stats.add_phase("claim", self.claim_ms)
+            self.stats.add_phase("claim", (t1 - t0) * 1000)
+            self.stats.add_phase("reuse", (time.perf_counter() - t1) * 1000)
         return items
+
+    def find_reuse(self, items: list[Claimed]) -> None:
+        """Mark the items whose job reuses exact matches (``--reuse exact``) and whose
+        source has one in the job's corpora and metadata filter: one lookup per job of the
+        batch, on this thread's connection, before anything is selected or generated.
+        An item with inline codes (a CAT file's) goes to the model: a stored translation
+        has no placeholders to put its codes back at."""
+        for job_id, group in groupby(items, key=lambda c: c.job_id):
+            group = [it for it in group if it.masked is None or not inline.has_tokens(it.masked)]
+            if not group:
+                continue
+            try:
+                job = self.caches.job(job_id)
+                if job_reuse(job.params) != "exact":
+                    continue
+                found = exact_matches(self.conn, job.src_lang, job.tgt_lang, [it.source for it in group],
+                                      corpora=job.params.get("corpora"), where=job.params.get("where"))
+            except Exception as e:  # noqa: BLE001 - prepare() fails the items with this error
+                for it in group:
+                    it.reuse_error = f"looking up the translation memory failed: {_error_text(e)}"
+                continue
+            for it in group:
+                it.reuse = found.get(it.source)
 
     def wait_for_work(self) -> None:
         """Idle until an item is queued (LISTEN), a stop is requested or ``poll_seconds`` pass."""
@@ -356,23 +406,47 @@ class Worker:
         failed: list[Failed] = []
         for prep in preps:
             failed += prep.failed
-            if not prep.prepared:
+            reused = [_reused(p) for p in prep.prepared if p.item.reuse is not None]
+            if reused and prep.job is not None and prep.job.params.get("glossary"):
+                reused, unchecked = self._term_checked(prep.job, reused)
+                failed += unchecked
+            done += reused
+            to_generate = [p for p in prep.prepared if p.item.reuse is None]
+            if not to_generate:
                 continue
-            gen = self.generate(prep.job, prep.prepared)
+            gen = self.generate(prep.job, to_generate)
             done += gen.done
             failed += gen.failed
             gen_wall += gen.seconds
         return done, failed, gen_wall + self.caches.setup_seconds - setup0
 
+    def _term_checked(self, job: Job, reused: list[Generated]) -> tuple[list[Generated], list[Failed]]:
+        """Reused outputs checked for the glossary's required target terms, as the model's
+        are (docs/glossary.md): the memory's translation may lack one. A glossary that
+        cannot be read fails the items, as it fails the model's in prepare."""
+        try:
+            entries = glossary.cached_entries(self.url, job.params["glossary"], job.src_lang, job.tgt_lang)
+            terms = glossary.match(entries, [g.prepared.item.source for g in reused], job.src_lang)
+            checks = glossary.term_checks(terms, [g.output for g in reused], job.tgt_lang)
+        except Exception as e:  # noqa: BLE001 - stored with each item
+            return [], [Failed(g.prepared.item, _error_text(e), g.prepared) for g in reused]
+        return [g._replace(term_check=c) for g, c in zip(reused, checks)], []
+
     def prepare(self, job_id: int, group: list[Claimed]) -> PrepareResult:
         """Select each item's examples and render its prompt. The group's sentences are
         parsed in one spaCy call (about twice as fast per sentence as one call each)."""
+        # Exact matches of the memory (found at claim): no selection, no prompt, no model.
+        reused = [Prepared(it, None, None, None, 0.0) for it in group if it.reuse is not None]
+        lookup_failed = [Failed(it, it.reuse_error) for it in group if it.reuse_error is not None]
+        group = [it for it in group if it.reuse is None and it.reuse_error is None]
         try:
             job = self.caches.job(job_id)
             wants_examples = method(job.method).examples and job.k > 0
-            selector, sel_key = self.caches.selector(job) if wants_examples else (None, None)
+            selector, sel_key = self.caches.selector(job) if wants_examples and group else (None, None)
         except Exception as e:  # noqa: BLE001 - the error is stored with each item
-            return PrepareResult(None, [], [Failed(it, _error_text(e)) for it in group])
+            return PrepareResult(None, reused, lookup_failed + [Failed(it, _error_text(e)) for it in group])
+        if not group:
+            return PrepareResult(job, reused, lookup_failed)
         shared_ms = 0.0  # the batch's parse, split over its items
         analyses: dict[str, Any] = {}
         if selector is not None:
@@ -386,8 +460,8 @@ class Worker:
                 pass
             shared_ms = (time.perf_counter() - ts) * 1000 / len(group)
             self.stats.add_phase("parse", shared_ms * len(group))
-        prepared: list[Prepared] = []
-        failed: list[Failed] = []
+        prepared: list[Prepared] = reused
+        failed: list[Failed] = lookup_failed
         for it in group:
             try:
                 if wants_examples and selector is None:  # dropped after a database error below
@@ -412,11 +486,15 @@ class Worker:
             examples = [Example(p.src, p.tgt) for p in res.selected]
         tp = time.perf_counter()
         select_ms = (tp - ts) * 1000 + shared_ms
-        prompt = _render(job, item.masked or item.source, examples)
+        terms = None
+        if job.params.get("glossary"):  # docs/glossary.md: the terms found go into the prompt
+            entries = glossary.cached_entries(self.url, job.params["glossary"], job.src_lang, job.tgt_lang)
+            terms = glossary.match(entries, [item.source], job.src_lang)[0]
+        prompt = _render(job, item.masked or item.source, examples, terms)
         self.stats.add_phase("select", (tp - ts) * 1000)
         self.stats.add_phase("prompt", (time.perf_counter() - tp) * 1000)
         return Prepared(item, res, selector.labels if selector is not None else None, prompt, select_ms,
-                        examples=examples, examples_used=len(examples))
+                        examples=examples, examples_used=len(examples), terms=terms)
 
     def generate(self, job: Job, prepared: list[Prepared]) -> GenerateResult:
         """One backend call for the prepared items; a failure fails them all, keeping
@@ -448,7 +526,12 @@ class Worker:
             return GenerateResult([], [Failed(p.item, _error_text(e), p) for p in prepared] + too_long,
                                   time.perf_counter() - g0)
         seconds = time.perf_counter() - g0
-        return GenerateResult([_generated(p, g) for p, g in zip(prepared, gens)], too_long, seconds)
+        done = [_generated(p, g) for p, g in zip(prepared, gens)]
+        if job.params.get("glossary"):  # the required target terms, checked in each output
+            checks = glossary.term_checks([g.prepared.terms or [] for g in done], [g.output for g in done],
+                                          job.tgt_lang)
+            done = [g._replace(term_check=c) for g, c in zip(done, checks)]
+        return GenerateResult(done, too_long, seconds)
 
     def store(self, items: list[Claimed], done: list[Generated], failed: list[Failed], t0: float,
               gen_wall: float) -> None:
@@ -514,9 +597,20 @@ class Worker:
             "select_ms": [round(g.prepared.select_ms, 3) for g in done],
             "generate_ms": [round(g.generate_ms, 3) for g in done],
             "overhead_ms": [round(overhead, 3)] * len(done), "warnings": [g.warning for g in done],
-            "examples_used": [g.prepared.examples_used for g in done],
-            "qa": [None if g.qa is None else "\n".join(g.qa) for g in done]})
+            # a reused item had no prompt: no example count (NULL), not 0
+            "examples_used": [g.prepared.examples_used if g.origin_pair_id is None else None for g in done],
+            "qa": [None if g.qa is None else "\n".join(g.qa) for g in done],
+            "origins": ["llm" if g.origin_pair_id is None else "tm" for g in done],
+            "origin_pair_ids": [g.origin_pair_id for g in done]})
+        written = set(rows)
+        checked = [g for g in done
+                   if g.term_check is not None and (g.prepared.item.job_id, g.prepared.item.idx) in written]
+        if checked:
+            glossary.store_term_checks(self.conn, [g.prepared.item.job_id for g in checked],
+                                       [g.prepared.item.idx for g in checked], [g.term_check for g in checked])
         self.stats.done += len(rows)
+        self.stats.reused += sum(g.origin_pair_id is not None and (g.prepared.item.job_id, g.prepared.item.idx)
+                                 in written for g in done)
         self.stats.generate_ms += sum(g.generate_ms for g in done)
         return len(rows)
 

@@ -103,6 +103,11 @@ class SelectRequest(_Strict):
     explain: bool = Field(True, description="Candidates as objects with score and text (scoi select --explain).")
     coverage: bool = Field(False, description="Add which pick covers which word and tree term, and the pool.")
     tree: bool = Field(True, description="With coverage: the dependency tree as displaCy SVG.")
+    where: dict[str, str] | None = Field(None, description=(
+        "Only pairs whose metadata holds each key with that string value, e.g. {\"domain\": \"legal\"} "
+        "(scoi select --where domain=legal)."))
+    glossary: str | None = Field(None, min_length=1, max_length=200,
+                                 description="A glossary's name: the terms found in the sentence (docs/glossary.md).")
 
 
 class PromptRequest(_Strict):
@@ -114,11 +119,20 @@ class PromptRequest(_Strict):
     template: Choice = Field(defaults.TEMPLATE, description=f"One of {', '.join(TEMPLATES)}.")
     order: Choice = defaults.ORDER
     seed: int = defaults.SEED
+    where: dict[str, str] | None = Field(None, description=(
+        "Only pairs whose metadata holds each key with that string value, e.g. {\"domain\": \"legal\"} "
+        "(scoi select --where domain=legal)."))
+    glossary: str | None = Field(None, min_length=1, max_length=200,
+                                 description="A glossary's name: the terms found in the sentence (docs/glossary.md).")
+    min_match: float | None = Field(None, ge=0, le=100, description="Only examples at or above this match %.")
 
 
 class TranslateRequest(PromptRequest):
     model: Choice = Field(description="A model name the server was started with (GET /api/config).")
     max_new_tokens: int = Field(defaults.MAX_NEW_TOKENS, ge=1, le=1024)
+    reuse: Choice = Field(defaults.REUSE, description=(
+        "exact: a sentence stored verbatim (after whitespace and Unicode normalisation, within where) gets its "
+        "stored translation, without the model (origin tm); off: the model always translates."))
 
 
 class JobRequest(_Strict):
@@ -133,6 +147,15 @@ class JobRequest(_Strict):
     template: Choice = defaults.TEMPLATE
     order: Choice = defaults.ORDER
     max_new_tokens: int = Field(defaults.MAX_NEW_TOKENS, ge=1, le=1024)
+    reuse: Choice = Field(defaults.REUSE, description=(
+        "exact: a sentence stored verbatim (after whitespace and Unicode normalisation, within where) gets its "
+        "stored translation, without the model (origin tm); off: the model always translates."))
+    where: dict[str, str] | None = Field(None, description=(
+        "Only pairs whose metadata holds each key with that string value, e.g. {\"domain\": \"legal\"} "
+        "(scoi select --where domain=legal)."))
+    glossary: str | None = Field(None, min_length=1, max_length=200,
+                                 description="A glossary's name: terms into prompts, outputs checked (docs/glossary.md).")
+    min_match: float | None = Field(None, ge=0, le=100, description="Only examples at or above this match %.")
 
 
 class GapsRequest(_Strict):

@@ -10,6 +10,8 @@ from typing import Any
 
 from fastapi import APIRouter, Query
 
+from scoi.glossary import GlossaryError, entries as glossary_entries, list_glossaries, match as glossary_match
+from scoi.jobs.eval import term_summary
 from scoi.service.app import (BIGINT_MAX, SQL, ApiError, JobRequest, PromptRequest, SelectRequest, Service,
                               TranslateRequest, check_ref, run_limited, text_problem)
 from scoi.service.config import TEMPLATES
@@ -23,16 +25,28 @@ def _select(service: Service, body: SelectRequest | PromptRequest, *, coverage: 
     service.check_k(body.k)
 
     def work(sel):
-        result = sel.select(text, k=body.k, method=body.method,
-                            min_match=getattr(body, "min_match", None))  # select only, not prompt
-        if not coverage:
-            return result, None
-        from scoi.service.explain import explain
+        with sel.filtered(body.where):  # the request's metadata filter, for this call only
+            result = sel.select(text, k=body.k, method=body.method, min_match=body.min_match)
+            if not coverage:
+                return result, None
+            from scoi.service.explain import explain
 
-        return result, explain(sel, result, tree=tree)
+            return result, explain(sel, result, tree=tree)
 
     wait = service.config.limits.timeout_s
     return service.selectors.run(body.src, body.tgt, work, wait_s=wait)
+
+
+def _terms(service: Service, body: SelectRequest | PromptRequest) -> list[dict[str, Any]] | None:
+    """The glossary terms found in the request's sentence (docs/glossary.md), or None without a glossary."""
+    if body.glossary is None:
+        return None
+    try:
+        with service.connect() as conn:
+            found = glossary_entries(conn, body.glossary, body.src.lower(), body.tgt.lower())
+    except GlossaryError as e:
+        raise ApiError(400, str(e)) from None
+    return [m.to_dict() for m in glossary_match(found, [body.text.strip()], body.src.lower())[0]]
 
 
 def _prompt(service: Service, body: PromptRequest) -> tuple[Any, str]:
@@ -40,9 +54,11 @@ def _prompt(service: Service, body: PromptRequest) -> tuple[Any, str]:
 
     if body.template not in TEMPLATES:
         raise ApiError(400, f"unknown template {body.template!r}; this server offers: {', '.join(TEMPLATES)}")
+    terms = _terms(service, body)
     result, _ = _select(service, body)
     prompt = render_prompt(body.text.strip(), [Example(p.src, p.tgt) for p in result.selected], result.src_lang,
-                           result.tgt_lang, template=body.template, order=body.order, seed=body.seed)
+                           result.tgt_lang, template=body.template, order=body.order, seed=body.seed,
+                           glossary=terms or ())
     return result, prompt
 
 
@@ -52,10 +68,13 @@ def register(api: APIRouter, service: Service) -> None:
         """The k examples that best cover a sentence: `scoi select --json [--explain]`'s
         object; with ``coverage``, which pick covers which word and tree term, and the pool."""
         def work() -> dict[str, Any]:
+            terms = _terms(service, body)
             result, cov = _select(service, body, coverage=body.coverage, tree=body.tree)
             out = result.to_dict(explain=body.explain)
             if cov is not None:
                 out["coverage"] = cov
+            if terms is not None:
+                out["glossary"] = terms
             return out
         return await run_limited(service, work)
 
@@ -74,12 +93,15 @@ def register(api: APIRouter, service: Service) -> None:
 
         def work() -> dict[str, Any]:
             backend, lock = service.backend(body.model)  # unknown name: refused before any selection
+            if (reused := _reused(service, body)) is not None:  # an exact match: no selection, no model
+                return {"output": reused.target, "raw_output": None, "model": body.model, "prompt": None,
+                        "generate_ms": 0.0, "selection": None, "origin": "tm", "origin_pair_id": reused.pair_id}
             result, text = _prompt(service, body)
             with lock:
                 gen = backend.generate([text], max_new_tokens=body.max_new_tokens, stop=stop_markers(body.template))[0]
             return {"output": extract_answer(gen.text), "raw_output": gen.text, "model": body.model,
                     "prompt": text, "generate_ms": round(gen.seconds * 1000, 3),
-                    "selection": result.to_dict(explain=True)}
+                    "selection": result.to_dict(explain=True), "origin": "llm", "origin_pair_id": None}
         return await run_limited(service, work)
 
     @api.get("/config", tags=["service"])
@@ -88,13 +110,15 @@ def register(api: APIRouter, service: Service) -> None:
         from scoi.core.methods import EMBEDDING_METHODS, METHODS
         from scoi.core.prompt import ORDERS
 
-        def directions() -> list[str]:
+        def directions() -> tuple[list[str], list[str]]:
             with service.connect() as conn:
-                return [f"{s}-{t}" for s, t in conn.execute(SQL["directions"]).fetchall()]
+                return ([f"{s}-{t}" for s, t in conn.execute(SQL["directions"]).fetchall()],
+                        [g["name"] for g in list_glossaries(conn)])
+        served, glossaries = await run_limited(service, directions)
         lim = service.config.limits
         return {"models": sorted(service.config.models), "methods": list(METHODS),
                 "embedding_methods": list(EMBEDDING_METHODS), "templates": list(TEMPLATES), "orders": list(ORDERS),
-                "directions": await run_limited(service, directions), "warm": service.selectors.directions(),
+                "directions": served, "glossaries": glossaries, "warm": service.selectors.directions(),
                 "limits": {"max_body_bytes": lim.max_body_bytes, "max_chars": lim.max_chars,
                            "max_sentences": lim.max_sentences, "timeout_s": lim.timeout_s, "max_k": lim.max_k},
                 "token_required": service.config.token is not None}
@@ -138,7 +162,8 @@ def register(api: APIRouter, service: Service) -> None:
         service.check_k(body.k)
         spec = JobSpec(src=body.src, tgt=body.tgt, model=model.spec, method=body.method, k=body.k,
                        template=body.template, name=body.name, order=body.order, max_new_tokens=body.max_new_tokens,
-                       backend_options=dict(model.options))
+                       backend_options=dict(model.options), reuse=body.reuse, where=body.where,
+                       min_match=body.min_match, glossary=body.glossary)
 
         def work() -> dict[str, Any]:
             with service.connect() as conn:
@@ -164,6 +189,8 @@ def register(api: APIRouter, service: Service) -> None:
             with service.connect() as conn:
                 j = get_job(conn, ref[:200])
                 st = _public_job(service, status(conn, j.id))
+                if (terms := term_summary(conn, j)) is not None:
+                    st["terms"] = terms
                 with conn.cursor(row_factory=dict_row) as cur:
                     items = cur.execute(SQL["job_items_page"], {"id": j.id, "offset": offset, "limit": limit}).fetchall()
             return {"job": st, "items": [_public_errors(i) for i in items], "offset": offset, "limit": limit}
@@ -180,6 +207,25 @@ def register(api: APIRouter, service: Service) -> None:
 
     gaps_routes.register(api, service)
     lookup_routes.register(api, service)
+
+
+def _reused(service: Service, body: TranslateRequest) -> Any:
+    """The stored translation of the sentence's exact match (scoi.reuse.Match) when the
+    request reuses (``reuse: exact``, within its ``where``), else None."""
+    from scoi.core.exact import REUSE_MODES, check_where
+    from scoi.reuse import exact_matches
+
+    if body.reuse not in REUSE_MODES:
+        raise ApiError(400, f"unknown reuse {body.reuse!r}; expected one of {', '.join(REUSE_MODES)}")
+    if body.reuse == "off":
+        return None
+    service.check_text(body.text)
+    try:
+        where = check_where(body.where)
+    except ValueError as e:
+        raise ApiError(400, str(e)) from None
+    with service.connect() as conn:
+        return exact_matches(conn, body.src, body.tgt, [body.text], where=where).get(body.text)
 
 
 def _public_job(service: Service, row: dict[str, Any]) -> dict[str, Any]:

@@ -40,8 +40,10 @@ def _inline(el) -> list[tuple[str, dict]]:
 
 
 def _submit(url: str, path: Path, server: FakeOpenAI, *extra: str):
+    """``job submit`` of a CAT file whose every segment goes to the model (``--reuse off``:
+    the demo memory holds some of these sentences)."""
     return scoi_cli(["job", "submit", "--input", str(path), "--src", "fr", "--tgt", "en", "--model", "openai:stub",
-                     "--backend-opt", "max_retries=0", "--backend-opt", f"base_url={server.url}", "--json", *extra],
+                     "--reuse", "off", "--backend-opt", "max_retries=0", "--backend-opt", f"base_url={server.url}", "--json", *extra],
                     url)
 
 

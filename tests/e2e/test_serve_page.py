@@ -304,3 +304,20 @@ def test_lookup_box_and_match_percent_on_picks(page, served):
     assert page.locator("#picks > li").count() == 1
     assert "71.43% match" in page.locator("#picks > li").first.text_content()
     assert "reach 70% match: 1 example instead of 4" in page.text_content("#banner")
+
+
+def test_select_with_a_glossary_shows_the_terms_found(page, served):
+    from tests.helpers.cli import scoi_cli
+
+    url, db = served
+    tbx = ROOT / "tests" / "data" / "glossary" / "board.fr-en.tbx"
+    assert scoi_cli(["glossary", "add", str(tbx), "--src", "fr", "--tgt", "en"], db).returncode == 0
+    page.goto(url)
+    page.wait_for_selector("body[data-ready]")
+    assert not page.locator("#glossary-box").is_hidden()
+    page.fill("#text", "Le conseil d'administration de l'ONU se réunit.")
+    page.select_option("#glossary", "board")
+    page.click("#select-btn")
+    page.wait_for_selector("#glossary-terms .chip")
+    chips = page.locator("#glossary-terms .chip").all_inner_texts()
+    assert chips == ["conseil d'administration \u2192 board of directors", "ONU \u2192 UN"]

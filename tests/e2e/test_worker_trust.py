@@ -29,7 +29,11 @@ def _auth(server: FakeOpenAI) -> set[str | None]:
 
 
 def _burst(url: str, *extra: str) -> dict:
-    return last_json(scoi_cli(["worker", "--burst", "--json", *extra], url))
+    """``scoi worker --burst --json``'s summary; it exits 0, or 3 when items failed."""
+    proc = scoi_cli(["worker", "--burst", "--json", *extra], url)
+    summary = last_json(proc, ok=False)
+    assert proc.returncode == (3 if summary["failed"] else 0), proc.stderr
+    return summary
 
 
 # --------------------------------------------------------------------------- templates (E1, E2, E4)

@@ -88,18 +88,27 @@ class Corpus:
             runs.finish_run(self.conn, self.writers.pop((corpus, tgt)).run_id, "done")
         return writer
 
-    def truth(self, tgt: str = "en", corpora: list[str] | None = None
+    def truth(self, tgt: str = "en", corpora: list[str] | None = None, where: dict[str, str] | None = None
               ) -> tuple[dict[int, list[str]], dict[int, list[int]]]:
-        """(every eligible French sentence's lowercased tokens, its fr-tgt pairs of ``corpora``)."""
+        """(every eligible French sentence's lowercased tokens, its fr-tgt pairs of ``corpora``
+        whose metadata holds every ``where`` key with that value), filtered here in Python."""
         docs = {sid: [t.lower() for t in toks] for sid, toks in self.conn.execute(
             "SELECT id, tokens FROM sentence WHERE lang = 'fr' AND eligible")}
         pairs_of: dict[int, list[int]] = {}
-        for sid, pid in self.conn.execute(
-                "SELECT e.src_id, e.pair_id FROM example e JOIN corpus c ON c.id = e.corpus_id "
-                "WHERE e.src_lang = 'fr' AND e.tgt_lang = %s AND (%s::text[] IS NULL OR c.name = ANY(%s::text[])) "
-                "ORDER BY e.pair_id", (tgt, corpora, corpora)):
-            pairs_of.setdefault(sid, []).append(pid)
+        for sid, pid, name, meta in self.conn.execute(
+                "SELECT e.src_id, e.pair_id, c.name, p.meta FROM example e JOIN corpus c ON c.id = e.corpus_id "
+                "JOIN pair p ON p.id = e.pair_id WHERE e.src_lang = 'fr' AND e.tgt_lang = %s ORDER BY e.pair_id",
+                (tgt,)):
+            if (corpora is None or name in corpora) and all(meta.get(k) == v for k, v in (where or {}).items()):
+                pairs_of.setdefault(sid, []).append(pid)
         return docs, pairs_of
+
+    def tag_pairs(self) -> None:
+        """Metadata on every pair for the ``--where`` cases: domain legal on every third
+        pair (by id), news on the others, and client acme on every other one."""
+        self.conn.execute("UPDATE pair SET meta = jsonb_build_object("
+                          "'domain', CASE WHEN id % 3 = 0 THEN 'legal' ELSE 'news' END) "
+                          "|| CASE WHEN id % 2 = 0 THEN '{\"client\": \"acme\"}'::jsonb ELSE '{}' END")
 
     def corpus_ids(self, names: list[str] | None) -> list[int] | None:
         if names is None:

@@ -32,8 +32,11 @@ def ok_server(port: int = 0, delay: float = 0.0) -> FakeOpenAI:
 
 
 def stub_model_args(url: str) -> list[str]:
-    """``job submit`` options for a zero-shot job on an ``ok_server``."""
-    return ["--method", "zero", "-k", "0", "--backend-opt", "max_retries=0", "--backend-opt", f"base_url={url}"]
+    """``job submit`` options for a zero-shot job on an ``ok_server`` that sends every item to
+    it (``--reuse off``: the tests using it pick corpus sentences, which would otherwise be
+    reused from the memory without a model call)."""
+    return ["--method", "zero", "-k", "0", "--reuse", "off", "--backend-opt", "max_retries=0",
+            "--backend-opt", f"base_url={url}"]
 
 
 def items(url: str, job_id: int) -> list[dict]:

@@ -34,7 +34,9 @@ def drop_codes_of_the_first(prompt: str) -> str:
 
 
 def _spec(url: str, **kw) -> JobSpec:
-    return JobSpec("fr", "en", model="openai:stub", method="zero", k=0,
+    """A zero-shot job whose every item goes to the model (``reuse`` off: the stored demo
+    pairs include some of these files' sentences)."""
+    return JobSpec("fr", "en", model="openai:stub", method="zero", k=0, reuse="off",
                    backend_options={"base_url": url, "max_retries": 0}, **kw)
 
 

@@ -33,7 +33,7 @@ params = st.builds(Bm25Params, engine=st.just("sql"), budget=st.integers(1, 40),
 def sql_preselect(c: Corpus, q: list[str], n: int, bm25: Bm25Params) -> tuple[list[tuple[int, float]], bool | None]:
     """The plain-SQL statement (``Bm25Params(engine="sql")``): pool and its certified flag."""
     rows = c.conn.execute(SELECT["preselect"], {"lang": "fr", "tgt": "en", "tokens": q, "n": n,
-                                                "corpora": None, **bm25.sql_params(n)}).fetchall()
+                                                "corpora": None, "meta": None, **bm25.sql_params(n)}).fetchall()
     return [(p, s) for p, s, _ in rows], (rows[0][2] if rows else None)
 
 

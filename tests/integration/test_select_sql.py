@@ -560,6 +560,30 @@ def test_corpus_restriction_fills_the_pool(two_db, demo):
     assert_same_ranking(got, exp[:5])
 
 
+def test_metadata_filter_restricts_the_pool_like_python_bm25_over_the_subset(two_db, demo, queries):
+    """--where domain=legal: the pool of either engine is exact BM25's top n over the pairs
+    holding that metadata (every third pair here, across both corpora), even when other
+    pairs score higher; random fills come from those pairs too."""
+    url, py = two_db["url"], two_db["py"]
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("UPDATE pair SET meta = jsonb_build_object('domain', 'legal') WHERE id % 3 = 0")
+        legal = {r[0] for r in conn.execute("SELECT id FROM pair WHERE meta @> '{\"domain\": \"legal\"}'")}
+    try:
+        for bm25 in (Bm25Params(), Bm25Params(engine="sql", budget=10**9, depth=10**6)):
+            with Selector("fr", "en", url=url, where={"domain": "legal"}, pool=10, bm25=bm25) as s:
+                for q in queries[:5] + [demo[3][0]]:
+                    toks = moses_tokens(q, "fr")
+                    got = s.preselect(toks)
+                    assert_same_ranking(got, py.ranking(toks, allowed=legal)[:10], q)
+                assert "where:domain=legal" in s.signature("scoi", 4)
+        with Selector("fr", "en", url=url, where={"domain": "legal"}, fill="random") as s:
+            res = s.select("Xqzvw Brplk", k=4)
+            assert len(res.selected) == 4 and {p.pair_id for p in res.selected} <= legal
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("UPDATE pair SET meta = '{}' WHERE meta <> '{}'")
+
+
 # ------------------------------------------------------------------ 7. recording
 def _l1(a: str, b: str) -> int:
     x, y = parse_key(a), parse_key(b)

@@ -19,7 +19,7 @@ QUERY = "Bonjour, comment allez-vous ce soir ?"
 
 @pytest.fixture()
 def api(job_db):
-    with TestClient(create_app(ServeConfig(url=job_db))) as c:
+    with TestClient(create_app(ServeConfig(url=job_db)), base_url="http://127.0.0.1") as c:
         yield c
 
 

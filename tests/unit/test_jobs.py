@@ -6,13 +6,13 @@ from __future__ import annotations
 def test_supervisor_sums_worker_summaries():
     from scoi.jobs.supervisor import merge_summaries
 
-    one = {"claimed": 3, "done": 2, "requeued": 1, "failed": 0, "lost": 0, "cancelled": 1, "batches": 2,
+    one = {"claimed": 3, "done": 2, "reused": 1, "requeued": 1, "failed": 0, "lost": 0, "cancelled": 1, "batches": 2,
            "generate_ms": 10.0,
            "overhead_ms": 3.0, "retries": 1, "seconds": 2.0, "errors": ["E2"]}
     two = {**one, "done": 3, "requeued": 0, "retries": 4, "seconds": 4.0, "errors": ["E1", "E2"]}
     total = merge_summaries([one, two])
     assert (total["claimed"], total["done"], total["seconds"], total["errors"]) == (6, 5, 4.0, ["E1", "E2"])
-    assert total["retries"] == 5 and total["cancelled"] == 2
+    assert total["retries"] == 5 and total["reused"] == 2 and total["cancelled"] == 2
     assert total["items_per_second"] == 1.25 and total["overhead_ms_per_item"] == 1.0
     assert total["worker"] == "2 processes" and total["workers"] == [one, two]
 

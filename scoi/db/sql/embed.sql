@@ -73,13 +73,15 @@ WITH nn AS MATERIALIZED (
     WHERE se.embedder_id = {embedder_id} AND s.lang = %(lang)s AND s.eligible
       AND EXISTS (SELECT 1 FROM example ex
                   WHERE ex.src_id = s.id AND ex.src_lang = %(lang)s AND ex.tgt_lang = %(tgt)s
-                    AND (%(corpora)s::int[] IS NULL OR ex.corpus_id = ANY(%(corpora)s::int[])))
+                    AND (%(corpora)s::int[] IS NULL OR ex.corpus_id = ANY(%(corpora)s::int[]))
+          AND (%(meta)s::jsonb IS NULL OR EXISTS (SELECT 1 FROM pair m WHERE m.id = ex.pair_id AND m.meta @> %(meta)s::jsonb)))
     ORDER BY se.embedding::vector({dim}) <=> %(query)s::vector({dim})
     LIMIT %(n)s
 )
 SELECT (SELECT min(ex.pair_id) FROM example ex
         WHERE ex.src_id = nn.sentence_id AND ex.src_lang = %(lang)s AND ex.tgt_lang = %(tgt)s
-          AND (%(corpora)s::int[] IS NULL OR ex.corpus_id = ANY(%(corpora)s::int[]))) AS pair_id,
+          AND (%(corpora)s::int[] IS NULL OR ex.corpus_id = ANY(%(corpora)s::int[]))
+          AND (%(meta)s::jsonb IS NULL OR EXISTS (SELECT 1 FROM pair m WHERE m.id = ex.pair_id AND m.meta @> %(meta)s::jsonb))) AS pair_id,
        nn.distance, nn.embedding
 FROM nn
 ORDER BY nn.distance, pair_id;

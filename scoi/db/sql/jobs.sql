@@ -49,6 +49,14 @@ SELECT job_id, name, created_at, src_lang, tgt_lang, method, k, model, total, qu
        last_finished_at
 FROM job_progress WHERE job_id = %(id)s;
 
+-- name: origin_counts
+-- Done items by where their output came from (job_item.origin: llm, the model; tm, the
+-- stored translation of an exact match), per job; one job, or all when `id` is NULL.
+SELECT job_id, count(*) FILTER (WHERE origin = 'llm') AS llm, count(*) FILTER (WHERE origin = 'tm') AS tm
+FROM job_item
+WHERE status = 'done' AND (%(id)s::bigint IS NULL OR job_id = %(id)s::bigint)
+GROUP BY job_id;
+
 -- name: recent_errors
 -- last_error is the current attempt's (complete_items clears it), so done items have none.
 SELECT idx, status, attempts, last_error FROM job_item
@@ -169,11 +177,14 @@ WHERE w.id = %(worker)s
   AND NOT EXISTS (SELECT 1 FROM job_item i WHERE i.status = 'running' AND i.locked_by = w.id);
 
 -- name: examples_dropped
--- Done items whose prompt kept fewer than the job's k examples (dropped, last-ranked
--- first, to fit the model's context), and the fewest any kept (job status).
+-- Done items whose prompt kept fewer examples than their selection picked (dropped,
+-- last-ranked first, to fit the model's context), and the fewest any kept (job status).
+-- Items with fewer picks than k (--min-match, a small pool) and reused items (no prompt,
+-- examples_used NULL) are not counted: nothing was dropped from them.
 SELECT count(*) AS items, min(i.examples_used) AS fewest
-FROM job_item i JOIN job j ON j.id = i.job_id
-WHERE i.job_id = %(id)s AND i.status = 'done' AND i.examples_used < j.k;
+FROM job_item i
+WHERE i.job_id = %(id)s AND i.status = 'done'
+  AND i.examples_used < (SELECT count(*) FROM selection_pick p WHERE p.selection_id = i.selection_id);
 
 -- name: holder_counts
 -- A job's running items by the state of the worker holding them (view job_item_holder).
@@ -193,13 +204,14 @@ UPDATE job_item i
 SET status = 'done', output = r.output, raw_output = r.raw_output, prompt = r.prompt,
     selection_id = r.selection_id, select_ms = r.select_ms, generate_ms = r.generate_ms,
     overhead_ms = r.overhead_ms, warning = r.warning, last_error = NULL, finished_at = now(), heartbeat_at = NULL,
-    examples_used = r.examples_used, qa = string_to_array(r.qa, E'\n')
+    examples_used = r.examples_used, qa = string_to_array(r.qa, E'\n'),
+    origin = r.origin, origin_pair_id = r.origin_pair_id
 FROM unnest(%(job_ids)s::bigint[], %(idxs)s::int[], %(attempts)s::int[], %(selection_ids)s::bigint[],
             %(prompts)s::text[], %(outputs)s::text[], %(raw_outputs)s::text[],
             %(select_ms)s::float8[], %(generate_ms)s::float8[], %(overhead_ms)s::float8[], %(warnings)s::text[],
-            %(examples_used)s::int[], %(qa)s::text[])
+            %(examples_used)s::int[], %(qa)s::text[], %(origins)s::text[], %(origin_pair_ids)s::bigint[])
      AS r(job_id, idx, attempt, selection_id, prompt, output, raw_output, select_ms, generate_ms, overhead_ms,
-          warning, examples_used, qa)
+          warning, examples_used, qa, origin, origin_pair_id)
 WHERE i.job_id = r.job_id AND i.idx = r.idx AND i.attempts = r.attempt
   AND i.status = 'running' AND i.locked_by = %(worker)s
 RETURNING i.job_id, i.idx;
@@ -247,7 +259,8 @@ WHERE locked_by = %(worker)s AND status = 'running';
 -- match: the best match percentage among the item's recorded picks (NULL: zero-shot, or before 0023).
 SELECT idx, source, output, reference, status, attempts, last_error, warning, selection_id,
        select_ms, generate_ms, overhead_ms, raw_output, prompt, examples_used, qa,
-       (SELECT max(p.match) FROM selection_pick p WHERE p.selection_id = i.selection_id) AS match
+       (SELECT max(p.match) FROM selection_pick p WHERE p.selection_id = i.selection_id) AS match,
+       origin, origin_pair_id
 FROM job_item i WHERE job_id = %(id)s ORDER BY idx;
 
 -- name: retry_items
@@ -273,7 +286,7 @@ SELECT coalesce(max(idx) + 1, 0) AS next_idx, coalesce(array_agg(DISTINCT source
 FROM job_item WHERE job_id = %(id)s;
 
 -- name: eval_items
-SELECT source, output, reference, status, idx FROM job_item
+SELECT source, output, reference, status, idx, origin FROM job_item
 WHERE job_id = %(id)s AND reference IS NOT NULL
 ORDER BY idx;
 
@@ -303,3 +316,13 @@ WHERE job_id = %(id)s ORDER BY metric;
 -- name: known_keys
 -- The source keys a job holds already: a table source adds only the others.
 SELECT source_key FROM job_item WHERE job_id = %(job_id)s AND source_key IS NOT NULL;
+
+-- name: export_tmx_items
+-- A job's translated items for `job export --format tmx`: done, with a source and an
+-- output that are not blank (an ingest refuses an empty side), in input order.
+-- has_codes: an item of a CAT file, whose output holds the inline codes' placeholders.
+SELECT idx, source, output, origin, qa, finished_at, masked IS NOT NULL AS has_codes
+FROM job_item
+WHERE job_id = %(id)s AND status = 'done' AND output IS NOT NULL
+  AND btrim(source) <> '' AND btrim(output) <> ''
+ORDER BY idx;

@@ -33,6 +33,7 @@ WITH top AS (
         SELECT e.pair_id FROM example e
         WHERE e.src_id = s.sid AND e.src_lang = %(lang)s AND e.tgt_lang = %(tgt)s
           AND (%(corpora)s::int[] IS NULL OR e.corpus_id = ANY(%(corpora)s::int[]))
+          AND (%(meta)s::jsonb IS NULL OR EXISTS (SELECT 1 FROM pair m WHERE m.id = e.pair_id AND m.meta @> %(meta)s::jsonb))
         OFFSET 0) e
     ORDER BY s.score DESC, e.pair_id
     LIMIT %(n)s

@@ -86,11 +86,12 @@ met AS MATERIALIZED (  -- sentences met: s_full, exact score of the tokens read 
          FROM posting p WHERE p.token_id = r.id AND p.tf >= 2 ORDER BY p.dl, p.sentence_id LIMIT r.rep_cap)
     ) p
     WHERE r.cap > 0 OR r.rep_cap > 0
-      -- with --corpus, keep only sentences of those corpora *before* the depth cut, or
-      -- other corpora's sentences fill the depth and the pool comes back short
-      AND (%(corpora)s::int[] IS NULL
+      -- with --corpus or --where, keep only sentences of those corpora (pairs with that metadata)
+      -- *before* the depth cut, or other sentences fill the depth and the pool comes back short
+      AND ((%(corpora)s::int[] IS NULL AND %(meta)s::jsonb IS NULL)
            OR EXISTS (SELECT 1 FROM example e WHERE e.src_id = p.sentence_id AND e.src_lang = %(lang)s
-                        AND e.tgt_lang = %(tgt)s AND e.corpus_id = ANY(%(corpora)s::int[])))
+                        AND e.tgt_lang = %(tgt)s AND (%(corpora)s::int[] IS NULL OR e.corpus_id = ANY(%(corpora)s::int[]))
+                        AND (%(meta)s::jsonb IS NULL OR EXISTS (SELECT 1 FROM pair m WHERE m.id = e.pair_id AND m.meta @> %(meta)s::jsonb))))
     GROUP BY p.sentence_id
 ),
 qa AS MATERIALIZED (  -- the query as arrays, for bm25_scores (plain arguments: PostgreSQL inlines it)
@@ -111,7 +112,8 @@ theta AS MATERIALIZED (  -- the n-th best pair's score among those (0 if fewer t
     FROM (SELECT s.score FROM (SELECT * FROM scored1 ORDER BY score DESC OFFSET 0) s
           CROSS JOIN LATERAL (  -- a nested loop in score order: stops once n pairs are found
               SELECT 1 FROM example e WHERE e.src_id = s.sentence_id AND e.src_lang = %(lang)s
-                AND e.tgt_lang = %(tgt)s AND (%(corpora)s::int[] IS NULL OR e.corpus_id = ANY(%(corpora)s::int[]))) e
+                AND e.tgt_lang = %(tgt)s AND (%(corpora)s::int[] IS NULL OR e.corpus_id = ANY(%(corpora)s::int[]))
+                AND (%(meta)s::jsonb IS NULL OR EXISTS (SELECT 1 FROM pair m WHERE m.id = e.pair_id AND m.meta @> %(meta)s::jsonb))) e
           ORDER BY s.score DESC FETCH FIRST %(n)s ROWS WITH TIES) x
 ),
 todo AS MATERIALIZED (  -- what certifying reads: the essential tokens (past the longest prefix, by ub, whose
@@ -137,9 +139,10 @@ more AS (  -- what certifying reads, exact contributions by sentence
         FROM posting p WHERE p.token_id = t.id AND NOT t.whole AND p.tf >= 2
     ) p
     WHERE (SELECT go FROM go)
-      AND (%(corpora)s::int[] IS NULL
+      AND ((%(corpora)s::int[] IS NULL AND %(meta)s::jsonb IS NULL)
            OR EXISTS (SELECT 1 FROM example e WHERE e.src_id = p.sentence_id AND e.src_lang = %(lang)s
-                        AND e.tgt_lang = %(tgt)s AND e.corpus_id = ANY(%(corpora)s::int[])))
+                        AND e.tgt_lang = %(tgt)s AND (%(corpora)s::int[] IS NULL OR e.corpus_id = ANY(%(corpora)s::int[]))
+                        AND (%(meta)s::jsonb IS NULL OR EXISTS (SELECT 1 FROM pair m WHERE m.id = e.pair_id AND m.meta @> %(meta)s::jsonb))))
     GROUP BY p.sentence_id
 ),
 u AS MATERIALIZED (  -- the non-essential tokens not read in full, at tf 1 (their tf >= 2 postings are read):
@@ -170,7 +173,8 @@ FROM (SELECT e.pair_id, s.score
       FROM (SELECT * FROM scored1 UNION ALL SELECT * FROM scored2 ORDER BY score DESC OFFSET 0) s
       CROSS JOIN LATERAL (  -- pairs of the direction (and corpora), in score order, until n and the ties
           SELECT e.pair_id FROM example e WHERE e.src_id = s.sentence_id AND e.src_lang = %(lang)s
-            AND e.tgt_lang = %(tgt)s AND (%(corpora)s::int[] IS NULL OR e.corpus_id = ANY(%(corpora)s::int[]))) e
+            AND e.tgt_lang = %(tgt)s AND (%(corpora)s::int[] IS NULL OR e.corpus_id = ANY(%(corpora)s::int[]))
+            AND (%(meta)s::jsonb IS NULL OR EXISTS (SELECT 1 FROM pair m WHERE m.id = e.pair_id AND m.meta @> %(meta)s::jsonb))) e
       ORDER BY s.score DESC FETCH FIRST %(n)s ROWS WITH TIES) x
 ORDER BY score DESC, pair_id
 LIMIT %(n)s;
@@ -263,7 +267,8 @@ GROUP BY u.token_id;
 SELECT x.sid, s.score,
        (SELECT array_agg(e.pair_id ORDER BY e.pair_id) FROM example e
         WHERE e.src_id = x.sid AND e.src_lang = %(lang)s AND e.tgt_lang = %(tgt)s
-          AND (%(corpora)s::int[] IS NULL OR e.corpus_id = ANY(%(corpora)s::int[]))) AS pairs
+          AND (%(corpora)s::int[] IS NULL OR e.corpus_id = ANY(%(corpora)s::int[]))
+          AND (%(meta)s::jsonb IS NULL OR EXISTS (SELECT 1 FROM pair m WHERE m.id = e.pair_id AND m.meta @> %(meta)s::jsonb))) AS pairs
 FROM unnest(%(ids)s::bigint[]) AS x(sid)
 LEFT JOIN bm25_scores(%(score_ids)s::bigint[], %(qids)s::int[], %(ws)s::float8[], %(ka)s, %(kc)s) s
        ON s.sentence_id = x.sid;
@@ -281,6 +286,7 @@ top AS (  -- each sentence's pairs by index (OFFSET 0: never a hash join over al
         SELECT e.pair_id, e.src_id, e.tgt_id FROM example e
         WHERE e.src_id = s.sid AND e.src_lang = %(lang)s AND e.tgt_lang = %(tgt)s
           AND (%(corpora)s::int[] IS NULL OR e.corpus_id = ANY(%(corpora)s::int[]))
+          AND (%(meta)s::jsonb IS NULL OR EXISTS (SELECT 1 FROM pair m WHERE m.id = e.pair_id AND m.meta @> %(meta)s::jsonb))
         OFFSET 0) e
     ORDER BY s.score DESC, e.pair_id
     LIMIT %(n)s
@@ -314,14 +320,16 @@ JOIN sentence tgt ON tgt.id = CASE WHEN e.a_lang = %(lang)s THEN e.b_id ELSE e.a
 ORDER BY pool.score DESC, pool.pair_id;
 
 -- name: random_examples
--- Fill examples: a seeded random draw among eligible pairs of the direction, one pair per
--- source sentence (its first by the draw), none whose source sentence is that of a pair
--- in ``exclude`` (the picks already made): a source sentence fills one slot at most.
+-- Fill examples: a seeded random draw among eligible pairs of the direction (within the
+-- ``meta`` filter), one pair per source sentence (its first by the draw), none whose source
+-- sentence is that of a pair in ``exclude`` (the picks already made): a source sentence
+-- fills one slot at most.
 SELECT d.pair_id FROM (
     SELECT DISTINCT ON (e.src_id) e.pair_id, md5(e.pair_id::text || ':' || %(seed)s::text) AS draw
     FROM example e JOIN sentence s ON s.id = e.src_id
     WHERE e.src_lang = %(lang)s AND e.tgt_lang = %(tgt)s AND s.eligible
       AND (%(corpora)s::int[] IS NULL OR e.corpus_id = ANY(%(corpora)s::int[]))
+      AND (%(meta)s::jsonb IS NULL OR EXISTS (SELECT 1 FROM pair m WHERE m.id = e.pair_id AND m.meta @> %(meta)s::jsonb))
       AND e.src_id <> ALL (ARRAY(SELECT x.src_id FROM example x
                                  WHERE x.pair_id = ANY(%(exclude)s::bigint[])
                                    AND x.src_lang = %(lang)s AND x.tgt_lang = %(tgt)s))

@@ -4,7 +4,7 @@
 -- One page of a job's items, in input order, for the jobs view.
 SELECT idx AS index, source, output, reference, status, attempts, last_error AS error, selection_id,
        round(select_ms::numeric, 2) AS select_ms, round(generate_ms::numeric, 2) AS generate_ms,
-       source_key AS key, qa
+       source_key AS key, qa, origin, origin_pair_id
 FROM job_item
 WHERE job_id = %(id)s
 ORDER BY idx

@@ -65,6 +65,19 @@ function show(view) {
 }
 
 // ------------------------------------------------------------------ coverage
+/** The chosen glossary as a request field ({} when none is chosen). */
+function glossaryField() { return $("#glossary").value ? { glossary: $("#glossary").value } : {}; }
+
+/** The glossary terms found in the sentence (docs/glossary.md), as chips "source → target". */
+function renderGlossary(terms) {
+  const box = $("#glossary-terms");
+  box.hidden = terms === undefined;
+  if (terms === undefined) return;
+  box.replaceChildren(el("strong", {}, "Glossary terms: "), ...(terms.length
+    ? terms.map((t) => el("span", { class: "chip term", title: t.note || "" }, `${t.src} → ${t.tgt}`))
+    : [el("span", { class: "empty" }, "none found")]));
+}
+
 async function runSelect(ev) {
   ev && ev.preventDefault();
   const [src, tgt] = $("#direction").value.split("-");
@@ -74,8 +87,9 @@ async function runSelect(ev) {
   try {
     const res = await api("/api/select", { method: "POST", body: {
       text: $("#text").value, src, tgt, method: $("#method").value, k: Number($("#k").value), coverage: true,
-      min_match: Number($("#min-match").value) || null } });
+      min_match: Number($("#min-match").value) || null, ...glossaryField() } });
     renderCoverage(res);
+    renderGlossary(res.glossary);
     if (res.notice) banner(res.notice);
   } catch (e) {
     banner(e.message);
@@ -112,7 +126,8 @@ async function runTranslate() {
   banner("");
   try {
     const res = await api("/api/translate", { method: "POST", body: {
-      text: $("#text").value, src, tgt, method: $("#method").value, k: Number($("#k").value), model: $("#model").value } });
+      text: $("#text").value, src, tgt, method: $("#method").value, k: Number($("#k").value), model: $("#model").value,
+      ...glossaryField() } });
     const box = $("#translation");
     box.hidden = false;
     box.replaceChildren(el("strong", {}, res.output),
@@ -345,6 +360,9 @@ async function init() {
     fillSelect($("#job-model"), cfg.models, cfg.models[0]);
     fillSelect($("#model"), cfg.models, cfg.models[0]);
     $("#translate-box").hidden = cfg.models.length === 0;
+    fillSelect($("#glossary"), ["", ...(cfg.glossaries || [])], "");
+    $("#glossary").options[0].textContent = "none";
+    $("#glossary-box").hidden = !(cfg.glossaries || []).length;
     const noModel = cfg.models.length === 0;
     $("#job-form button[type=submit]").disabled = noModel;
     $("#job-model-hint").hidden = !noModel;
