@@ -160,3 +160,17 @@ def test_lookup_small_first_pool_returns_what_the_full_pool_does(job_db: str, mo
                     got = lookup(sel, q, n=n, min_match=min_match, pool=40, first=3)
                 assert [(x.pair_id, x.match, x.score) for x in got.matches] == full, (q, n, min_match)
     assert True in verdicts and False in verdicts  # both paths ran: kept small, and widened
+
+
+def test_lookup_keeps_only_pairs_whose_metadata_holds_the_filter(job_db: str) -> None:
+    with psycopg.connect(job_db) as conn:
+        tagged = conn.execute("UPDATE pair SET meta = '{\"client\": \"acme\"}' WHERE id IN (SELECT pair_id FROM example "
+                              "WHERE src_lang = 'fr' AND tgt_lang = 'en' ORDER BY pair_id DESC LIMIT 3) "
+                              "RETURNING id").fetchall()
+    with Selector("fr", "en", url=job_db, method="bm25", where={"client": "acme"}) as sel:
+        for first in (1, 40):  # the small pool kept or widened, and the whole pool at once
+            got = lookup(sel, QUERY, n=5, pool=40, first=first)
+            assert got.matches and {m.pair_id for m in got.matches} <= {r[0] for r in tagged}
+            assert all(m.meta == {"client": "acme"} for m in got.matches)
+    with Selector("fr", "en", url=job_db, method="bm25") as sel:  # unfiltered, the best are others
+        assert {m.pair_id for m in lookup(sel, QUERY, n=5, pool=40).matches} - {r[0] for r in tagged}
