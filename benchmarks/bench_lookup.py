@@ -33,6 +33,7 @@ sys.path.insert(0, str(HERE.parent))
 from bench_select import describe, load_average, pct  # noqa: E402
 from shared_data import held_out_queries, long_queries  # noqa: E402
 
+from scoi.core import defaults  # noqa: E402
 from scoi.core.match import normalise  # noqa: E402
 from scoi.lookup import candidates, lookup, rank  # noqa: E402
 from scoi.selector import Selector  # noqa: E402
@@ -105,14 +106,21 @@ def near_duplicates(conn: psycopg.Connection, n: int, seed: int = 7) -> list[str
     return out
 
 
-def run_set(sel: Selector, memory: Memory, name: str, queries: list[str], pool: int, big: int) -> dict:
-    times, brute_ms = [], []
+def run_set(sel: Selector, memory: Memory, name: str, queries: list[str], pool: int, big: int, first: int,
+            compare: bool) -> dict:
+    times, full_ms, brute_ms = [], [], []
     qualified = 0
     found = {p: 0 for p in POOLS}
     for q in queries:
+        if compare:  # the whole pool from the start, back to back with the default
+            t0 = time.perf_counter()
+            whole = lookup(sel, q, n=1, pool=pool, first=pool)
+            full_ms.append((time.perf_counter() - t0) * 1000)
         t0 = time.perf_counter()
-        got = lookup(sel, q, n=1, pool=pool)
+        got = lookup(sel, q, n=1, pool=pool, first=first)
         times.append((time.perf_counter() - t0) * 1000)
+        if compare:
+            assert got.matches == whole.matches, q  # the first pool is kept only when provably the same
         tokens = sel.analyzer.tokenize(q)
         t0 = time.perf_counter()
         truth = memory.best(tokens)
@@ -129,6 +137,7 @@ def run_set(sel: Selector, memory: Memory, name: str, queries: list[str], pool: 
     p50, p95 = pct(times)
     b50, b95 = pct(brute_ms)
     return {"set": name, "queries": len(queries), "qualified": qualified, "p50": p50, "p95": p95,
+            "full": pct(full_ms) if compare else None,
             "brute_p50": b50, "brute_p95": b95,
             "recall": {p: (found[p] / qualified if qualified else None) for p in POOLS}}
 
@@ -138,6 +147,10 @@ def main() -> None:
     ap.add_argument("--database", default="scoi_bench_select", help="database on the configured server")
     ap.add_argument("--queries", type=int, default=100, help="queries per set")
     ap.add_argument("--pool", type=int, default=1000, help="the lookup's pool (the timed one)")
+    ap.add_argument("--first", type=int, default=defaults.LOOKUP_FIRST_POOL,
+                    help="the lookup's first pool (kept when provably enough, else the whole pool)")
+    ap.add_argument("--compare", action="store_true",
+                    help="also time each query with the whole pool from the start (--first = --pool)")
     ap.add_argument("--sets", default="near-dup,short,long", help="query sets to run, comma-separated")
     args = ap.parse_args()
     from scoi.db.engine import resolve_database, server_url
@@ -154,14 +167,16 @@ def main() -> None:
             if name in args.sets.split(",")]
     with Selector("fr", "en", url=url, method="bm25") as sel:
         for q in held_out_queries(50, start=500):  # warm-up: caches, spaCy, Moses
-            lookup(sel, q, pool=args.pool)
-        print(f"\n| set | queries | best >= {THRESHOLD:g}% | lookup p50 / p95 ms (pool {args.pool}) | "
-              f"recall @ pool {' / '.join(map(str, POOLS))} | brute force p50 / p95 ms |")
-        print("|---|---|---|---|---|---|")
+            lookup(sel, q, pool=args.pool, first=args.first)
+        full = " whole pool p50 / p95 ms |" if args.compare else ""
+        print(f"\n| set | queries | best >= {THRESHOLD:g}% | lookup p50 / p95 ms (pool {args.pool}, "
+              f"first {args.first}) |{full} recall @ pool {' / '.join(map(str, POOLS))} | brute force p50 / p95 ms |")
+        print("|---" * (7 if args.compare else 6) + "|")
         for name, queries in sets:
-            r = run_set(sel, memory, name, queries, args.pool, max(POOLS))
+            r = run_set(sel, memory, name, queries, args.pool, max(POOLS), args.first, args.compare)
             recall = " / ".join("-" if v is None else f"{v:.3f}" for v in r["recall"].values())
-            print(f"| {name} | {r['queries']} | {r['qualified']} | {r['p50']:.1f} / {r['p95']:.1f} | {recall} | "
+            whole = f" {r['full'][0]:.1f} / {r['full'][1]:.1f} |" if r["full"] else ""
+            print(f"| {name} | {r['queries']} | {r['qualified']} | {r['p50']:.1f} / {r['p95']:.1f} |{whole} {recall} | "
                   f"{r['brute_p50']:.1f} / {r['brute_p95']:.1f} |", flush=True)
     print(f"\nload average after: {load_average()}")
 

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from scoi.core import defaults
 from scoi.core.limits import LIMITS
-from scoi.core.match import check_min_match, match_all
+from scoi.core.match import check_min_match, least_bm25_at, match_all
 from scoi.db.queries import load
+from scoi.preselect import Stats
 from scoi.selector import SelectionError, Selector
 
 SQL = load("lookup")
@@ -61,15 +63,25 @@ class LookupResult:
 Candidate = tuple[int, float, list[str]]
 
 
-def candidates(sel: Selector, tokens: list[str], pool: int) -> list[Candidate]:
+def candidates(sel: Selector, tokens: list[str], pool: int, *, first: int = 0,
+               settle: Callable[[list[Candidate]], bool] | None = None, stats: Stats | None = None
+               ) -> list[Candidate]:
     """The exact BM25 top ``pool`` of ``tokens`` in ``sel``'s direction (its corpora), with
-    each pair's source tokens: the preselection, then one round trip for the tokens only."""
-    found = sel.preselect(tokens, n=pool)
-    if not found:
-        return []
-    toks = dict(sel.conn.cursor(binary=True).execute(SQL["lookup_tokens"], {
-        "pair_ids": [p for p, _ in found], "lang": sel.src}).fetchall())
-    return [(p, score, toks[p]) for p, score in found]
+    each pair's source tokens, from the preselection's last round trip (``lookup_top``).
+    ``first``, ``settle``: the top ``first`` only, when ``settle`` accepts them (the posting
+    lists are read once either way); ``stats``: filled by the preselection."""
+    details: dict[int, tuple[Any, ...]] = {}
+
+    def with_tokens(found: list[tuple[int, float]]) -> list[Candidate]:
+        missing = [p for p, _ in found if p not in details]  # not mapped by lookup_top (a tie, another engine)
+        if missing:
+            details.update((p, (t,)) for p, t in sel.conn.cursor(binary=True).execute(SQL["lookup_tokens"], {
+                "pair_ids": missing, "lang": sel.src}))
+        return [(p, score, details[p][0]) for p, score in found]
+
+    blocks: dict[str, Any] = {"first": first, "settle": lambda found: settle(with_tokens(found))} if settle else {}
+    return with_tokens(sel.preselect(tokens, n=pool, stats=stats, details=details, top_sql=SQL["lookup_top"],
+                                     **blocks))
 
 
 def rank(tokens: list[str], pool: list[Candidate], *, n: int, min_match: float) -> list[tuple[int, float, float]]:
@@ -80,6 +92,22 @@ def rank(tokens: list[str], pool: list[Candidate], *, n: int, min_match: float) 
               if m >= min_match]
     scored.sort(key=lambda r: (-r[1], -r[2], r[0]))
     return scored[:n]
+
+
+def settled(tokens: list[str], pooled: list[Candidate], *, n: int, min_match: float, size: int,
+            stats: Stats) -> bool:
+    """Whether the best ``n`` of ``pooled`` (the BM25 top ``size``) are provably what any
+    larger pool gives: the pool holds every pair sharing a token, or every pair left out
+    (BM25 score at most the pool's last) scores below the least BM25 a sentence reaching
+    the n-th match % (or ``min_match``) must have (scoi.core.match.least_bm25_at)."""
+    if len(pooled) < size:
+        return True
+    if "terms" not in stats.extra:  # a preselection that did not read every list
+        return False
+    best = rank(tokens, pooled, n=n, min_match=min_match)
+    need = best[n - 1][1] if len(best) >= n else min_match
+    bound = least_bm25_at(need, len(tokens), stats.extra["terms"], stats.extra["ka"], stats.extra["kc"])
+    return bound > pooled[-1][1] * (1 + 1e-9) + 1e-9  # scores are rounded to 9 decimals
 
 
 def check_lookup_args(n: int, min_match: float, pool: int) -> None:
@@ -95,18 +123,22 @@ def check_lookup_args(n: int, min_match: float, pool: int) -> None:
 
 
 def lookup(sel: Selector, text: str, *, n: int = defaults.LOOKUP_N, min_match: float = defaults.LOOKUP_MIN_MATCH,
-           pool: int = defaults.LOOKUP_POOL) -> LookupResult:
+           pool: int = defaults.LOOKUP_POOL, first: int = defaults.LOOKUP_FIRST_POOL) -> LookupResult:
     """The best ``n`` stored pairs of ``sel``'s direction for ``text`` by match %: the
-    sentence's Moses tokens only (no parse), its exact BM25 top ``pool``, ranked."""
+    sentence's Moses tokens only (no parse), its exact BM25 top ``pool``, ranked. The top
+    ``first`` are ranked first and kept when :func:`settled` proves the rest of the pool
+    cannot change the result (the same matches, at a fraction of the pool's cost)."""
     check_lookup_args(n, min_match, pool)
     t0 = time.perf_counter()
     sel.conn, sel.read_status = sel.reads.choose()  # the replica, or the primary (scoi.db.reads)
     tokens = sel.analyzer.tokenize(text)
     t1 = time.perf_counter()
-    pooled = candidates(sel, tokens, pool) if tokens else []
+    stats = Stats()
+    pooled = candidates(sel, tokens, pool, first=first, settle=lambda found: settled(
+        tokens, found, n=n, min_match=min_match, size=first, stats=stats), stats=stats) if tokens else []
+    best = rank(tokens, pooled, n=n, min_match=min_match)
     certified = sel.certified if pooled else None
     t2 = time.perf_counter()
-    best = rank(tokens, pooled, n=n, min_match=min_match)
     about = {r[0]: r[1:] for r in sel.conn.execute(SQL["lookup_pairs"], {
         "pair_ids": [p for p, _, _ in best], "lang": sel.src}).fetchall()} if best else {}
     matches = [Match(p, m, score, *about[p]) for p, m, score in best]
@@ -121,4 +153,4 @@ def _ms(seconds: float) -> float:
     return round(seconds * 1000, 3)
 
 
-__all__ = ["Candidate", "LookupResult", "Match", "candidates", "check_lookup_args", "lookup", "rank"]
+__all__ = ["Candidate", "LookupResult", "Match", "candidates", "check_lookup_args", "lookup", "rank", "settled"]

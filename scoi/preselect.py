@@ -70,7 +70,9 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
                      corpora: list[int] | None, k1: float = 1.5, b: float = 0.75, read_all: int = 2**62,
                      budget: int = 200_000, probe: int = 0, stats: Stats | None = None,
                      details: dict[int, tuple[Any, ...]] | None = None,
-                     where: dict[str, str] | None = None) -> list[tuple[int, float]]:
+                     where: dict[str, str] | None = None, top_sql: str | None = None,
+                     first: int = 0, settle: Callable[[list[tuple[int, float]]], bool] | None = None
+                     ) -> list[tuple[int, float]]:
     """Exact BM25 top ``n`` (pair id, score) of the lowercased ``tokens`` over the eligible
     ``lang`` sentences, counting only pairs ``lang``-``tgt`` (of ``corpora``, whose metadata
     holds ``where``: scoi.core.exact.parse_where), best first,
@@ -80,7 +82,11 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
     ``probe``: sentences scored exactly to find theta (default max(2n, 50));
     ``details``: filled, when every list was read, with pair id -> (source text, target
     text, source tokens, term keys, term multiplicities) of the pairs returned, from the
-    same round trip that maps sentences to pairs (pairs missing from it: fetch them)."""
+    same round trip that maps sentences to pairs (pairs missing from it: fetch them);
+    ``top_sql``: that round trip's statement in place of ``blocks_top`` (same parameters,
+    pair id and score first, the details after: scoi.lookup's lean one);
+    ``first``, ``settle``: when every list was read, the top ``first`` pairs are mapped
+    first and returned if ``settle`` accepts them (the lists are not read again for n)."""
     st = stats if stats is not None else Stats()
     probe = probe or max(2 * n, 50)
     cur = conn.cursor(binary=True)
@@ -89,8 +95,14 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
     if not known:
         return []
     if read is not None:  # every list read: every score is known
+        if settle is not None and 0 < first < n:
+            head, head_scores, rest = read.head(2 * first)
+            found = _top_read_all(cur, head, head_scores, rest, first, st, details, filt,
+                                  top_sql or SQL["blocks_top"])
+            if found is not None and settle(found):
+                return found
         head, head_scores, rest = read.head(2 * n)
-        found = _top_read_all(cur, head, head_scores, rest, n, st, details, filt)
+        found = _top_read_all(cur, head, head_scores, rest, n, st, details, filt, top_sql or SQL["blocks_top"])
         if found is not None:
             return found
         pairs_of: dict[int, list[int]] = {}
@@ -281,6 +293,7 @@ class _AllLists:
         self.dense = hi - lo < 8 * total
         self.sums: np.ndarray | None = np.zeros(hi - lo + 1) if self.dense else None
         self.parts: list[tuple[np.ndarray, np.ndarray]] = []
+        self.terms: list[tuple[float, int]] = []  # (idf, count in the query) of each token read
 
     def add(self, df: int, cnt: int, meta: bytes, ids: bytes, tfdl: bytes, st: Stats) -> None:
         """One chunk of a token's list (its blocks' records ``meta`` and postings)."""
@@ -344,7 +357,10 @@ def _stream_all(cur: psycopg.Cursor, lang: str, tokens: list[str], read_all: int
     rows = cur.stream(SQL["blocks_stream"], {"lang": lang, "tokens": tokens, "read_all": read_all, "chunk": CHUNK,
                                              "rec": DIR.itemsize})
     st.round_trips += 1
-    return sum_chunks(rows, k1, b, st)
+    known, out = sum_chunks(rows, k1, b, st)
+    if out is not None:  # what a bound on unseen sentences' scores needs (scoi.lookup)
+        st.extra.update(terms=out.terms, ka=out.ka, kc=out.kc)
+    return known, out
 
 
 def sum_chunks(rows: Iterable[tuple[Any, ...]], k1: float, b: float, st: Stats) -> tuple[bool, _AllLists | None]:
@@ -366,6 +382,8 @@ def sum_chunks(rows: Iterable[tuple[Any, ...]], k1: float, b: float, st: Stats) 
         while at in waiting:
             r = waiting.pop(at)
             out.add(r[4], r[5], r[6], r[12], r[13], st)
+            if at[1] == 0:
+                out.terms.append((_idf(out.n_docs, r[4]), r[5]))
             at = (at[0], at[1] + 1) if at[1] + 1 < r[3] else (at[0] + 1, 0)
     if out is not None:
         st.blocks_total = st.blocks
@@ -375,7 +393,7 @@ def sum_chunks(rows: Iterable[tuple[Any, ...]], k1: float, b: float, st: Stats) 
 
 def _top_read_all(cur: psycopg.Cursor, head: np.ndarray, scores: np.ndarray, rest: float | None, n: int,
                   st: Stats, details: dict[int, tuple[Any, ...]] | None,
-                  where: dict[str, Any]) -> list[tuple[int, float]] | None:
+                  where: dict[str, Any], top_sql: str) -> list[tuple[int, float]] | None:
     """The top ``n`` pairs in one round trip from the best sentences ``head`` (exact
     ``scores``; ``rest``: a bound on every other sentence's, None if none): ``blocks_top``
     maps them to pairs, keeps the best n and (``details``) returns their texts and terms.
@@ -383,8 +401,8 @@ def _top_read_all(cur: psycopg.Cursor, head: np.ndarray, scores: np.ndarray, res
     than the best sentence left out: a tie)."""
     if not len(head):
         return []
-    got = cur.execute(SQL["blocks_top"], {**where, "ids": int_array(head.tolist()), "scores": scores.tolist(),
-                                          "n": n, "details": details is not None}).fetchall()
+    got = cur.execute(top_sql, {**where, "ids": int_array(head.tolist()), "scores": scores.tolist(),
+                                "n": n, "details": details is not None}).fetchall()
     st.round_trips += 1
     if rest is not None and (len(got) < n or got[-1][1] <= rest):
         return None

@@ -418,12 +418,14 @@ class Selector:
         return PRESELECT_FETCH.as_string(self.conn)
 
     def preselect(self, tokens: list[str], stats: Any = None,
-                  details: dict[int, tuple[Any, ...]] | None = None, n: int | None = None) -> list[tuple[int, float]]:
+                  details: dict[int, tuple[Any, ...]] | None = None, n: int | None = None,
+                  **blocks: Any) -> list[tuple[int, float]]:
         """(pair_id, score) of the top ``n`` (default ``pool``) pairs by BM25, best first,
         before the pool keeps one pair per source sentence (:meth:`pool_candidates`). Sets
         :attr:`certified` (whether they are proven to be exact BM25's top ``n``).
         ``stats``: a scoi.preselect.Stats to fill; ``details``: filled with the candidates'
-        texts and terms when the last round trip brought them (blocks engine)."""
+        texts and terms when the last round trip brought them (blocks engine); ``blocks``:
+        more of scoi.preselect.preselect_blocks' options (the lookup's)."""
         n = n or self.pool
         if not tokens:
             self.certified = True
@@ -435,7 +437,8 @@ class Selector:
                 found = preselect_blocks(self.conn, lang=self.src, tgt=self.tgt, tokens=tokens, n=n,
                                          corpora=self.corpus_ids, k1=self.bm25.k1, b=self.bm25.b,
                                          read_all=self.bm25.read_all, budget=self.bm25.rare,
-                                         probe=self.bm25.probe, stats=stats, details=details, where=self.where)
+                                         probe=self.bm25.probe, stats=stats, details=details, where=self.where,
+                                         **blocks)
             self.certified = True if found else None
             return found
         rows = self.conn.execute(SQL["preselect"], self.preselect_params(tokens, n)).fetchall()

@@ -13,6 +13,7 @@ I/O; rapidfuzz computes the distance (on lists of tokens, not characters).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 
 from rapidfuzz.distance import Levenshtein
@@ -42,6 +43,25 @@ def match_all(query: Sequence[str], candidates: Iterable[Sequence[str]]) -> list
     return [match_percent(q, normalise(c)) for c in candidates]
 
 
+def least_bm25_at(match: float, query_len: int, terms: Sequence[tuple[float, int]], ka: float, kc: float) -> float:
+    """A lower bound of the BM25 score (scoi.preselect's: sum of idf * query count *
+    tf / (tf + ka + kc * dl)) of any stored sentence whose rounded match % against a query
+    of ``query_len`` tokens is at least ``match``; ``terms``: (idf, count in the query) of
+    the query's indexed tokens (the others are in no stored sentence). Why it holds: with
+    unrounded match m, the edit distance is at most (1 - m) * max(q, dl), so
+    dl <= q / m, and at least m * q query tokens (as a multiset) are in the sentence, each
+    adding at least its idf * 1 / (1 + ka + kc * dl). A sentence scoring below this bound
+    cannot reach ``match``: a lookup's small pool is then provably as good as any larger one."""
+    m = (match - 0.5 * 10 ** -DECIMALS) / 100.0 - 1e-9  # the unrounded match % it needs
+    if m <= 0.0 or query_len == 0:
+        return 0.0
+    shared = math.ceil(query_len * m - 1e-9)
+    units = sorted(idf for idf, cnt in terms for _ in range(cnt))
+    units = [0.0] * max(0, query_len - len(units)) + units  # unindexed query tokens: in no sentence
+    longest = query_len / m
+    return math.fsum(units[:shared]) / (1.0 + ka + kc * longest)
+
+
 def check_min_match(value: float | None) -> float | None:
     """``value`` when it is a usable --min-match (0-100), else ValueError naming it."""
     if value is not None and not 0.0 <= value <= 100.0:
@@ -49,4 +69,4 @@ def check_min_match(value: float | None) -> float | None:
     return value
 
 
-__all__ = ["DECIMALS", "check_min_match", "match_all", "match_percent", "normalise"]
+__all__ = ["DECIMALS", "check_min_match", "least_bm25_at", "match_all", "match_percent", "normalise"]

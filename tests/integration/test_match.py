@@ -8,6 +8,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
+from scoi import lookup as lookup_mod
 from scoi.lookup import lookup
 from scoi.selector import SelectionError, Selector
 from tests import reference as ref
@@ -134,3 +135,42 @@ def test_migration_0029_adds_match_to_the_views_and_its_downgrade_removes_it(db_
     assert "match" not in after["selection_pick_text"] and "match" not in after["job_item_trace"]
     upgrade(engine)
     assert [cols[-1] for cols in view_columns().values()] == ["match", "match"]
+
+
+def test_lookup_small_first_pool_returns_what_the_full_pool_does(job_db: str, monkeypatch) -> None:
+    # stored sources with a word dropped or added (matches >= 70 % exist) and unrelated
+    # sentences (the best match is low: the small pool cannot be proven, so it widens)
+    sources = list(stored_sources(job_db).values())
+    queries = [" ".join(t[1:]) for t in sources[:6] if len(t) > 3] + [" ".join(t + ["merci"]) for t in sources[6:10]]
+    queries += ["Le chat dort sur le canapé rouge .", "Quelle heure est-il à Paris ?"]
+    verdicts: list[bool] = []
+    settled = lookup_mod.settled
+
+    def spy(*args, **kwargs) -> bool:
+        verdicts.append(settled(*args, **kwargs))
+        return verdicts[-1]
+
+    with Selector("fr", "en", url=job_db, method="bm25") as sel:
+        for q in queries:
+            tokens = sel.analyzer.tokenize(q)
+            for n, min_match in ((1, 0.0), (2, 0.0), (1, 70.0)):
+                full = lookup_mod.rank(tokens, lookup_mod.candidates(sel, tokens, 40), n=n, min_match=min_match)
+                with monkeypatch.context() as m:
+                    m.setattr(lookup_mod, "settled", spy)
+                    got = lookup(sel, q, n=n, min_match=min_match, pool=40, first=3)
+                assert [(x.pair_id, x.match, x.score) for x in got.matches] == full, (q, n, min_match)
+    assert True in verdicts and False in verdicts  # both paths ran: kept small, and widened
+
+
+def test_lookup_keeps_only_pairs_whose_metadata_holds_the_filter(job_db: str) -> None:
+    with psycopg.connect(job_db) as conn:
+        tagged = conn.execute("UPDATE pair SET meta = '{\"client\": \"acme\"}' WHERE id IN (SELECT pair_id FROM example "
+                              "WHERE src_lang = 'fr' AND tgt_lang = 'en' ORDER BY pair_id DESC LIMIT 3) "
+                              "RETURNING id").fetchall()
+    with Selector("fr", "en", url=job_db, method="bm25", where={"client": "acme"}) as sel:
+        for first in (1, 40):  # the small pool kept or widened, and the whole pool at once
+            got = lookup(sel, QUERY, n=5, pool=40, first=first)
+            assert got.matches and {m.pair_id for m in got.matches} <= {r[0] for r in tagged}
+            assert all(m.meta == {"client": "acme"} for m in got.matches)
+    with Selector("fr", "en", url=job_db, method="bm25") as sel:  # unfiltered, the best are others
+        assert {m.pair_id for m in lookup(sel, QUERY, n=5, pool=40).matches} - {r[0] for r in tagged}

@@ -17,3 +17,28 @@ JOIN corpus c ON c.id = e.corpus_id
 JOIN sentence src ON src.id = CASE WHEN e.a_lang = %(lang)s THEN e.a_id ELSE e.b_id END
 JOIN sentence tgt ON tgt.id = CASE WHEN e.a_lang = %(lang)s THEN e.b_id ELSE e.a_id END
 WHERE e.id = ANY(%(pair_ids)s::bigint[]);
+
+-- name: lookup_top
+-- The block preselection's last round trip for a lookup (in place of blocks_top, same
+-- parameters): the best `n` pairs of the direction (and corpora) of the sentences `ids`
+-- (exact `scores`) by score then pair id, with the source tokens only (the match percentage needs
+-- nothing else; they are the head sentence's own, so no second join through pair). The
+-- sentences are mapped in score order and the incremental sort stops after the n-th
+-- pair's score group: about n index probes, not one per sentence of the head.
+WITH top AS (
+    SELECT e.pair_id, s.score, s.sid
+    FROM (SELECT x.sid, x.score FROM unnest(%(ids)s::bigint[], %(scores)s::float8[]) AS x(sid, score)
+          ORDER BY x.score DESC OFFSET 0) s
+    CROSS JOIN LATERAL (  -- each sentence's pairs by index (OFFSET 0: never a hash join over all pairs)
+        SELECT e.pair_id FROM example e
+        WHERE e.src_id = s.sid AND e.src_lang = %(lang)s AND e.tgt_lang = %(tgt)s
+          AND (%(corpora)s::int[] IS NULL OR e.corpus_id = ANY(%(corpora)s::int[]))
+          AND (%(meta)s::jsonb IS NULL OR EXISTS (SELECT 1 FROM pair m WHERE m.id = e.pair_id AND m.meta @> %(meta)s::jsonb))
+        OFFSET 0) e
+    ORDER BY s.score DESC, e.pair_id
+    LIMIT %(n)s
+)
+SELECT t.pair_id, t.score, src.tokens
+FROM top t
+JOIN sentence src ON src.id = t.sid
+ORDER BY t.score DESC, t.pair_id;
