@@ -91,6 +91,7 @@ def submit(
     from scoi.jobs.create import submit as submit_job
     from scoi.jobs.documents import document_format, submit_document
     from scoi.jobs.spec import JobError
+    from scoi.jobs.store import done_at_submit
 
     if (input_file is None) == (source_sql is None):
         fail("give exactly one source: --input FILE or --source-sql \"SELECT key, text FROM ...\"")
@@ -122,12 +123,14 @@ def submit(
                 n_items = len(sources)
         except JobError as e:
             fail(str(e))
-    out = {"job_id": job_id, "name": name, "items": n_items, "signature": spec.signature()}
+        blank = done_at_submit(conn, job_id)
+    out = {"job_id": job_id, "name": name, "items": n_items, "blank_done": blank, "signature": spec.signature()}
     if json_out:
         emit_json(out)
     else:
-        _say(f"job {job_id}{f' ({name})' if name else ''}: {n_items} items queued; "
-             f"run `scoi worker --burst` to translate them")
+        _say(f"job {job_id}{f' ({name})' if name else ''}: {n_items - blank} items queued"
+             + (f" ({blank} blank, done at once)" if blank else "")
+             + "; run `scoi worker --burst` to translate them")
 
 
 # --------------------------------------------------------------------------- job sync

@@ -61,6 +61,12 @@ def add_items(conn: psycopg.Connection, job_id: int, start: int, sources: Sequen
     return len(sources)
 
 
+def done_at_submit(conn: psycopg.Connection, job_id: int) -> int:
+    """Items of a new job that are done already: blank sources, passed through at submit
+    (docs/jobs.md), so submit does not call them queued."""
+    return conn.execute(SQL["done_items"], {"id": job_id}).fetchone()[0]
+
+
 def notify_workers(conn: psycopg.Connection) -> None:
     """Wake idle workers (they LISTEN; sent at commit, so they see the new items)."""
     conn.execute(SQL["notify_items"])

@@ -226,8 +226,14 @@ def test_blank_sources_pass_through_without_a_model_call(db_url, tmp_path):
         with psycopg.connect(db_url, autocommit=True) as conn:
             api_job = submit(conn, JobSpec("fr", "en", model="openai:stub", method="zero", k=0, backend_options={
                 "max_retries": 0, "base_url": stub.url}), ["Il neige.", "   ", "\u3000\t"])
-        summary = last_json(scoi_cli(["worker", "--burst", "--json"], db_url))
+        said = scoi_cli(["job", "submit", "--input", str(tmp_path / "in.fr"), "--src", "fr", "--tgt", "en",
+                         "--model", "openai:stub", "--name", "said", *stub_model_args(stub.url)], db_url)
+        summary = last_json(scoi_cli(["worker", "--burst", "--json", "--job", str(cli_job)], db_url))
+        summary_api = last_json(scoi_cli(["worker", "--burst", "--json", "--job", str(api_job)], db_url))
         prompts = [c["body"]["prompt"] for c in stub.calls]
+    assert "2 items queued (2 blank, done at once)" in said.stdout + said.stderr
+    for key in ("claimed", "done", "failed"):
+        summary[key] += summary_api[key]
     assert summary["claimed"] == 5 and summary["done"] == 5 and summary["failed"] == 0
     assert len(prompts) == 3 and all(any(s in p for s in ("Le chat", "Il pleut", "Il neige")) for p in prompts)
     for job_id, blank in ((cli_job, [False, True, True, False]), (api_job, [False, True, True])):

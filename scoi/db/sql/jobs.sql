@@ -176,6 +176,10 @@ DELETE FROM job_worker w
 WHERE w.id = %(worker)s
   AND NOT EXISTS (SELECT 1 FROM job_item i WHERE i.status = 'running' AND i.locked_by = w.id);
 
+-- name: done_items
+-- A job's items that are done (right after submit: its blank sources, passed through).
+SELECT count(*) FROM job_item WHERE job_id = %(id)s AND status = 'done';
+
 -- name: examples_dropped
 -- Done items whose prompt kept fewer examples than their selection picked (dropped,
 -- last-ranked first, to fit the model's context), and the fewest any kept (job status).
