@@ -6,7 +6,6 @@ written through ``PATH.part`` and renamed at the end (never seen half-written)."
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -15,6 +14,7 @@ import psycopg
 
 from scoi.corpora import ExportError, corpus_for_export, export_meta_keys, export_pairs
 from scoi.formats.tmx import TmxWriteError, tmx_document
+from scoi.outfile import OutputError, replacing
 
 CORPUS_EXPORT_FORMATS = ("tmx", "jsonl", "tsv")
 _JSON_UNSAFE = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"}
@@ -90,26 +90,12 @@ def _tsv_problem(text: str) -> str | None:
 
 def export_to_path(conn: psycopg.Connection, corpus: dict[str, Any], fmt: str, path: Path,
                    advance: Callable[[int], None] | None = None) -> int:
-    """:func:`write_corpus` into ``path`` through ``PATH.part``, renamed over it at the end;
-    on any failure the part file is removed and ``path`` is untouched."""
-    target = Path(os.path.realpath(path))
-    if target.is_dir():
-        raise ExportError(f"cannot export to {path}: it is a directory; give a file path (or -o - for stdout)")
-    if target.exists() and not target.is_file():
-        raise ExportError(f"cannot export to {path}: not a regular file; use -o - and redirect stdout")
-    if not target.parent.is_dir():
-        raise ExportError(f"cannot export to {path}: folder {target.parent} does not exist")
-    tmp = target.with_name(target.name + ".part")
+    """:func:`write_corpus` into ``path``, whole or not at all (scoi.outfile.replacing)."""
     try:
-        with open(tmp, "wb") as fh:
-            n = write_corpus(conn, corpus, fmt, fh, advance)
-        tmp.replace(target)
-    except BaseException as e:
-        tmp.unlink(missing_ok=True)
-        if isinstance(e, OSError):
-            raise ExportError(f"cannot export to {path}: {e.strerror or e}") from None
-        raise
-    return n
+        with replacing(path) as fh:
+            return write_corpus(conn, corpus, fmt, fh, advance)
+    except OutputError as e:
+        raise ExportError(str(e)) from None
 
 
 __all__ = ["CORPUS_EXPORT_FORMATS", "ExportError", "corpus_for_export", "export_to_path", "write_corpus"]

@@ -7,9 +7,8 @@ PO file, that file with its targets filled (scoi.jobs.documents).
 from __future__ import annotations
 
 import csv
+import io
 import json
-import os
-import stat
 from pathlib import Path
 from typing import IO, Any, Iterator
 
@@ -20,6 +19,7 @@ from scoi.formats.tmx import TmxWriteError, tmx_date, tmx_document
 from scoi.jobs.documents import DOCUMENT_FORMATS, export_document
 from scoi.jobs.spec import Job, JobError
 from scoi.jobs.store import SQL, get_job
+from scoi.outfile import OutputError, output_target, replacing
 
 
 EXPORT_FORMATS = ("jsonl", "tsv")
@@ -125,59 +125,31 @@ def write_tmx(conn: psycopg.Connection, job: Job, out: IO[bytes]) -> int:
 
 
 def export_target(path: Path) -> Path:
-    """Where an export to ``path`` is written: ``path`` itself (a symbolic link resolved) when it
-    is a new file in an existing folder or a regular file; anything else is a JobError. A
-    device (``/dev/full``, ``/dev/null``), a FIFO or a directory is refused, never replaced by
-    the rename that makes the export atomic: ``-o -`` writes to stdout, for a pipe."""
-    target = Path(os.path.realpath(path))
+    """Where an export to ``path`` is written (scoi.outfile.output_target), or a JobError."""
     try:
-        mode = os.stat(target).st_mode
-    except FileNotFoundError:
-        if not target.parent.is_dir():
-            raise JobError(f"cannot export to {path}: folder {target.parent} does not exist") from None
-        return target
-    except OSError as e:
-        raise JobError(f"cannot export to {path}: {e.strerror or e}") from None
-    if stat.S_ISDIR(mode):
-        raise JobError(f"cannot export to {path}: it is a directory; give a file path (or -o - for stdout)")
-    if not stat.S_ISREG(mode):
-        raise JobError(f"cannot export to {path}: not a regular file (a device, FIFO or socket), which the export "
-                       "would replace; use -o - to write to stdout and redirect that")
-    return target
+        return output_target(path)
+    except OutputError as e:
+        raise JobError(str(e)) from None
 
 
 def export_to_file(conn: psycopg.Connection, job_id: int, fmt: str, path: Path, *,
                    with_prompt: bool = False) -> int:
-    """Write the export to ``path`` (see :func:`export_target`) through ``PATH.part`` in the
-    same folder, renamed over ``path`` at the end, so readers never see a half-written
-    export; the number of rows (``xliff``/``po``: of targets filled). On any failure the
-    ``.part`` file is removed."""
-    target = export_target(path)
-    tmp = target.with_name(target.name + ".part")
-    try:  # O_EXCL | O_NOFOLLOW: never write through whatever sits at PATH.part
-        if os.path.lexists(tmp) and stat.S_ISREG(os.lstat(tmp).st_mode):
-            os.unlink(tmp)  # left by an export that was killed
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
-    except OSError as e:
-        raise JobError(f"cannot export to {path}: cannot create {tmp}: {e.strerror or e}") from None
+    """Write the export to ``path``, whole or not at all (scoi.outfile.replacing); the number
+    of rows (``xliff``/``po``: of targets filled)."""
     try:
-        if fmt in DOCUMENT_FORMATS:
-            with open(fd, "wb") as bfh:
+        with replacing(path) as bfh:
+            if fmt in DOCUMENT_FORMATS:
                 data, n = export_document(conn, job_id, fmt)
                 bfh.write(data)
-        elif fmt == TMX_FORMAT:
-            with open(fd, "wb") as bfh:
+            elif fmt == TMX_FORMAT:
                 n = write_tmx(conn, get_job(conn, job_id), bfh)
-        else:
-            with open(fd, "w", encoding="utf-8", newline="") as fh:
+            else:
+                fh = io.TextIOWrapper(bfh, encoding="utf-8", newline="", write_through=True)
                 n = write_export(export_rows(conn, job_id, with_prompt=with_prompt), fmt, fh)
-        export_target(path)  # still a regular file or absent: checked again just before the rename
-        tmp.replace(target)
-    except BaseException as e:
-        tmp.unlink(missing_ok=True)
-        if isinstance(e, OSError):
-            raise JobError(f"cannot export to {path}: {e.strerror or e}") from None
-        raise
+                fh.flush()
+                fh.detach()  # the binary file stays open: replacing() closes it
+    except OutputError as e:
+        raise JobError(str(e)) from None
     return n
 
 
