@@ -213,7 +213,7 @@ def test_worker_selects_on_the_replica_and_stores_on_the_primary(servers, dbs, t
             submitted = scoi(url, "job", "submit", "--input", str(write_lines(tmp_path / "in.fr", [QUERY])),
                              "--src", "fr", "--tgt", "en", "--model", "openai:stub", "--method", "scoi", "-k", "2",
                              "--name", name, "--backend-opt", "max_retries=0", "--backend-opt",
-                             f"base_url={stub.url}", "--json")
+                             f"base_url={stub.url}", "--reuse", "off", "--json")  # QUERY is stored: select it
             job_id = last_json(submitted)["job_id"]
             worked = scoi(url, "worker", "--burst", "--job", str(job_id), "--json", read_url=read_url)
             assert last_json(worked)["done"] == 1
