@@ -138,7 +138,7 @@ def test_gaps_api(job_db):
     from scoi.service.config import ServeConfig
 
     job_id = run_job(job_db, SENTENCES)
-    with TestClient(create_app(ServeConfig(url=job_db))) as api:
+    with TestClient(create_app(ServeConfig(url=job_db)), base_url="http://127.0.0.1") as api:  # a loopback Host
         got = api.get("/api/gaps", params={"job": str(job_id)}).json()
         assert got["selections"] == 4 and got["words"][0]["unit"] == "zorglub"
         posted = api.post("/api/gaps", json={"sentences": SENTENCES, "src": "fr", "tgt": "en", "k": 2}).json()
