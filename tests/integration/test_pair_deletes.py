@@ -106,6 +106,7 @@ def index_is_exact(c: Corpus, model: set[tuple[str, str, str]], queries: list[li
             got = preselect_blocks(c.conn, lang="fr", tgt=tgt, tokens=q, n=n, corpora=None)
             assert same(got, exp), (q, tgt, got, exp)
             rows = c.conn.execute(SELECT["preselect"], {"lang": "fr", "tgt": tgt, "tokens": q, "n": n, "corpora": None,
+                                                        "meta": None,
                                                         **Bm25Params(engine="sql", exact=True).sql_params(n)}).fetchall()
             assert same([(p, s) for p, s, _ in rows], exp), (q, tgt, rows, exp)
             assert (rows[0][2] if rows else None) is (True if exp else None)

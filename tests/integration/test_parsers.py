@@ -5,6 +5,10 @@ and the selection signature."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import psycopg
 import pytest
 
@@ -80,8 +84,15 @@ def test_pipeline_built_by_a_function(german_parser):
     choice = choose_parser("de", factory)
     assert str(choice.scheme) == f"{factory}==unversioned/spacy-tokens"
     texts = [de for _, de in EN_DE]
-    assert [a.terms for a in analyzer("de", factory).analyze(texts)] == \
-        [a.terms for a in analyzer("de", german_parser).analyze(texts)]
+    # In a process of its own: the pipeline needs PyTorch, and this one may have imported
+    # spaCy without it for an earlier test's pipeline (scoi.analysis.import_spacy).
+    code = ("import sys; from scoi.analysis import analyzer; from tests.helpers import parsers; "
+            "parsers.TRAINED[:] = [sys.argv[2]]; texts = sys.argv[3:]; "
+            "print([a.terms for a in analyzer('de', sys.argv[1]).analyze(texts)] == "
+            "[a.terms for a in analyzer('de', sys.argv[2]).analyze(texts)])")
+    same = subprocess.run([sys.executable, "-c", code, factory, str(german_parser), *texts], capture_output=True,
+                          text=True, timeout=300, cwd=Path(__file__).resolve().parents[2], check=False)
+    assert same.stdout.strip() == "True", same.stderr[-2000:]
     with pytest.raises(ParserNotAvailable, match="'no_such_module:load' requested for 'de' is not installed"):
         choose_parser("de", "no_such_module:load")
 
