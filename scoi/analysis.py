@@ -28,6 +28,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from scoi.core.names import base_language
 from scoi.core.polynomial import ROOT, tree_terms
 from scoi.core.trees import is_tree, max_spanning_tree, repair_heads
 
@@ -202,10 +203,11 @@ def natasha_version() -> str | None:
 
 def install_hint(lang: str) -> str:
     """What to install for a parser of ``lang``, in one phrase."""
-    if lang in NATASHA_LANGS:
+    if base_language(lang) in NATASHA_LANGS:
         return "pip install natasha (offline Russian syntax model)"
-    wanted = DEFAULT_PIPELINES.get(lang, lang + "_core_news_sm")
-    return INSTALL_HINTS.get(lang, f"a spaCy pipeline with a parser, e.g. python -m spacy download {wanted}, "
+    base = base_language(lang)
+    wanted = DEFAULT_PIPELINES.get(base, base + "_core_news_sm")
+    return INSTALL_HINTS.get(base, f"a spaCy pipeline with a parser, e.g. python -m spacy download {wanted}, "
                                    f"or --parser {lang}=/path/to/pipeline")
 
 
@@ -239,7 +241,7 @@ def choose_parser(lang: str, override: str | None = None, *, required: bool = Tr
             if required:
                 raise ParserNotAvailable(f"--parser {lang}=none contradicts --require-parser")
             return ParserChoice(lang, NO_PARSER, "", f"{lang}: stored without trees (--parser {lang}=none)")
-        if override == NATASHA and lang not in NATASHA_LANGS:
+        if override == NATASHA and base_language(lang) not in NATASHA_LANGS:
             raise ParserNotAvailable(f"natasha parses Russian only, not {lang!r}")
         name = parser_name(override)
         version = parser_version(name)
@@ -251,16 +253,17 @@ def choose_parser(lang: str, override: str | None = None, *, required: bool = Tr
                    f" (installed pipelines with a parser: {', '.join(sorted(installed_pipelines())) or 'none'})"))
         return ParserChoice(lang, name, version)
     pipelines = installed_pipelines()
-    wanted = DEFAULT_PIPELINES.get(lang)
+    base = base_language(lang)  # fr-FR is parsed by a French pipeline
+    wanted = DEFAULT_PIPELINES.get(base)
     if wanted and wanted in pipelines:
         return ParserChoice(lang, wanted, pipelines[wanted][1])
-    same_lang = sorted(n for n, (lg, _) in pipelines.items() if lg == lang)
+    same_lang = sorted(n for n, (lg, _) in pipelines.items() if lg == base)
     if same_lang:
         # Prefer small pipelines (speed) when several are installed.
         name = sorted(same_lang, key=lambda n: (not n.split("_")[-1].startswith("sm"), n))[0]
         note = f"{wanted} is not installed; using {name} for {lang}" if wanted else f"using {name} for {lang}"
         return ParserChoice(lang, name, pipelines[name][1], note)
-    if lang in NATASHA_LANGS and (version := natasha_version()):
+    if base in NATASHA_LANGS and (version := natasha_version()):
         return ParserChoice(lang, NATASHA, version, f"using natasha {version} for {lang}")
     if required:
         raise ParserNotAvailable(f"no dependency parser installed for language {lang!r}; install one: "
@@ -457,6 +460,7 @@ def word_tokenizer(lang: str):
     Moses splits. Raises ParserNotAvailable when the tokenizer's library (SudachiPy for ja,
     PyThaiNLP for th) is missing: Moses would make one "word" of each clause, and a
     memory stored that way would not match queries tokenized otherwise later."""
+    lang = base_language(lang)  # zh-CN is Chinese
     if lang not in SPACELESS:
         return None
     spacy = import_spacy(with_torch=False)
@@ -473,8 +477,9 @@ class Analyzer:
 
     def __init__(self, lang: str, pipeline: str, batch_size: int = 256) -> None:
         self.lang = lang
-        self.normalizer = PunctNormalizer(lang)
-        self.tokenizer = moses_tokenizer(lang)
+        base = base_language(lang)  # Moses' rules and word tokenizers are per language, not region
+        self.normalizer = PunctNormalizer(base)
+        self.tokenizer = moses_tokenizer(base)
         self.words = word_tokenizer(lang)
         self.trees = load_trees(pipeline)
         self.batch_size = batch_size

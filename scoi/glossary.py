@@ -22,7 +22,7 @@ from scoi.analysis import (NATASHA, NO_PARSER, ParserNotAvailable, choose_parser
                            pipeline_meta)
 from scoi.db import connect
 from scoi.core.glossary import Entry, Index, Match, build_index, check_terms, find_matches, is_acronym, key_of
-from scoi.core.names import BadName, check_language_code
+from scoi.core.names import BadName, base_language, check_language_code
 from scoi.db.queries import load
 from scoi.moses import PunctNormalizer, moses_tokenizer
 
@@ -65,6 +65,7 @@ def _lemmatizer(lang: str) -> Any:
 def tokens(lang: str, texts: Sequence[str]) -> list[tuple[list[str], list[str] | None]]:
     """Each text's word tokens and lemmas (None without a lemmatizer), after Moses
     punctuation normalisation."""
+    lang = base_language(lang)  # Moses' rules and lemmatizers are per language, not region
     normalizer = PunctNormalizer(lang)
     normalized = [normalizer.normalize(t) for t in texts]
     nlp = _lemmatizer(lang)

@@ -15,7 +15,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["BadName", "MAX_NAME_CHARS", "check_language_code", "check_name", "is_language_code", "printable"]
+__all__ = ["BadName", "MAX_NAME_CHARS", "base_language", "check_language_code", "check_name", "is_language_code",
+           "printable"]
 
 MAX_NAME_CHARS = 1000
 #: Bidirectional embeddings, overrides and isolates (U+202A..U+202E, U+2066..U+2069).
@@ -81,3 +82,13 @@ def check_language_code(code: str, option: str = "language") -> str:
         raise BadName(f"{option} '{printable(code[:40])}' is not a language code; expected an ISO 639 code "
                       "such as fr, en or pt-BR")
     return code
+
+
+def base_language(code: str) -> str:
+    """The primary language subtag of ``code``, lowercased: ``fr-FR`` and ``fr_CA`` -> ``fr``.
+
+    Memories keep regional codes (a TMX's ``xml:lang="fr-FR"``) and they are stored as given,
+    so en-US and en-GB stay apart; parsers, Moses rules and word tokenizers exist per
+    language, so they are chosen by this subtag."""
+    return re.split(r"[-_]", code, maxsplit=1)[0].lower()
+
