@@ -353,15 +353,19 @@ def retry_cmd(job: str = typer.Argument(..., help="Job id or name."),
 def cancel_cmd(job: str = typer.Argument(..., help="Job id or name."),
                json_out: bool = typer.Option(False, "--json")) -> None:
     """Stop a job: queued and running items become cancelled (`scoi job retry` resumes)."""
-    from scoi.jobs.store import cancel
+    from scoi.jobs.store import cancel, status
 
     with _connect() as conn:
         j = _job(conn, job)
         n = cancel(conn, j.id)
+        st = status(conn, j.id) if not n else None
     if json_out:
-        emit_json({"job_id": j.id, "cancelled": n})
-    else:
+        emit_json({"job_id": j.id, "cancelled": n, **({"state": st["state"]} if st else {})})
+    elif n:
         _say(f"job {j.id}: cancelled, {n} items stopped")
+    else:
+        _say(f"job {j.id}: nothing to cancel, no item is queued or running (the job is {st['state']}: "
+             f"{st['done']} done, {st['failed']} failed, {st['cancelled']} cancelled)")
 
 
 # --------------------------------------------------------------------------- worker

@@ -283,10 +283,16 @@ def retry(conn: psycopg.Connection, job_id: int, *, include_cancelled: bool = Tr
 
 
 def cancel(conn: psycopg.Connection, job_id: int) -> int:
-    """Stop a job: its queued and running items become cancelled (``retry`` undoes it)."""
+    """Stop a job: its queued and running items become cancelled (``retry`` undoes it).
+
+    A job with no queued or running item left has finished (a cancel racing its last items
+    finds them done): its status stays as it is, so it does not read "cancelled" with every
+    item done. Returns the number of items stopped."""
     with conn.transaction():
-        conn.execute(SQL["set_job_status"], {"id": job_id, "status": "cancelled"})
-        return conn.execute(SQL["cancel_items"], {"id": job_id}).rowcount
+        n = conn.execute(SQL["cancel_items"], {"id": job_id}).rowcount
+        if n:
+            conn.execute(SQL["set_job_status"], {"id": job_id, "status": "cancelled"})
+        return n
 
 
 __all__ = ["HOLDER_STATES", "add_items", "append_new", "cancel", "claim_items", "complete_items", "connect", "fail_items", "fail_stalled", "find_job_by_name", "get_job", "heartbeat", "insert_job", "insert_score", "latest_score_rows", "latest_segment_scores", "list_jobs", "listen_for_items", "lock_for_append", "notify_workers", "register_worker", "release_items", "retry", "scored_items", "status", "unregister_worker"]

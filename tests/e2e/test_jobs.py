@@ -307,6 +307,22 @@ def test_cancel_and_resume(job_db, tmp_path):
         assert [c.idx for c in w.claim()] == [0, 1, 2]
 
 
+def test_cancel_of_a_finished_job_leaves_it_done(job_db, tmp_path):
+    """A cancel that races the job's last items finds none queued or running: the job has
+    finished and must not read "cancelled" with every item done."""
+    job_id = submit_lines(job_db, tmp_path / "in.fr", ["Un.", "Deux."], "openai:stub", *SHORT,
+                          *stub_model_args("http://x/v1"), name="finished")
+    with psycopg.connect(job_db, autocommit=True) as conn:  # the worker wrote the last items a moment ago
+        conn.execute("UPDATE job_item SET status = 'done', output = 'x', finished_at = now() WHERE job_id = %s",
+                     (job_id,))
+    proc = scoi_cli(["job", "cancel", "finished"], job_db)
+    assert proc.returncode == 0 and "nothing to cancel" in proc.stdout and "2 done" in proc.stdout
+    out = last_json(scoi_cli(["job", "cancel", "finished", "--json"], job_db))
+    assert (out["cancelled"], out["state"]) == (0, "done")
+    st = last_json(scoi_cli(["job", "status", str(job_id), "--json"], job_db))
+    assert (st["state"], st["done"], st["cancelled"]) == ("done", 2, 0)
+
+
 # --------------------------------------------------------------------------- recurring sync
 def test_sync_adds_only_new_lines(job_db, tmp_path):
     inbox = tmp_path / "inbox.fr"
