@@ -1,4 +1,4 @@
-"""``scoi experiment run | show | list``: methods × k × order × template as jobs, one table."""
+"""``scoi experiment run | show | plot | list``: models × methods × k × order × template as jobs, tables per metric."""
 
 from __future__ import annotations
 
@@ -47,6 +47,7 @@ def _print_table(result: dict) -> None:
         return
     from rich import box
     from rich.table import Table
+    from rich.text import Text
 
     names = {"bleu": "BLEU", "chrf": "chrF", "comet": "COMET"}
     for metric in result["metrics"]:
@@ -58,7 +59,7 @@ def _print_table(result: dict) -> None:
             t.add_row(*table_cells(row))
         console.print(t)
     for note in footnotes(result):
-        say(note)
+        console.print(Text(note), highlight=False)  # wrapped to the terminal, never read as markup
 
 
 def _report(url: str, name: str, *, comet: str | None, samples: int, partial: bool, json_out: bool) -> None:
@@ -174,6 +175,49 @@ def show(
     One table per metric, a column group per model: score (* when p < 0.05 against the
     model's baseline row), 95% bootstrap interval, p-value; long TSV when piped."""
     _report(database_url(), name, comet=comet, samples=samples, partial=partial, json_out=json_out)
+
+
+@experiment_app.command("plot")
+def plot(
+    name: str = typer.Argument(..., help="Experiment name."),
+    output: Path = typer.Option(..., "--output", "-o", help="Image file to write: .png or .svg."),
+    metric: str = typer.Option("bleu", "--metric", help="bleu | chrf | comet: the metric to plot."),
+    comet: str | None = typer.Option(None, "--comet", help="COMET checkpoint, to add or refresh COMET scores first."),
+    samples: int = typer.Option(1000, "--samples", min=10, max=LIMITS["samples"][1],
+                                help="Bootstrap resamples, when the table is computed now."),
+    json_out: bool = typer.Option(False, "--json", help="Print {\"file\", \"panels\", \"metric\"} as JSON."),
+) -> None:
+    """Each method's score with its 95% bootstrap interval, one panel per model (matplotlib).
+
+    Drawn from the table `experiment run` / `show` stored (computed now when there is none,
+    or with --comet). The baseline is orange; a filled marker means p < 0.05 against it."""
+    from scoi.jobs.eval import EvalError
+    from scoi.jobs.experiment import get_experiment, results
+    from scoi.jobs.plot import PlotError, draw, plot_format
+    from scoi.jobs.spec import JobError
+    from scoi.jobs.store import connect
+    from scoi.outfile import OutputError
+
+    try:
+        plot_format(output)
+    except PlotError as e:
+        fail(str(e))
+    with connect(database_url()) as conn:
+        try:
+            experiment = get_experiment(conn, name)
+            result = experiment.result
+            if comet or not result or "metrics" not in result:  # none yet, or one stored before intervals
+                result = results(conn, experiment, comet=comet, n_samples=samples)
+        except (EvalError, JobError) as e:
+            fail(str(e))
+    try:
+        n = draw(result, output, metric=metric)
+    except (PlotError, OutputError) as e:
+        fail(str(e))
+    if json_out:
+        emit_json({"file": str(output), "panels": n, "metric": metric})
+    else:
+        say(f"wrote {output}: {metric}, {n} panel(s), one per model")
 
 
 @experiment_app.command("list")
