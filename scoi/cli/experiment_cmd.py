@@ -38,25 +38,36 @@ def _models(model: list[str], models: str | None) -> list[str]:
     return given
 
 
-def _print_table(result: dict) -> None:
-    """One table per metric on a terminal; long TSV (one header) when stdout is a pipe or a file."""
-    from scoi.jobs.experiment import TSV_HEADERS, footnotes, metric_table, tsv_rows
-
-    if not console.is_terminal:
-        print_rows(TSV_HEADERS, tsv_rows(result))
-        return
+def metric_tables(result: dict) -> list:
+    """The rich tables of an experiment's result, one per metric (scoi.jobs.experiment.metric_table)."""
     from rich import box
     from rich.table import Table
-    from rich.text import Text
+
+    from scoi.jobs.experiment import metric_table
 
     names = {"bleu": "BLEU", "chrf": "chrF", "comet": "COMET"}
+    tables = []
     for metric in result["metrics"]:
         headers, rows = metric_table(result, metric)
-        t = Table(*headers, box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left",
+        t = Table(*headers, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, title_justify="left",
                   title=f"{names.get(metric, metric)}: {result['experiment']}, {result['direction']}, "
                         f"{result['n_items']} sentences")
         for row in rows:
             t.add_row(*table_cells(row))
+        tables.append(t)
+    return tables
+
+
+def _print_table(result: dict) -> None:
+    """One table per metric on a terminal; long TSV (one header) when stdout is a pipe or a file."""
+    from rich.text import Text
+
+    from scoi.jobs.experiment import TSV_HEADERS, footnotes, tsv_rows
+
+    if not console.is_terminal:
+        print_rows(TSV_HEADERS, tsv_rows(result))
+        return
+    for t in metric_tables(result):
         console.print(t)
     for note in footnotes(result):
         console.print(Text(note), highlight=False)  # wrapped to the terminal, never read as markup

@@ -470,8 +470,8 @@ def baseline_row(rows: Sequence[Mapping[str, Any]], i: int, baseline: str) -> in
 
 
 # --------------------------------------------------------------------------- printing (pure)
-def _num(x: float | None) -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.2f}"
+def _num(x: float | None, digits: int = 2) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
 
 def varying(result: Mapping[str, Any]) -> list[str]:
@@ -486,7 +486,8 @@ def row_title(row: Mapping[str, Any]) -> str:
 
 def metric_table(result: Mapping[str, Any], metric: str) -> tuple[list[str], list[list[str]]]:
     """The terminal table of one metric: a line per grid line, a column group per model
-    (score, with * when p < alpha; its 95% interval; p). A seeded row is followed by a
+    (score, with * when p < alpha; its 95% interval, to one decimal so two models fit 80
+    columns; p). A seeded row is followed by a
     line holding its seeds' standard deviation."""
     labels = [m["label"] for m in result["models"]]
     cols = varying(result)
@@ -508,7 +509,7 @@ def metric_table(result: Mapping[str, Any], metric: str) -> tuple[list[str], lis
                 spread += ["", "", ""]
                 continue
             mark = "*" if s["significant"] else ""
-            line += [_num(s["score"]) + mark, f"{_num(s['low'])}–{_num(s['high'])}",
+            line += [_num(s["score"]) + mark, f"{_num(s['low'], 1)}–{_num(s['high'], 1)}",
                      "-" if s["p_value"] is None else f"{s['p_value']:.3f}"]
             spread += [_num(s["std"]) if s["std"] is not None else "", "", ""]
         out.append(line)
