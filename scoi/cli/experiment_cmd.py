@@ -11,6 +11,7 @@ from scoi.cli.common import console, database_url, emit_json, fail, print_rows, 
 from scoi.cli.job_options import EXPERIMENT, JobOptions, job_options
 from scoi.core import defaults
 from scoi.core.limits import LIMITS
+from scoi.core.names import printable
 
 experiment_app = typer.Typer(help="Compare selection methods on a test file with references (the paper's table).",
                              no_args_is_help=True)
@@ -70,7 +71,7 @@ def _print_table(result: dict) -> None:
     for t in metric_tables(result):
         console.print(t)
     for note in footnotes(result):
-        console.print(Text(note), highlight=False)  # wrapped to the terminal, never read as markup
+        console.print(Text(printable(note)), highlight=False)  # wrapped to the terminal, never read as markup
 
 
 def _report(url: str, name: str, *, comet: str | None, samples: int, partial: bool, json_out: bool) -> None:

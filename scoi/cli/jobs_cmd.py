@@ -18,6 +18,7 @@ from scoi.cli.common import (BACKEND_OPT_HELP, DEST_COLUMN_HELP, DEST_KEY_HELP, 
 from scoi.cli.job_options import JobOptions, job_options
 from scoi.core import defaults
 from scoi.core.limits import LIMITS
+from scoi.core.names import printable
 
 #: ``scoi worker --burst``'s exit status when items ended failed in its run (1 is the worker's own error).
 ITEMS_FAILED = 3
@@ -491,6 +492,7 @@ def _print_compare(rows: list[dict], columns: list[str], base: int, samples: int
         print_rows(headers, out)
         return
     from rich.table import Table
+    from rich.text import Text
 
     templates = len({r["template"] for r in rows}) > 1  # a column only when it tells the rows apart
     table = Table("job", "method", "k", "model", *(["template"] if templates else []), *columns,
@@ -500,14 +502,17 @@ def _print_compare(rows: list[dict], columns: list[str], base: int, samples: int
                      if with_terms else [])
         table.add_row(*table_cells([r["name"] or str(r["job_id"]), r["method"], str(r["k"]), labels[r["model"]],
                                     *([r["template"]] if templates else []), *(_score_cell(r, c) for c in columns), *term_cell, str(r["n_items"])]))
-    console.print(table)
+    notes = []
     if len(rows) > 1:
         n = max((v["n_items"] for r in rows for v in r.get("significance", {}).values()), default=0)
-        _say(f"paired bootstrap ({samples} resamples) against {rows[base]['name'] or rows[base]['job_id']} over {n} "
-             "items all jobs translated: mean ± 95% interval; * p < 0.05")
+        notes.append(f"paired bootstrap ({samples} resamples) against {rows[base]['name'] or rows[base]['job_id']} "
+                     f"over {n} items all jobs translated: mean ± 95% interval; * p < 0.05")
     named = [f"{lab} = {spec}" for spec, lab in labels.items() if lab != spec]
     if named:
-        _say("models: " + ", ".join(named))
+        notes.append("models: " + ", ".join(named))
+    console.print(table)
+    for note in notes:
+        console.print(Text(printable(note)), highlight=False)  # wrapped to the terminal, never read as markup
 
 
 def _warn(text: str) -> None:
