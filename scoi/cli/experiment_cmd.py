@@ -1,4 +1,5 @@
-"""``scoi experiment run | show | plot | list``: models × methods × k × order × template as jobs, tables per metric."""
+"""``scoi experiment run | show | plot | list``: models × methods × k × order × template as
+jobs, a table per metric, a plot."""
 
 from __future__ import annotations
 

@@ -501,7 +501,8 @@ def _print_compare(rows: list[dict], columns: list[str], base: int, samples: int
         term_cell = ([f"{r['terms']['accuracy']:.2f}" if r.get("terms", {}).get("required") else "-"]
                      if with_terms else [])
         table.add_row(*table_cells([r["name"] or str(r["job_id"]), r["method"], str(r["k"]), labels[r["model"]],
-                                    *([r["template"]] if templates else []), *(_score_cell(r, c) for c in columns), *term_cell, str(r["n_items"])]))
+                                    *([r["template"]] if templates else []), *(_score_cell(r, c) for c in columns),
+                                    *term_cell, str(r["n_items"])]))
     notes = []
     if len(rows) > 1:
         n = max((v["n_items"] for r in rows for v in r.get("significance", {}).values()), default=0)

@@ -145,5 +145,5 @@ def paired_p_value(system: RowInterval, baseline: RowInterval) -> float:
     return _p_value(np.abs(system.samples - baseline.samples), observed)
 
 
-__all__ = ["DEFAULT_SAMPLES", "Paired", "RowInterval", "ScoreOf", "paired_bootstrap_means", "paired_bootstrap_sacrebleu",
-           "paired_p_value", "percentile_interval", "resample_counts", "row_interval"]
+__all__ = ["DEFAULT_SAMPLES", "Paired", "RowInterval", "ScoreOf", "paired_bootstrap_means",
+           "paired_bootstrap_sacrebleu", "paired_p_value", "percentile_interval", "resample_counts", "row_interval"]
