@@ -14,7 +14,8 @@ from scoi.core import defaults
 from scoi.core.limits import LIMITS
 from scoi.core.names import printable
 
-experiment_app = typer.Typer(help="Compare selection methods on a test file with references (the paper's table).",
+experiment_app = typer.Typer(help="Compare selection methods across models on a test file with references "
+                                  "(the paper's table), with intervals, p-values and a plot.",
                              no_args_is_help=True)
 
 
@@ -204,13 +205,15 @@ def plot(
 
     Drawn from the table `experiment run` / `show` stored (computed now when there is none,
     or with --comet). The baseline is orange; a filled marker means p < 0.05 against it."""
-    from scoi.jobs.eval import EvalError
+    from scoi.jobs.eval import METRICS, EvalError
     from scoi.jobs.experiment import get_experiment, results
     from scoi.jobs.plot import PlotError, draw, plot_format
     from scoi.jobs.spec import JobError
     from scoi.jobs.store import connect
     from scoi.outfile import OutputError
 
+    if metric not in METRICS:
+        fail(f"--metric {metric!r}: expected one of {', '.join(METRICS)}")
     try:
         plot_format(output)
     except PlotError as e:

@@ -111,6 +111,8 @@ def test_plot_has_one_panel_per_model(job_db, tmp_path):
 
     bad = scoi_cli(["experiment", "plot", "demo-exp", "-o", str(tmp_path / "exp.jpg")], job_db)
     assert bad.returncode != 0 and "name the file .png or .svg" in bad.stderr and not (tmp_path / "exp.jpg").exists()
+    bad_metric = scoi_cli(["experiment", "plot", "demo-exp", "-o", str(tmp_path / "m.svg"), "--metric", "ter"], job_db)
+    assert bad_metric.returncode != 0 and "expected one of bleu, chrf, comet" in bad_metric.stderr
     no_comet = scoi_cli(["experiment", "plot", "demo-exp", "-o", str(tmp_path / "c.svg"), "--metric", "comet"],
                         job_db)
     assert no_comet.returncode != 0 and "has no comet scores" in no_comet.stderr
