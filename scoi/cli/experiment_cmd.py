@@ -1,4 +1,5 @@
-"""``scoi experiment run | show | list``: methods × k × order × template as jobs, one table."""
+"""``scoi experiment run | show | plot | list``: models × methods × k × order × template as
+jobs, a table per metric, a plot."""
 
 from __future__ import annotations
 
@@ -7,12 +8,14 @@ from pathlib import Path
 
 import typer
 
-from scoi.cli.common import console, database_url, emit_json, fail, print_rows, say, status_line
+from scoi.cli.common import console, database_url, emit_json, fail, print_rows, say, status_line, table_cells
 from scoi.cli.job_options import EXPERIMENT, JobOptions, job_options
 from scoi.core import defaults
 from scoi.core.limits import LIMITS
+from scoi.core.names import printable
 
-experiment_app = typer.Typer(help="Compare selection methods on a test file with references (the paper's table).",
+experiment_app = typer.Typer(help="Compare selection methods across models on a test file with references "
+                                  "(the paper's table), with intervals, p-values and a plot.",
                              no_args_is_help=True)
 
 
@@ -30,22 +33,47 @@ def _ints(value: str, what: str) -> list[int]:
         fail(f"--{what} {value!r}: expected comma-separated whole numbers, e.g. 1,4")
 
 
-def _print_table(result: dict) -> None:
-    from scoi.jobs.experiment import format_cell
+def _models(model: list[str], models: str | None) -> list[str]:
+    """The --model values, then the --models list's."""
+    given = list(model) + (_split(models, "models") if models is not None else [])
+    if not given:
+        fail("give the model(s) to compare: --model SPEC (repeatable, or LABEL=SPEC) or --models SPEC,SPEC")
+    return given
 
-    columns = result["columns"]
-    varying = [c for c in ("k", "order", "template") if len({r[c] for r in result["rows"]}) > 1]
-    headers = ["method", *varying, *columns]
-    rows = []
-    for r in result["rows"]:
-        label = r["method"] + (" (baseline)" if r["baseline"] else "") + (f" ×{r['seeds']} seeds" if r["seeds"] > 1
-                                                                            else "")
-        rows.append([label, *(str(r[c]) for c in varying), *(format_cell(r, m) for m in columns)])
-    print_rows(headers, rows)
-    n = max((r.get("n_items", 0) for r in result["rows"]), default=0)
-    say(f"{result['experiment']}: {result['direction']}, {result['model']}, {n} sentences; * = differs "
-        f"from {result['baseline']} (paired bootstrap, {result['n_samples']} samples, p < "
-        f"{result['alpha']}); random rows are the mean of their seeds, tested on the first")
+
+def metric_tables(result: dict) -> list:
+    """The rich tables of an experiment's result, one per metric (scoi.jobs.experiment.metric_table)."""
+    from rich import box
+    from rich.table import Table
+
+    from scoi.jobs.experiment import metric_table
+
+    names = {"bleu": "BLEU", "chrf": "chrF", "comet": "COMET"}
+    tables = []
+    for metric in result["metrics"]:
+        headers, rows = metric_table(result, metric)
+        t = Table(*headers, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, title_justify="left",
+                  title=f"{names.get(metric, metric)}: {result['experiment']}, {result['direction']}, "
+                        f"{result['n_items']} sentences")
+        for row in rows:
+            t.add_row(*table_cells(row))
+        tables.append(t)
+    return tables
+
+
+def _print_table(result: dict) -> None:
+    """One table per metric on a terminal; long TSV (one header) when stdout is a pipe or a file."""
+    from rich.text import Text
+
+    from scoi.jobs.experiment import TSV_HEADERS, footnotes, tsv_rows
+
+    if not console.is_terminal:
+        print_rows(TSV_HEADERS, tsv_rows(result))
+        return
+    for t in metric_tables(result):
+        console.print(t)
+    for note in footnotes(result):
+        console.print(Text(printable(note)), highlight=False)  # wrapped to the terminal, never read as markup
 
 
 def _report(url: str, name: str, *, comet: str | None, samples: int, partial: bool, json_out: bool) -> None:
@@ -69,7 +97,13 @@ def _report(url: str, name: str, *, comet: str | None, samples: int, partial: bo
 @experiment_app.command("run")
 @job_options(EXPERIMENT)
 def run(
-    name: str = typer.Argument(..., help="Experiment name; rerun with the same options to resume."),
+    name: str = typer.Argument(..., help="Experiment name; rerun with the same options to resume (a new --model "
+                                         "adds that model's cells)."),
+    model: list[str] = typer.Option([], "--model", "-m",
+                                    help="A model to compare, repeatable: a backend spec (hf:DIR, gguf:FILE, "
+                                         "openai:MODEL, ...) or LABEL=SPEC; tables name it by LABEL, else by the "
+                                         "last part of its path."),
+    models: str | None = typer.Option(None, "--models", help="Comma-separated models, as --model (added after them)."),
     input_file: Path = typer.Option(..., "--input", "-i", help="Test sentences, one per line."),
     references: Path = typer.Option(..., "--references", "-r", help="Reference translations, line-aligned."),
     methods: str = typer.Option("zero,random,bm25,rbm25,poly-topk,dpp,scoi", "--methods",
@@ -89,27 +123,31 @@ def run(
     comet: str | None = typer.Option(None, "--comet", help="COMET checkpoint (file or local model directory)."),
     samples: int = typer.Option(1000, "--samples", min=10, max=LIMITS["samples"][1],
                                 help="Bootstrap resamples for significance."),
-    json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the table as JSON."),
+    json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the table as JSON (keys: docs/jobs.md)."),
     opts: JobOptions = JobOptions(),
 ) -> None:
-    """Queue one job per grid cell (or resume them), translate them, print the table.
+    """Queue one job per grid cell (or resume them), translate them, print the tables.
 
-    Rows are methods (and k / order / template where several are given), columns BLEU,
-    chrF and COMET (with --comet); a * marks a score that differs from the baseline's with
-    p < 0.05 (paired bootstrap over the same sentences). The table is stored with the
-    experiment: `scoi experiment show NAME` prints it again. The jobs never reuse the
-    translation memory (--reuse off): an experiment measures the model.
+    The grid is models × methods × k × order × template (random: one job per seed). One
+    table per metric (BLEU, chrF, COMET with --comet): rows are methods (and k / order /
+    template where several are given), a column group per model with the score, its 95%
+    bootstrap interval and the paired bootstrap p-value against the same model's baseline
+    row (* when p < 0.05). Piped, the table is long TSV. It is stored with the experiment:
+    `scoi experiment show NAME` prints it again. Rerunning resumes; a rerun with another
+    --model adds it; another grid, direction or input under the same name is refused. The
+    jobs never reuse the translation memory (--reuse off): an experiment measures the model.
     """
     from scoi.db.engine import resolve_read_url
-    from scoi.jobs.experiment import ExperimentSpec, create_or_resume, run_jobs
+    from scoi.jobs.experiment import ExperimentSpec, create_or_resume, parse_models, run_jobs
     from scoi.jobs.spec import read_lines, JobError
     from scoi.jobs.store import connect
 
     try:
+        labelled = parse_models(_models(model, models))
         sources, refs = read_lines(input_file), read_lines(references)
     except JobError as e:
         fail(str(e))
-    spec = ExperimentSpec(name=name, src=opts.src.lower(), tgt=opts.tgt.lower(), model=opts.model,
+    spec = ExperimentSpec(name=name, src=opts.src.lower(), tgt=opts.tgt.lower(), models=labelled,
                           methods=_split(methods, "methods"), ks=_ints(ks, "k"), orders=_split(orders, "orders"),
                           templates=_split(templates, "templates"), baseline=baseline, random_seeds=random_seeds,
                           pool=opts.pool, max_new_tokens=opts.max_new_tokens, backend_options=opts.backend_options(),
@@ -144,10 +182,58 @@ def show(
     samples: int = typer.Option(1000, "--samples", min=10, max=LIMITS["samples"][1],
                                 help="Bootstrap resamples for significance."),
     partial: bool = typer.Option(False, "--partial", help="Score the items done so far of unfinished jobs."),
-    json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the table as JSON."),
+    json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the table as JSON (keys: docs/jobs.md)."),
 ) -> None:
-    """The experiment's table, from its jobs' current scores (scored where missing)."""
+    """The experiment's tables, from its jobs' current outputs (scored where missing).
+
+    One table per metric, a column group per model: score (* when p < 0.05 against the
+    model's baseline row), 95% bootstrap interval, p-value; long TSV when piped."""
     _report(database_url(), name, comet=comet, samples=samples, partial=partial, json_out=json_out)
+
+
+@experiment_app.command("plot")
+def plot(
+    name: str = typer.Argument(..., help="Experiment name."),
+    output: Path = typer.Option(..., "--output", "-o", help="Image file to write: .png or .svg."),
+    metric: str = typer.Option("bleu", "--metric", help="bleu | chrf | comet: the metric to plot."),
+    comet: str | None = typer.Option(None, "--comet", help="COMET checkpoint, to add or refresh COMET scores first."),
+    samples: int = typer.Option(1000, "--samples", min=10, max=LIMITS["samples"][1],
+                                help="Bootstrap resamples, when the table is computed now."),
+    json_out: bool = typer.Option(False, "--json", help="Print {\"file\", \"panels\", \"metric\"} as JSON."),
+) -> None:
+    """Each method's score with its 95% bootstrap interval, one panel per model (matplotlib).
+
+    Drawn from the table `experiment run` / `show` stored (computed now when there is none,
+    or with --comet). The baseline is orange; a filled marker means p < 0.05 against it."""
+    from scoi.jobs.eval import METRICS, EvalError
+    from scoi.jobs.experiment import get_experiment, results
+    from scoi.jobs.plot import PlotError, draw, plot_format
+    from scoi.jobs.spec import JobError
+    from scoi.jobs.store import connect
+    from scoi.outfile import OutputError
+
+    if metric not in METRICS:
+        fail(f"--metric {metric!r}: expected one of {', '.join(METRICS)}")
+    try:
+        plot_format(output)
+    except PlotError as e:
+        fail(str(e))
+    with connect(database_url()) as conn:
+        try:
+            experiment = get_experiment(conn, name)
+            result = experiment.result
+            if comet or not result or "metrics" not in result:  # none yet, or one stored before intervals
+                result = results(conn, experiment, comet=comet, n_samples=samples)
+        except (EvalError, JobError) as e:
+            fail(str(e))
+    try:
+        n = draw(result, output, metric=metric)
+    except (PlotError, OutputError) as e:
+        fail(str(e))
+    if json_out:
+        emit_json({"file": str(output), "panels": n, "metric": metric})
+    else:
+        say(f"wrote {output}: {metric}, {n} panel(s), one per model")
 
 
 @experiment_app.command("list")
@@ -164,6 +250,7 @@ def list_(json_out: bool = typer.Option(False, "--json", help="Print a JSON arra
     if not rows:
         console.print("no experiments yet: scoi experiment run NAME --input ... --references ... --model ...")
         return
-    print_rows(["name", "direction", "model", "jobs done", "created", "table computed"],
-               [[r["name"], f"{r['src_lang']}-{r['tgt_lang']}", r["model"], f"{r['jobs_done']}/{r['jobs']}",
+    print_rows(["name", "direction", "models", "jobs done", "created", "table computed"],
+               [[r["name"], f"{r['src_lang']}-{r['tgt_lang']}", ", ".join(m["label"] for m in r["models"]),
+                 f"{r['jobs_done']}/{r['jobs']}",
                  str(r["created_at"])[:19], str(r["result_at"] or "")[:19]] for r in rows])

@@ -473,6 +473,53 @@ def _score_cell(row: dict, metric: str) -> str:
     return f"{row[metric]:.2f}{star} ({sig['mean']:.2f} ± {sig['ci']:.2f}, p={sig['p_value']:.3f})"
 
 
+def _print_compare(rows: list[dict], columns: list[str], base: int, samples: int) -> None:
+    """The --compare table: models by short label (the full specs in a note), so it fits 80
+    columns on a terminal; long TSV, every number in a field of its own, when piped."""
+    from scoi.jobs.eval import model_labels
+
+    labels = model_labels([r["model"] for r in rows])
+    with_terms = any("terms" in r for r in rows)
+    if not console.is_terminal:
+        headers = ["job_id", "job", "method", "k", "model", "template", "metric", "score", "mean", "ci", "p_value",
+                   "items", *(["terms_accuracy"] if with_terms else [])]
+        out = []
+        for r in rows:
+            for c in columns:
+                if c not in r:
+                    continue
+                sig = r.get("significance", {}).get(c) or {}
+                out.append([str(r["job_id"]), r["name"] or "", r["method"], str(r["k"]), r["model"], r["template"], c,
+                            str(r[c]), str(sig.get("mean", "")), str(sig.get("ci", "")),
+                            "" if sig.get("p_value") is None else str(sig["p_value"]), str(r["n_items"]),
+                            *([str((r.get("terms") or {}).get("accuracy") or "")] if with_terms else [])])
+        print_rows(headers, out)
+        return
+    from rich.table import Table
+    from rich.text import Text
+
+    templates = len({r["template"] for r in rows}) > 1  # a column only when it tells the rows apart
+    table = Table("job", "method", "k", "model", *(["template"] if templates else []), *columns,
+                  *(["terms %"] if with_terms else []), "items")
+    for r in rows:
+        term_cell = ([f"{r['terms']['accuracy']:.2f}" if r.get("terms", {}).get("required") else "-"]
+                     if with_terms else [])
+        table.add_row(*table_cells([r["name"] or str(r["job_id"]), r["method"], str(r["k"]), labels[r["model"]],
+                                    *([r["template"]] if templates else []), *(_score_cell(r, c) for c in columns),
+                                    *term_cell, str(r["n_items"])]))
+    notes = []
+    if len(rows) > 1:
+        n = max((v["n_items"] for r in rows for v in r.get("significance", {}).values()), default=0)
+        notes.append(f"paired bootstrap ({samples} resamples) against {rows[base]['name'] or rows[base]['job_id']} "
+                     f"over {n} items all jobs translated: mean ± 95% interval; * p < 0.05")
+    named = [f"{lab} = {spec}" for spec, lab in labels.items() if lab != spec]
+    if named:
+        notes.append("models: " + ", ".join(named))
+    console.print(table)
+    for note in notes:
+        console.print(Text(printable(note)), highlight=False)  # wrapped to the terminal, never read as markup
+
+
 def _warn(text: str) -> None:
     """A warning line on stderr (stdout stays clean for --json)."""
     _log(f"warning: {text}")
@@ -533,23 +580,7 @@ def eval_jobs(
         if json_out:
             emit_json({"columns": columns, "rows": rows})
             return
-        from rich.table import Table
-
-        with_terms = any("terms" in r for r in rows)
-        table = Table("job", "method", "k", "model", "template", *columns, *(["terms %"] if with_terms else []),
-                      "items")
-        for r in rows:
-            term_cell = ([f"{r['terms']['accuracy']:.2f}" if r.get("terms", {}).get("required") else "-"]
-                         if with_terms else [])
-            table.add_row(*table_cells([r["name"] or str(r["job_id"]), r["method"], str(r["k"]), r["model"],
-                                        r["template"], *(_score_cell(r, c) for c in columns), *term_cell,
-                                        str(r["n_items"])]))
-        if len(rows) > 1:
-            n = max((v["n_items"] for r in rows for v in r.get("significance", {}).values()), default=0)
-            table.caption = (f"paired bootstrap ({samples} resamples) against "
-                             f"{printable(rows[base]['name'] or str(rows[base]['job_id']))}"
-                             f" over {n} items all jobs translated: mean ± 95% interval; * p < 0.05")
-        console.print(table)
+        _print_compare(rows, columns, base, samples)
         return
     if json_out:
         out = [{"job_id": j.id, "name": j.name, "scores": [s.to_dict() for s in scores],

@@ -243,7 +243,7 @@ CREATE TABLE public.experiment (
 
 -- COMMENT TABLE experiment
 
-COMMENT ON TABLE public.experiment IS 'A comparison run as jobs: grid = methods, ks, orders, templates, seeds, baseline and job settings; input_hash = sha256 of the sources and references.';
+COMMENT ON TABLE public.experiment IS 'A comparison run as jobs: grid = models (label, spec), methods, ks, orders, templates, seeds, baseline and job settings; model = the first model''s spec; input_hash = sha256 of the sources and references.';
 
 -- SEQUENCE experiment_id_seq
 
@@ -268,12 +268,17 @@ CREATE TABLE public.experiment_job (
     k integer NOT NULL,
     example_order text NOT NULL,
     template text NOT NULL,
-    seed integer NOT NULL
+    seed integer NOT NULL,
+    model text NOT NULL
 );
 
 -- COMMENT TABLE experiment_job
 
 COMMENT ON TABLE public.experiment_job IS 'The jobs of an experiment, one per grid cell (random: one per seed).';
+
+-- COMMENT COLUMN experiment_job.model
+
+COMMENT ON COLUMN public.experiment_job.model IS 'The cell''s model: its job''s backend spec (job.model).';
 
 -- TABLE glossary
 
@@ -1327,10 +1332,10 @@ ALTER TABLE ONLY public.embedder
 ALTER TABLE ONLY public.embedder
     ADD CONSTRAINT embedder_pkey PRIMARY KEY (id);
 
--- CONSTRAINT experiment_job experiment_job_experiment_id_method_k_example_order_templat_key
+-- CONSTRAINT experiment_job experiment_job_cell_key
 
 ALTER TABLE ONLY public.experiment_job
-    ADD CONSTRAINT experiment_job_experiment_id_method_k_example_order_templat_key UNIQUE (experiment_id, method, k, example_order, template, seed);
+    ADD CONSTRAINT experiment_job_cell_key UNIQUE (experiment_id, model, method, k, example_order, template, seed);
 
 -- CONSTRAINT experiment_job experiment_job_pkey
 

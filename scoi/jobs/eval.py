@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+import numpy as np
 import psycopg
 
 from scoi.core.glossary import term_accuracy
@@ -234,6 +235,63 @@ def latest_scores(conn: psycopg.Connection, job_id: int) -> dict[str, dict[str, 
     return {m: {"score": s, "signature": sig, "n_items": n, "created_at": t} for m, s, sig, n, t in rows}
 
 
+def ensure_scores(conn: psycopg.Connection, job: Job, *, comet: str | None = None, partial: bool = False,
+                  warn: Callable[[str], None] | None = None) -> dict[str, dict[str, Any]]:
+    """The job's latest stored scores, BLEU and chrF scored first when missing (COMET too
+    when ``comet`` names a checkpoint), so tables never rescore what is stored."""
+    have = latest_scores(conn, job.id)
+    if "bleu" not in have or "chrf" not in have or (comet and "comet" not in have):
+        evaluate(conn, job, comet=comet if comet and "comet" not in have else None, partial=partial, warn=warn)
+        have = latest_scores(conn, job.id)
+    return have
+
+
+def common_items(done: Sequence[Sequence[tuple[int, str, str, str]]]) -> list[int]:
+    """The item indices every job translated, with the same source sentence in all: the
+    items a paired test may compare."""
+    by_idx = [{d[0]: d for d in items} for items in done]
+    common = sorted(set.intersection(*(set(d) for d in by_idx))) if by_idx else []
+    return [i for i in common if len({d[i][1] for d in by_idx}) == 1]
+
+
+def item_statistics(metric: str, tgt_lang: str, hypotheses: Sequence[str],
+                    references: Sequence[str]) -> np.ndarray:
+    """Per-item sufficient statistics of a sacrebleu metric (items x statistics, n-gram
+    matches and lengths for BLEU, character and word n-gram counts for chrF): a corpus
+    score is computed from their sum, so a resampled test set is scored by summing rows
+    (what sacreBLEU's own bootstrap does)."""
+    m = sacrebleu_metric(metric, tgt_lang)
+    return np.asarray(m._extract_corpus_statistics(list(hypotheses), [list(references)]), dtype=np.float64)
+
+
+def score_from_statistics(metric: str, tgt_lang: str) -> Callable[[np.ndarray], float]:
+    """The corpus score from summed statistics: sacrebleu's for BLEU and chrF; for COMET,
+    whose statistics are (segment score, 1) per item, the mean segment score."""
+    if metric == "comet":
+        return lambda summed: float(summed[0] / summed[1])
+    m = sacrebleu_metric(metric, tgt_lang)
+    return lambda summed: float(m._compute_score_from_stats(list(summed)).score)
+
+
+# --------------------------------------------------------------------------- model labels
+def model_label(spec: str) -> str:
+    """A short name for a backend spec in tables: the last path part of what follows the
+    backend kind, without a .gguf suffix (``hf:/models/xglm-564M`` -> ``xglm-564M``,
+    ``openai:gpt-4o-mini`` -> ``gpt-4o-mini``)."""
+    kind, sep, rest = spec.partition(":")
+    body = rest if sep and "/" not in kind and "\\" not in kind else spec
+    name = body.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1] or body
+    return name[:-5] if name.lower().endswith(".gguf") and len(name) > 5 else name
+
+
+def model_labels(specs: Sequence[str]) -> dict[str, str]:
+    """A distinct short label per distinct spec: its :func:`model_label`, or the whole
+    spec when two specs would share one."""
+    short = {s: model_label(s) for s in dict.fromkeys(specs)}
+    clash = {lab for lab in short.values() if sum(1 for v in short.values() if v == lab) > 1}
+    return {s: (s if lab in clash else lab) for s, lab in short.items()}
+
+
 def compare(conn: psycopg.Connection, jobs: Sequence[Job], *, comet: str | None = None, partial: bool = False,
             baseline: int = 0, n_samples: int = DEFAULT_SAMPLES,
             warn: Callable[[str], None] | None = None) -> tuple[list[str], list[dict[str, Any]]]:
@@ -252,11 +310,7 @@ def compare(conn: psycopg.Connection, jobs: Sequence[Job], *, comet: str | None 
                 warn(w)
     rows = []
     for job in jobs:
-        have = latest_scores(conn, job.id)
-        if "bleu" not in have or "chrf" not in have or (comet and "comet" not in have):
-            evaluate(conn, job, comet=comet if comet and "comet" not in have else None, partial=partial,
-                     warn=warn if len(jobs) == 1 else None)
-            have = latest_scores(conn, job.id)
+        have = ensure_scores(conn, job, comet=comet, partial=partial, warn=warn if len(jobs) == 1 else None)
         rows.append({"job_id": job.id, "name": job.name, "method": job.method, "k": job.k, "model": job.model,
                      "template": job.template, "direction": f"{job.src_lang}-{job.tgt_lang}",
                      **{m: have[m]["score"] for m in METRICS if m in have},
@@ -277,9 +331,9 @@ def paired_significance(conn: psycopg.Connection, jobs: Sequence[Job], metrics: 
     against ``jobs[baseline]`` (scoi.jobs.significance), over the items (same idx, same
     source) that every job translated. A metric without per-item scores for some job
     (COMET scored before they were kept) gets no entry."""
-    done = [{d[0]: d for d in done_items(conn, job, partial=partial)} for job in jobs]
-    common = sorted(set.intersection(*(set(d) for d in done)))
-    common = [i for i in common if len({d[i][1] for d in done}) == 1]  # the same source sentence
+    done_lists = [done_items(conn, job, partial=partial) for job in jobs]
+    done = [{d[0]: d for d in items} for items in done_lists]
+    common = common_items(done_lists)  # the same source sentence in every job
     out: list[dict[str, dict[str, Any]]] = [{} for _ in jobs]
     if not common:
         return out
@@ -305,4 +359,5 @@ def paired_significance(conn: psycopg.Connection, jobs: Sequence[Job], metrics: 
 
 __all__ = ["EvalError", "Score", "METRICS", "sacrebleu_scores", "comet_score", "resolve_comet_checkpoint",
            "evaluate", "compare", "latest_scores", "job_triples", "done_items", "paired_significance",
-           "sacrebleu_metric", "blank_reference_warning", "check_same_references", "term_summary"]
+           "sacrebleu_metric", "blank_reference_warning", "check_same_references", "term_summary", "ensure_scores",
+           "common_items", "item_statistics", "score_from_statistics", "model_label", "model_labels"]

@@ -14,7 +14,7 @@ procedure's formula gives 1/(n+1), which would call identical outputs significan
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -85,4 +85,65 @@ def paired_bootstrap_sacrebleu(metric, baseline: Sequence[str], systems: Sequenc
             for i, r in enumerate(rows)]
 
 
-__all__ = ["Paired", "paired_bootstrap_means", "paired_bootstrap_sacrebleu", "DEFAULT_SAMPLES"]
+# --------------------------------------------------------------------------- experiment rows
+#: A row's corpus score from its per-item statistics summed over a (resampled) test set.
+ScoreOf = Callable[[np.ndarray], float]
+
+
+@dataclass(frozen=True)
+class RowInterval:
+    """A table row's score (the mean of its seeds' corpus scores), the 95% bootstrap
+    percentile interval of that score, and its resampled scores (for paired tests)."""
+
+    score: float
+    low: float
+    high: float
+    samples: np.ndarray
+
+
+def resample_counts(n_items: int, n_samples: int, seed: int) -> np.ndarray:
+    """How often each item is drawn in each of ``n_samples`` resampled test sets
+    (``n_samples`` x ``n_items``): the same draws as sacreBLEU's
+    ``rng.choice(n, size=(n_samples, n))``, counted so a resampled sum is one product."""
+    idxs = np.random.default_rng(seed).choice(n_items, size=(n_samples, n_items), replace=True)
+    counts = np.zeros((n_samples, n_items), dtype=np.float64)
+    np.add.at(counts, (np.arange(n_samples)[:, None], idxs), 1.0)
+    return counts
+
+
+def percentile_interval(samples: np.ndarray) -> tuple[float, float]:
+    """The central 95% of the resampled scores: the 2.5th and 97.5th of them, as
+    sacreBLEU's estimate_ci picks them (no interpolation)."""
+    s = np.sort(samples)
+    lo = len(s) // 40
+    return float(s[lo]), float(s[len(s) - lo - 1])
+
+
+def row_interval(seed_stats: Sequence[np.ndarray], score_of: ScoreOf, counts: np.ndarray) -> RowInterval:
+    """A row's score and interval from its seeds' per-item statistics (items x stats, the
+    same items in the same order for every seed and row): each resampled test set is
+    scored once per seed from the summed statistics, and the seeds' scores averaged, so a
+    random row's interval is that of the seed-averaged score the table shows."""
+    if not seed_stats:
+        raise ValueError("a row needs the statistics of one seed at least")
+    full = float(np.mean([score_of(st.sum(axis=0)) for st in seed_stats]))
+    samples = np.zeros(counts.shape[0], dtype=np.float64)
+    for st in seed_stats:
+        sums = counts @ st
+        samples += np.array([score_of(row) for row in sums], dtype=np.float64)
+    samples /= len(seed_stats)
+    low, high = percentile_interval(samples)
+    return RowInterval(full, low, high, samples)
+
+
+def paired_p_value(system: RowInterval, baseline: RowInterval) -> float:
+    """sacreBLEU's paired bootstrap p-value of the difference between two rows scored on
+    the same resampled test sets; 1 when their scores are equal (see the module docstring)."""
+    observed = abs(system.score - baseline.score)
+    if observed == 0:
+        return 1.0
+    return _p_value(np.abs(system.samples - baseline.samples), observed)
+
+
+__all__ = ["DEFAULT_SAMPLES", "Paired", "RowInterval", "ScoreOf", "paired_bootstrap_means",
+           "paired_bootstrap_sacrebleu", "paired_p_value", "percentile_interval", "resample_counts", "row_interval"]

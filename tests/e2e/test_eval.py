@@ -4,6 +4,11 @@ job, no references, COMET checkpoint missing)."""
 
 from __future__ import annotations
 
+import csv
+import io
+import re
+import subprocess
+import sys
 
 import psycopg
 import pytest
@@ -11,7 +16,7 @@ from sacrebleu.metrics import BLEU, CHRF
 
 from scoi.jobs.create import submit
 from scoi.jobs.spec import JobSpec
-from tests.helpers.cli import last_json, scoi_cli
+from tests.helpers.cli import last_json, scoi_cli, scoi_env
 from tests.helpers.jobs import demo_test_pairs
 
 
@@ -122,5 +127,26 @@ def test_compare_marks_significance_like_sacrebleu(two_jobs):
     assert other["significance"]["bleu"]["p_value"] == pytest.approx(sb.p_value, abs=1e-4)
     assert other["significance"]["bleu"]["mean"] == pytest.approx(sb.mean, abs=1e-3)
     assert other["significance"]["bleu"]["n_items"] == len(refs)
-    table = scoi_cli(["eval", "--compare", "good", "bad", "--baseline", "bad"], url).stdout
-    assert "paired bootstrap" in table and "p=" in table
+    piped = scoi_cli(["eval", "--compare", "good", "bad", "--baseline", "bad"], url).stdout
+    table = list(csv.reader(io.StringIO(piped), delimiter="\t"))  # piped: long TSV, a number per field
+    assert table[0] == ["job_id", "job", "method", "k", "model", "template", "metric", "score", "mean", "ci",
+                        "p_value", "items"]
+    fields = {(r[1], r[6]): dict(zip(table[0], r)) for r in table[1:]}
+    assert len(table) == 1 + 2 * 2 and fields["bad", "bleu"]["p_value"] == ""
+    assert float(fields["good", "bleu"]["p_value"]) < 0.05 and fields["good", "bleu"]["model"] == "openai:none"
+
+
+def test_compare_table_on_a_terminal_names_models_by_label_within_80_columns(db_url):
+    pairs = demo_test_pairs()[:5]
+    srcs, refs = [fr for fr, _ in pairs], [en for _, en in pairs]
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        for name, model in [("one", "hf:/models/very/long/path/to/xglm-564M"), ("two", "gguf:/m/alpaca-7b.gguf")]:
+            job = submit(conn, JobSpec("fr", "en", model=model, method="zero", k=0, name=name), srcs, refs)
+            conn.execute("UPDATE job_item SET status = 'done', output = reference WHERE job_id = %s", (job,))
+    proc = subprocess.run([sys.executable, "-m", "scoi.cli.main", "eval", "--compare", "one", "two"],
+                          env=scoi_env(db_url, FORCE_COLOR="1", NO_COLOR="1", COLUMNS="80"), capture_output=True,
+                          text=True, timeout=300)
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", proc.stdout)
+    assert proc.returncode == 0 and max(len(line) for line in text.splitlines()) <= 80, text
+    assert "xglm-564M" in text and "alpaca-7b" in text and "paired bootstrap" in text
+    assert "models: xglm-564M = hf:/models/very/long/path/to/xglm-564M" in " ".join(text.split())

@@ -1,4 +1,4 @@
--- Experiments and their jobs (migration 0015); scoi/jobs/experiment.py alone reads this file.
+-- Experiments and their jobs (migrations 0015, 0036); scoi/jobs/experiment.py alone reads this file.
 
 -- name: lock_experiments
 -- Two `scoi experiment run` of the same name at once: the second waits, then finds the
@@ -15,14 +15,18 @@ INSERT INTO experiment (name, src_lang, tgt_lang, model, grid, input_hash, input
 VALUES (%(name)s, %(src)s, %(tgt)s, %(model)s, %(grid)s, %(input_hash)s, %(input_path)s, %(references_path)s)
 RETURNING id;
 
+-- name: update_experiment_grid
+-- A rerun that names a model the experiment lacks adds it to the grid's model list.
+UPDATE experiment SET grid = %(grid)s WHERE id = %(experiment_id)s;
+
 -- name: insert_experiment_job
-INSERT INTO experiment_job (experiment_id, job_id, method, k, example_order, template, seed)
-VALUES (%(experiment_id)s, %(job_id)s, %(method)s, %(k)s, %(order)s, %(template)s, %(seed)s)
+INSERT INTO experiment_job (experiment_id, job_id, model, method, k, example_order, template, seed)
+VALUES (%(experiment_id)s, %(job_id)s, %(model)s, %(method)s, %(k)s, %(order)s, %(template)s, %(seed)s)
 ON CONFLICT DO NOTHING;
 
 -- name: experiment_jobs
 -- In grid order: the order the cells were created in.
-SELECT job_id, method, k, example_order, template, seed
+SELECT job_id, model, method, k, example_order, template, seed
 FROM experiment_job WHERE experiment_id = %(experiment_id)s
 ORDER BY job_id;
 
@@ -30,7 +34,7 @@ ORDER BY job_id;
 UPDATE experiment SET result = %(result)s, result_at = now() WHERE id = %(experiment_id)s;
 
 -- name: list_experiments
-SELECT e.name, e.created_at, e.src_lang, e.tgt_lang, e.model, count(x.job_id) AS jobs,
+SELECT e.name, e.created_at, e.src_lang, e.tgt_lang, e.model, e.grid -> 'models' AS models, count(x.job_id) AS jobs,
        count(x.job_id) FILTER (WHERE p.state = 'done') AS jobs_done, e.result_at
 FROM experiment e
 LEFT JOIN experiment_job x ON x.experiment_id = e.id
