@@ -100,7 +100,7 @@ def test_full_groups_of_blocks_are_one_row_and_read_the_same(server_url, templat
         n_rows, n_blocks = c.conn.execute(
             "SELECT (SELECT count(*) FROM bm25_block), (SELECT sum(n_blocks) FROM bm25_dir)").fetchone()
         assert n_rows < n_blocks
-        # a rebuild from `posting` (migration 0016, the 1M benchmark) writes the same rows
+        # a rebuild from the forward rows (migration 0016, the 1M benchmark) writes the same rows
         from scoi.db.queries import load
 
         stored = "SELECT * FROM bm25_block ORDER BY 1, 2"
