@@ -334,7 +334,7 @@ class BatchWriter:
         self.parsers = parsers
         self.labels = labels
         self.terms = TermResolver(conn, parsers, labels)
-        # Ids never change once a row exists: (lang, token) -> (vocab.id, signature bit).
+        # Ids never change once a row exists: (lang, token) -> vocab.id.
         # Filled only after a commit.
         self._vocab: dict[tuple[str, str], int] = {}
 
