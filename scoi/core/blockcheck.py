@@ -185,8 +185,9 @@ class IndexTally:
         if len(tids):
             self._grow(int(tids.max()))
         row = np.repeat(np.arange(len(sids)), counts)
-        # token ids distinct and ascending, tf >= 1, tf summing to dl
-        bad_post = tfs < 1
+        # token ids distinct, ascending and positive, tf >= 1, tf summing to dl
+        bad_post = (tfs < 1) | (tids < 1)
+        tids = np.maximum(tids, 0)  # 0: no vocab row has it (a serial), so it counts as unknown too
         if len(tids) > 1:
             same_row = row[1:] == row[:-1]
             bad_post[1:] |= same_row & (tids[1:] <= tids[:-1])
@@ -194,7 +195,7 @@ class IndexTally:
         np.logical_or.at(bad, row, bad_post)
         tf_sum = np.zeros(len(sids), dtype=np.int64)
         np.add.at(tf_sum, row, tfs)
-        bad |= (tf_sum != dls) | (counts == 0)
+        bad |= tf_sum != dls
         self.bad_docs += int(bad.sum())
         # a token of another language's vocabulary (tokens of no vocab row: counted apart)
         doc_lang = np.array([self.langs.get(x, -2) if x is not None else -3 for x in langs], dtype=np.int64)
