@@ -9,9 +9,9 @@ run, on the same queries (the two sets of bench_select.py):
   so parse + coverage is a floor of the whole selection even when preselection runs
   beside the parse (it does: a helper thread);
 - *coverage*: coverage + greedy on the 100-candidate pool (numpy);
-- *PostgreSQL per row*: an index-only scan that reads every posting of the query's tokens
-  and sums one column, the least work per posting a scoring query can do, as µs per
-  posting row, and how many rows that is (sum of the tokens' document frequencies);
+- *PostgreSQL per posting*: reading every posting block of the query's tokens and summing
+  their sizes, the least the server does for the block preselection, as µs per posting,
+  and how many postings that is (sum of the tokens' document frequencies);
 - *round trip*: ``SELECT 1``.
 
     python benchmarks/bench_floor.py     # on the database bench_select.py --build made
@@ -31,8 +31,8 @@ sys.path.insert(0, str(HERE))
 from shared_data import MISSING, available, held_out_queries, long_queries, warm_up  # noqa: E402
 
 POSTINGS_OF = """
-SELECT count(*), sum(p.tf) FROM posting p
-WHERE p.token_id = ANY(ARRAY(SELECT v.id FROM vocab v WHERE v.lang = 'fr' AND v.token = ANY(%(tokens)s::text[])))
+SELECT coalesce(sum(length(b.tfdl) / 2), 0), sum(length(b.ids)) FROM bm25_block b
+WHERE b.token_id = ANY(ARRAY(SELECT v.id FROM vocab v WHERE v.lang = 'fr' AND v.token = ANY(%(tokens)s::text[])))
 """
 
 
@@ -47,7 +47,7 @@ def timed(fn, *args) -> float:
 
 
 def measure(sel, queries: list[str]) -> dict[str, list[float]]:
-    """Per query: each step's ms, and the posting rows of its tokens."""
+    """Per query: each step's ms, and the postings of its tokens."""
     out: dict[str, list[float]] = {k: [] for k in ("parse", "coverage", "preselect", "whole", "rows", "scan", "us_row", "rtt")}
     an = sel.analyzer
     conn = sel.conn
@@ -93,9 +93,9 @@ def main() -> None:
             ("coverage + greedy, ms", "coverage"),
             ("whole selection incl. parse, ms", "whole"),
             ("preselection (SQL), ms", "preselect"),
-            ("posting rows of the query's tokens", "rows"),
-            ("index-only scan of those rows, ms", "scan"),
-            ("  per posting row, µs", "us_row"),
+            ("postings of the query's tokens", "rows"),
+            ("reading their blocks, ms", "scan"),
+            ("  per posting, µs", "us_row"),
             ("round trip SELECT 1, ms", "rtt")]
     for label, key in rows:
         (lp50, lp95), (sp50, sp95) = pct(res["long"][key]), pct(res["short"][key])

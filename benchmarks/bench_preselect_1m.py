@@ -5,8 +5,8 @@ recombined like the database's sentences: first half of one, second half of the 
 The 1M-pair database is built by RECOMBINING real sentences of the development corpora: each
 synthetic French sentence is the first half of one real eligible sentence's Moses tokens
 followed by the second half of another's, paired with the first one's English side.
-Only what preselection reads is synthesised (sentence, pair, bm25_doc, posting, the
-posting blocks, vocab.df and the token bounds of migration 0008, bm25_stats) — the synthetic rows reuse
+Only what preselection reads is synthesised (sentence, pair, bm25_doc, the posting
+blocks, vocab.df, bm25_stats) — the synthetic rows reuse
 the first sentence's polynomial terms, so this database is for preselection only. It is
 built server-side in SQL from a copy of the 42k database that ``bench_select.py --build``
 makes (``--source``, default ``scoi_bench_select``: it leaves the long queries out).
@@ -66,23 +66,15 @@ INSERT INTO pair (corpus_id, a_lang, b_lang, a_id, b_id, line)
 SELECT (SELECT min(id) FROM corpus), 'en', 'fr', ss.en_id, nf.id, NULL
 FROM new_fr nf JOIN synth_sent ss ON ss.sha = nf.sha
 ON CONFLICT DO NOTHING;
-INSERT INTO bm25_doc (sentence_id, dl, token_ids, tfs, sig)
-SELECT nf.id, nf.n_tokens, array_agg(v.id ORDER BY v.id), array_agg(t.tf ORDER BY v.id),
-       bit_or(bm25_token_bit(v.id))
+INSERT INTO bm25_doc (sentence_id, dl, token_ids, tfs)
+SELECT nf.id, nf.n_tokens, array_agg(v.id ORDER BY v.id), array_agg(t.tf ORDER BY v.id)
 FROM new_fr nf
 CROSS JOIN LATERAL (SELECT lower(tok) AS tok, count(*)::smallint AS tf FROM unnest(nf.tokens) tok GROUP BY 1) t
 JOIN vocab v ON v.lang = 'fr' AND v.token = t.tok
 GROUP BY nf.id, nf.n_tokens;
-INSERT INTO posting (token_id, sentence_id, tf, dl, sig)
-SELECT u.token_id, d.sentence_id, u.tf, d.dl, d.sig
-FROM new_fr nf JOIN bm25_doc d ON d.sentence_id = nf.id
-CROSS JOIN LATERAL unnest(d.token_ids, d.tfs) AS u(token_id, tf);
-UPDATE vocab v SET df = c.n, df_rep = c.n_rep, max_tf = c.max_tf, min_dl = c.min_dl, min_dl2 = c.min_dl2,
-                   min_dl3 = c.min_dl3
-FROM (SELECT token_id, count(*) n, count(*) FILTER (WHERE tf >= 2) n_rep, max(tf) max_tf, min(dl) min_dl,
-             min(dl) FILTER (WHERE tf = 2) min_dl2,
-             min(dl) FILTER (WHERE tf >= 3) min_dl3
-      FROM posting GROUP BY token_id) c
+UPDATE vocab v SET df = c.n
+FROM (SELECT u.token_id, count(*) n FROM bm25_doc d CROSS JOIN LATERAL unnest(d.token_ids) AS u(token_id)
+      GROUP BY u.token_id) c
 WHERE v.id = c.token_id;
 UPDATE bm25_stats b SET n_docs = x.n, total_len = x.l
 FROM (SELECT count(*) n, sum(n_tokens) l FROM sentence WHERE lang = 'fr' AND eligible) x WHERE b.lang = 'fr';
@@ -135,7 +127,7 @@ def main() -> None:
             for stmt in BUILD_SQL.split(";\n"):
                 if stmt.strip():
                     conn.execute(stmt, {"n": max(0, args.pairs - have)} if "%(n)s" in stmt else None)
-            conn.execute(load("bm25")["rebuild_blocks"])  # the posting blocks, from the postings written above
+            conn.execute(load("bm25")["rebuild_blocks"])  # the posting blocks, from the forward rows written above
             conn.commit()
             conn.autocommit = True
             conn.execute("VACUUM ANALYZE")

@@ -194,14 +194,14 @@ def load_average() -> str:
 
 def index_size(conn, pairs: int) -> str:
     """The BM25 index's size: the posting blocks and directories (what the selector
-    reads), and the plain-SQL statement's tables beside them."""
+    reads), and the forward rows beside them (rescoring, deletes)."""
     rows = conn.execute("""
         SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c
-        WHERE c.relname IN ('bm25_block', 'bm25_dir', 'posting', 'bm25_doc') AND c.relkind = 'r'""").fetchall()
+        WHERE c.relname IN ('bm25_block', 'bm25_dir', 'bm25_doc') AND c.relkind = 'r'""").fetchall()
     size = dict(rows)
     blocks = size.get("bm25_block", 0) + size.get("bm25_dir", 0)
     return (f"index: posting blocks + directories {blocks / 1e6:,.0f} MB ({blocks / max(pairs, 1):,.0f} bytes per pair); "
-            f"beside them posting {size.get('posting', 0) / 1e6:,.0f} MB and bm25_doc {size.get('bm25_doc', 0) / 1e6:,.0f} MB")
+            f"beside them bm25_doc {size.get('bm25_doc', 0) / 1e6:,.0f} MB")
 
 
 def describe(conn) -> str:

@@ -246,8 +246,8 @@ def _ingest(opts: IngestOptions, url: str, src: str, tgt: str, fmt: str, choices
         summary.removed_sentences = writer.replaced.sentences
         if summary.inserted or summary.replaced:
             # Bulk load, then VACUUM ANALYZE (pgvector-python's recipe): fresh statistics for
-            # the planner everywhere, and a visibility map for posting, the table read by
-            # index-only scans (the rest is left to autovacuum: less time at the end of a run).
+            # the planner everywhere, and the posting blocks' rewritten row versions freed
+            # (the rest is left to autovacuum: less time at the end of a run).
             conn.autocommit = True
             runs.vacuum_analyze(conn)
     finally:

@@ -30,8 +30,8 @@ from scoi.textfile import TextFileError, decode_line, raw_lines
 FORMATS = ("tsv", "moses", "tmx", "jsonl", "xliff", "po")
 
 # What the database can store and index, checked before anything is written:
-# sentence.tsv is to_tsvector(text), at most 1 MB; bm25_doc.dl, posting.tf/dl and
-# vocab.max_tf/min_dl are smallint (at most 32,767 tokens per sentence); vocab (lang,
+# sentence.tsv is to_tsvector(text), at most 1 MB; bm25_doc.dl and tfs are smallint (at
+# most 32,767 tokens per sentence); vocab (lang,
 # token) is a unique btree, whose rows must stay under ~2,700 bytes. A side of at most
 # MAX_SIDE_CHARS characters (<= 40 KB of UTF-8, <= 10,000 tokens) and words of at most
 # MAX_WORD_CHARS characters (a Moses token escapes a character to at most 6 bytes:

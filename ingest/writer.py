@@ -14,7 +14,6 @@ import hashlib
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from itertools import repeat
 
 import numpy as np
 import psycopg
@@ -24,8 +23,7 @@ from ingest.runs import add_run_counts
 from scoi.analysis import MAX_EXAMPLE_TOKENS, Analysis
 from scoi.core.bm25blocks import BLOCK, DIR, GROUP, Directory, decode_dir, decode_postings, open_from, pack
 from scoi.core.polynomial import LabelSpace, parse_key
-from scoi.db.literals import (VECTOR_WIDTH, bytea_array, copy_text, int_array, opt_int_array, signature, sparsevec,
-                              text_array)
+from scoi.db.literals import VECTOR_WIDTH, bytea_array, copy_text, int_array, sparsevec, text_array
 from scoi.db.queries import load
 
 _SQL = load("ingest")
@@ -53,31 +51,6 @@ def copy_sentence_terms(cur: psycopg.Cursor, rows: Iterable[str]) -> None:
 
 def sha(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8")).digest()
-
-
-def token_bounds(tids: list[int], by_length: list[tuple[int, list[int]]],
-                 repeated: list[tuple[int, int, int]]) -> dict[str, str]:
-    """The ``add_df`` parameters of the token bounds (migration 0008), as array literals
-    aligned with ``tids``: postings with tf >= 2, largest tf, shortest sentence holding the
-    token (any tf), exactly twice, three times or more (NULL: none). Sentences longest first, so that the last
-    (C-level) dict update per token is its shortest: the common case (tf = 1) costs no
-    Python-level loop per posting."""
-    min_dl: dict[int, int] = {}
-    for n, ids in sorted(by_length, key=lambda x: -x[0]):
-        min_dl.update(zip(ids, repeat(n)))
-    n_rep: Counter[int] = Counter()
-    max_tf: dict[int, int] = {}
-    min_dl2: dict[int, int] = {}
-    min_dl3: dict[int, int] = {}
-    for tid, tf, n in repeated:
-        n_rep[tid] += 1
-        max_tf[tid] = max(max_tf.get(tid, 1), tf)
-        bucket = min_dl2 if tf == 2 else min_dl3
-        bucket[tid] = min(bucket.get(tid, n), n)
-    return {"n_rep": int_array([n_rep[t] for t in tids]),
-            "max_tf": int_array([max_tf.get(t, 1) for t in tids]), "min_dl": int_array([min_dl[t] for t in tids]),
-            "min_dl2": opt_int_array([min_dl2.get(t) for t in tids]),
-            "min_dl3": opt_int_array([min_dl3.get(t) for t in tids])}
 
 
 def write_blocks(cur: psycopg.Cursor, tids: np.ndarray, sids: np.ndarray, tfs: np.ndarray, dls: np.ndarray) -> None:
@@ -155,9 +128,9 @@ class Dropped:
 def drop_pairs(cur: psycopg.Cursor, ids: list[int], protect: set[tuple[str, bytes]] | None = None) -> Dropped:
     """Delete the pairs ``ids`` in the cursor's transaction (which holds ``lock_writes``),
     and every sentence of theirs that no other pair uses, keeping the BM25 index exact:
-    postings and forward rows deleted, df and token bounds recounted, N and total length
-    reduced, and each affected token's blocks rewritten from the first one that held a
-    deleted posting (the later ones shift: a block is 128 consecutive postings).
+    forward rows deleted, df and N/total length reduced, and each affected token's blocks
+    rewritten from the first one that held a deleted posting (the later ones shift: a
+    block is 128 consecutive postings).
     Sentences in ``protect`` (lang, sha) are left in place (see :func:`drop_unused`)."""
     if not ids:
         return Dropped()
@@ -179,11 +152,8 @@ def drop_unused(cur: psycopg.Cursor, candidates: list[int], protect: set[tuple[s
     orphans = [sid for sid, lang, h in found if not (protect and (lang, bytes(h)) in protect)]
     if orphans:
         docs = cur.execute(_DELETE["delete_docs"], {"ids": orphans}).fetchall()
-        tids = np.array([t for _, toks, _, _ in docs for t in toks], dtype=np.int64)
-        sids = np.array([sid for sid, toks, _, _ in docs for _ in toks], dtype=np.int64)
-        tfs = np.array([tf for _, _, tf_list, _ in docs for tf in tf_list], dtype=np.int64)
-        dls = np.array([dl for _, toks, _, dl in docs for _ in toks], dtype=np.int64)
-        cur.execute(_DELETE["delete_postings"], {"tids": int_array(tids.tolist()), "sids": int_array(sids.tolist())})
+        tids = np.array([t for _, toks in docs for t in toks], dtype=np.int64)
+        sids = np.array([sid for sid, toks in docs for _ in toks], dtype=np.int64)
         cur.execute(_DELETE["delete_sentence_terms"], {"ids": orphans})
         stats: dict[str, list[int]] = {}
         for lang, eligible, n in cur.execute(_DELETE["delete_sentences"], {"ids": orphans}).fetchall():
@@ -196,32 +166,8 @@ def drop_unused(cur: psycopg.Cursor, candidates: list[int], protect: set[tuple[s
                                                     "lens": [v[1] for v in stats.values()]})
             cur.execute(_DELETE["drop_empty_stats"], {"langs": list(stats)})
         if len(tids):
-            update_vocab(cur, tids, tfs, dls)
             rewrite_blocks(cur, tids, sids)
     return len(orphans), kept
-
-
-def update_vocab(cur: psycopg.Cursor, tids: np.ndarray, tfs: np.ndarray, dls: np.ndarray) -> None:
-    """df and the token bounds of migration 0008 without the deleted postings (token, tf,
-    dl): df and df_rep drop by their counts; the extremes (largest tf, shortest sentence
-    with tf = any, 2, 3+) are recounted from the remaining postings only for the tokens
-    where a deleted posting was one (a delete can tighten a bound, and the checks want
-    exact extremes; recounting reads the token's whole list)."""
-    order = np.argsort(tids, kind="stable")
-    tids, tfs, dls = tids[order], tfs[order], dls[order]
-    uniq, start = np.unique(tids, return_index=True)
-    n = np.diff(np.r_[start, len(tids)])
-    n_rep = np.add.reduceat((tfs >= 2).astype(np.int64), start)
-    ids = int_array(uniq.tolist())
-    cur.execute(_DELETE["sub_df"], {"ids": ids, "n": int_array(n.tolist()), "n_rep": int_array(n_rep.tolist())})
-    bounds = {tid: rest for tid, *rest in cur.execute(_DELETE["token_bounds"], {"ids": ids})}
-    recount = set()
-    for tid, tf, dl in zip(tids.tolist(), tfs.tolist(), dls.tolist()):
-        df, max_tf, min_dl, min_dl2, min_dl3 = bounds[tid]
-        if df == 0 or tf == max_tf or dl == min_dl or (tf == 2 and dl == min_dl2) or (tf >= 3 and dl == min_dl3):
-            recount.add(tid)
-    if recount:
-        cur.execute(_DELETE["recount_vocab"], {"ids": int_array(sorted(recount))})
 
 
 def rewrite_blocks(cur: psycopg.Cursor, tids: np.ndarray, sids: np.ndarray) -> None:
@@ -229,7 +175,8 @@ def rewrite_blocks(cur: psycopg.Cursor, tids: np.ndarray, sids: np.ndarray) -> N
     deleted: each token's rows from the group holding its first deleted posting on are
     read back (bytes, decoded here), the deleted postings left out, packed again and
     replace the old rows; its directory keeps the records before them (``upsert_dirs``),
-    or goes when the token has no posting left."""
+    or goes when the token has no posting left. Each token's df is recounted from its
+    blocks: the full groups kept before the rewritten rows, and the postings rewritten."""
     first_deleted: dict[int, int] = {}
     for tid, sid in zip(tids.tolist(), sids.tolist()):
         if sid < first_deleted.get(tid, sid + 1):
@@ -251,6 +198,8 @@ def rewrite_blocks(cur: psycopg.Cursor, tids: np.ndarray, sids: np.ndarray) -> N
     keep = ~np.isin(cols[1], sids)  # a deleted sentence loses all its postings: one test for every token
     order = np.lexsort((cols[1][keep], cols[0][keep]))
     packed, per_token = pack(*(c[keep][order] for c in cols), base)
+    left = Counter(cols[0][keep].tolist())
+    cur.execute(_DELETE["set_df"], {"ids": int_array(ids), "df": int_array([BLOCK * base[t] + left[t] for t in ids])})
     layout = {"block": BLOCK, "group": GROUP, "rec": DIR.itemsize}
     cur.execute(_DELETE["delete_blocks_from"], where)
     with cur.copy(_SQL["copy_blocks"]) as cp:
@@ -385,9 +334,9 @@ class BatchWriter:
         self.parsers = parsers
         self.labels = labels
         self.terms = TermResolver(conn, parsers, labels)
-        # Ids never change once a row exists: (lang, token) -> (vocab.id, signature bit).
+        # Ids never change once a row exists: (lang, token) -> vocab.id.
         # Filled only after a commit.
-        self._vocab: dict[tuple[str, str], tuple[int, int]] = {}
+        self._vocab: dict[tuple[str, str], int] = {}
 
     def write(self, sentences: list[ParsedSentence], pairs: list[PairRow], *, read: int, rejected: int,
               relied_on: set[tuple[str, bytes]] | None = None) -> int:
@@ -495,43 +444,33 @@ class BatchWriter:
         copy_sentence_terms(cur, term_rows)
 
     def _write_bm25(self, cur: psycopg.Cursor, ids: list[int], new: list[ParsedSentence],
-                    vocab: dict[tuple[str, str], tuple[int, int]]) -> None:
-        """Forward-index rows, postings, df, token bounds and N/total length of the new
-        eligible sentences."""
+                    vocab: dict[tuple[str, str], int]) -> None:
+        """Forward-index rows, posting blocks, df and N/total length of the new eligible
+        sentences."""
         df: Counter[int] = Counter()
         stats: dict[str, list[int]] = {}
-        docs, postings = [], []
-        by_length: list[tuple[int, list[int]]] = []  # (dl, token ids) per sentence
+        docs = []
         blocks: list[list[int]] = [[], [], [], []]    # token ids, sentence ids, tfs, dls of the postings
-        repeated: list[tuple[int, int, int]] = []    # (token id, tf, dl) of postings with tf >= 2
         for sid, s in zip(ids, new):
             n = len(s.analysis.tokens)
             if n > MAX_EXAMPLE_TOKENS:
                 continue
-            counts = sorted((*vocab[(s.lang, tok)], tf) for tok, tf in Counter(t.lower() for t in s.analysis.tokens).items())
-            sig = signature([bit for _, bit, _ in counts])
-            tids = [tid for tid, _, _ in counts]
-            docs.append(f"{sid}\t{n}\t{int_array(tids)}\t"
-                        f"{int_array([tf for _, _, tf in counts])}\t{sig}\n")
-            postings.extend(f"{tid}\t{sid}\t{tf}\t{n}\t{sig}\n" for tid, _, tf in counts)
+            counts = sorted((vocab[(s.lang, tok)], tf) for tok, tf in Counter(t.lower() for t in s.analysis.tokens).items())
+            tids = [tid for tid, _ in counts]
+            tfs = [tf for _, tf in counts]
+            docs.append(f"{sid}\t{n}\t{int_array(tids)}\t{int_array(tfs)}\n")
             blocks[0] += tids
             blocks[1] += [sid] * len(tids)
-            blocks[2] += [tf for _, _, tf in counts]
+            blocks[2] += tfs
             blocks[3] += [n] * len(tids)
             df.update(tids)
-            by_length.append((n, tids))
-            if n > len(counts):  # some token repeats (most sentences have none)
-                repeated.extend((tid, tf, n) for tid, _, tf in counts if tf > 1)
             lang_stats = stats.setdefault(s.lang, [0, 0])
             lang_stats[0] += 1
             lang_stats[1] += n
         with cur.copy(_SQL["copy_bm25_docs"]) as cp:
             cp.write("".join(docs))
-        with cur.copy(_SQL["copy_postings"]) as cp:
-            cp.write("".join(postings))
         if df:
-            cur.execute(_SQL["add_df"], {"ids": int_array(list(df)), "n": int_array(list(df.values())),
-                                        **token_bounds(list(df), by_length, repeated)})
+            cur.execute(_SQL["add_df"], {"ids": int_array(list(df)), "n": int_array(list(df.values()))})
         for lang, (n_docs, total_len) in stats.items():
             cur.execute(_SQL["add_bm25_stats"], {"lang": lang, "n_docs": n_docs, "total_len": total_len})
         write_blocks(cur, *(np.array(a, dtype=np.int64) for a in blocks))
@@ -555,8 +494,8 @@ class BatchWriter:
                      "lines": int_array([p.line for p in pairs]), "metas": text_array(metas)})
         return cur.fetchone()[0]
 
-    def _resolve_tokens(self, cur: psycopg.Cursor, new: list[ParsedSentence]) -> dict[tuple[str, str], tuple[int, int]]:
-        """(vocab.id, signature bit) of every lowercased token of the eligible sentences of
+    def _resolve_tokens(self, cur: psycopg.Cursor, new: list[ParsedSentence]) -> dict[tuple[str, str], int]:
+        """vocab.id of every lowercased token of the eligible sentences of
         ``new``, inserting the tokens the vocabulary does not have."""
         vocab = dict(self._vocab)
         missing: dict[str, set[str]] = {}
@@ -569,6 +508,6 @@ class BatchWriter:
         for lang, tokens in missing.items():
             toks = text_array(sorted(tokens))
             cur.execute(_SQL["insert_vocab"], {"lang": lang, "tokens": toks})
-            for tok, vid, bit in cur.execute(_SQL["vocab_ids"], {"lang": lang, "tokens": toks}):
-                vocab[(lang, tok)] = (vid, bit)
+            for tok, vid in cur.execute(_SQL["vocab_ids"], {"lang": lang, "tokens": toks}):
+                vocab[(lang, tok)] = vid
         return vocab

@@ -160,7 +160,7 @@ def _delete(run: Callable[..., DeleteSummary], what: str, yes: bool, dry_run: bo
             with console.status(f"deleting {what}...") if not json_out and sys.stdout.isatty() else nullcontext():
                 summary = run(conn, dry_run)
             if summary.pairs and not dry_run:
-                conn.autocommit = True  # VACUUM: index-only scans of posting need its visibility map
+                conn.autocommit = True  # VACUUM: the rewritten posting blocks leave dead row versions
                 vacuum_analyze(conn)
     except DeleteError as e:
         fail(str(e))

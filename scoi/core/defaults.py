@@ -42,6 +42,6 @@ LOOKUP_N = 5                  # scoi lookup: matches shown
 LOOKUP_MIN_MATCH = 0.0        # scoi lookup: lowest match % shown (CAT tools often use 70)
 LOOKUP_POOL = 1000            # scoi lookup: exact BM25 pool the match % is computed on (docs/method.md §8)
 LOOKUP_FIRST_POOL = 200       # scoi lookup: pool read first; the full pool only when it may miss a match
-#: scoi db check: work_mem of each of its sessions (SET LOCAL), so the grouped passes over
-#: posting hash and sort in memory (at 1M pairs a per-sentence hash holds ~200 MB).
+#: scoi db check: work_mem of each of its sessions (SET LOCAL), so its grouped statements
+#: (sentence_term by sentence, forward rows beside sentences) hash and sort in memory.
 DB_CHECK_WORK_MEM = "256MB"

@@ -1,8 +1,9 @@
 """Integrity checks of the stored corpus: ``scoi db check`` and the tests' assert_consistent.
 
 Since migration 0005 ingest keeps several references without foreign keys (docs/schema.md,
-"Writes"), and the counters (df, N, total length, the token bounds of 0008) are maintained
-by the writer; these checks are what verifies them. Statements: ``scoi/db/sql/check.sql``.
+"Writes"), and the counters (df, N, total length) are maintained by the writer; these checks
+are what verifies them. Statements: ``scoi/db/sql/check.sql``; the BM25 index's postings,
+stored only packed since migration 0034, are decoded here (:func:`index_pass`).
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
 import psycopg
 from psycopg import sql
 
+from scoi.core.blockcheck import IndexTally, array_elements
 from scoi.core.defaults import DB_CHECK_WORK_MEM
 from scoi.db import connect
 from scoi.db.queries import load
@@ -29,6 +32,11 @@ _COMMENT = re.compile(r"^--\s?(.*)$")
 _PASS_CHECKS = re.compile(r"^--\s*checks:\s*(.+)$", re.MULTILINE)
 #: ``application_name`` of the checks' sessions: what to look for in pg_stat_activity.
 APPLICATION_NAME = "scoi db check"
+#: the pass of check.sql that is no statement: :func:`index_pass` computes its checks
+INDEX_PASS = "pass_index"
+_INDEX_SQL = load("check_index")
+_TOKENS_PER_CHUNK = 2000     # tokens' blocks decoded at once
+_SENTENCES_PER_CHUNK = 20000  # sentence ids of forward rows sent as one row
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,8 @@ def checks() -> dict[str, tuple[str, str]]:
     passes: dict[str, str] = {}
     for name, body in blocks.items():
         if name.startswith("pass_"):
+            if _is_comment_only(body) != (name == INDEX_PASS):
+                raise ValueError(f"check.sql: {name} must hold a statement (only {INDEX_PASS} runs in Python)")
             found = _PASS_CHECKS.search(body)
             if found is None:
                 raise ValueError(f"check.sql: {name} has no '-- checks:' line")
@@ -184,17 +194,58 @@ def _worker(conn: psycopg.Connection, selected: dict[str, tuple[str, str]],
             except queue.Empty:
                 return
             t0 = time.perf_counter()
-            cur = conn.execute(statement)
-            row = cur.fetchone()
+            if _is_comment_only(statement):
+                value = index_pass(conn, stop)
+            else:
+                cur = conn.execute(statement)
+                row = cur.fetchone()
+                columns = [c.name for c in cur.description]
+                value = dict(zip(columns, row)) if len(columns) > 1 else {group[0]: row[0]}
             seconds = time.perf_counter() - t0
-            columns = [c.name for c in cur.description]
-            value = dict(zip(columns, row)) if len(columns) > 1 else {group[0]: row[0]}
             missing = set(group) - set(value)
             if missing:
                 raise ValueError(f"check.sql: no column {', '.join(sorted(missing))} in the pass computing it")
             done.put([CheckResult(n, selected[n][0], int(value[n]), seconds) for n in group])
     except BaseException as e:  # noqa: BLE001 - handed to the calling thread
         done.put(e)
+
+
+class Cancelled(Exception):
+    """The checks were stopped while :func:`index_pass` was between two reads."""
+
+
+def index_pass(conn: psycopg.Connection, stop: threading.Event | None = None) -> dict[str, int]:
+    """The checks of ``pass_index`` on ``conn``'s transaction: every token's posting blocks
+    and directory, and every forward row, streamed (check_index.sql) and compared in
+    numpy (scoi.core.blockcheck): memory follows the vocabulary and one chunk, not the
+    corpus. ``stop`` set between two chunks ends it (a running read is cancelled by the
+    caller, on the server)."""
+
+    def check_stop() -> None:
+        if stop is not None and stop.is_set():
+            raise Cancelled()
+
+    vocab = conn.execute(_INDEX_SQL["vocab"]).fetchall()
+    tally = IndexTally(np.array([r[0] for r in vocab], dtype=np.int64), [r[1] for r in vocab],
+                       np.array([r[2] for r in vocab], dtype=np.int64))
+    cur = conn.cursor(binary=True)
+    chunk: list[tuple] = []
+    for row in cur.stream(_INDEX_SQL["blocks"]):
+        chunk.append(row)
+        if len(chunk) == _TOKENS_PER_CHUNK:
+            check_stop()
+            tally.add_blocks(chunk)
+            chunk = []
+    tally.add_blocks(chunk)
+    for bad, sids, dls, counts, langs, tid_bytes, tf_bytes in cur.stream(_INDEX_SQL["docs"],
+                                                                         {"chunk": _SENTENCES_PER_CHUNK}):
+        check_stop()
+        tally.bad_docs += bad
+        if sids:
+            counts = np.array(counts, dtype=np.int64)
+            tally.add_docs(np.array(sids), np.array(dls), counts, array_elements(bytes(tid_bytes), counts, 4),
+                           array_elements(bytes(tf_bytes), counts, 2), langs)
+    return tally.violations()
 
 
 class Terminated(SystemExit):
@@ -219,4 +270,4 @@ def _sigterm_exits() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-__all__ = ["APPLICATION_NAME", "CheckResult", "Terminated", "checks", "default_jobs", "run_checks"]
+__all__ = ["APPLICATION_NAME", "CheckResult", "Terminated", "checks", "default_jobs", "index_pass", "run_checks"]

@@ -1,4 +1,4 @@
-"""PostgreSQL text literals built by hand: array parameters, COPY text fields, sparsevec, bit signatures.
+"""PostgreSQL text literals built by hand: array parameters, COPY text fields, sparsevec.
 
 The writer's measured fast path (docs/schema.md, "Writes"): psycopg's ``write_row`` and
 list dumping work field by field and element by element in Python, which was most of the
@@ -29,11 +29,6 @@ def int_array(values: list[int]) -> str:
     return "{" + ",".join(map(str, values)) + "}"
 
 
-def opt_int_array(values: list[int | None]) -> str:
-    """PostgreSQL array literal of integers, None as NULL."""
-    return "{" + ",".join("NULL" if v is None else str(v) for v in values) + "}"
-
-
 def bytea_array(values: list[bytes]) -> str:
     """PostgreSQL array literal of byte strings (bytea hex format)."""
     return "{" + ",".join(f'"\\\\x{v.hex()}"' for v in values) + "}"
@@ -44,15 +39,6 @@ def copy_text(value: str) -> str:
     if "\\" in value or "\t" in value or "\n" in value or "\r" in value:
         return value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
     return value
-
-
-def signature(bits: list[int]) -> str:
-    """A token signature as a ``bit(256)`` literal in hex: bit ``b`` counted from the left,
-    as ``bm25_token_bit`` sets it (migration 0004)."""
-    sig = 0
-    for b in bits:
-        sig |= 1 << (255 - b)
-    return f"x{sig:064x}"
 
 
 def sparsevec(exps: dict[int, int]) -> str:

@@ -113,10 +113,9 @@ def upgrade(engine: sa.Engine, revision: str = "head") -> None:
 
 
 def _vacuum(engine: sa.Engine) -> None:
-    """VACUUM ANALYZE after a schema change: migrations may rebuild tables (0004 rebuilds
-    ``posting``), and until the visibility map is set the preselection's index-only
-    scans visit the heap (measured at 1M pairs: p95 60 ms before, 42 ms after). VACUUM
-    cannot run inside the migration's transaction, hence here."""
+    """VACUUM ANALYZE after a schema change: migrations may rebuild tables (0034 rewrites
+    ``bm25_doc``), which then have no planner statistics and no visibility map until
+    autovacuum comes. VACUUM cannot run inside the migration's transaction, hence here."""
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.exec_driver_sql(_sql()["vacuum_analyze"])
 

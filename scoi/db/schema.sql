@@ -24,12 +24,6 @@ CREATE FUNCTION public.bm25_scores(bigint[], integer[], double precision[], doub
     GROUP BY d.sentence_id
     $_$;
 
--- FUNCTION bm25_token_bit(integer)
-
-CREATE FUNCTION public.bm25_token_bit(token_id integer) RETURNS bit
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $$ SELECT '1'::bit(256) >> (hashint4(token_id) & 255) $$;
-
 -- FUNCTION exact_changes(text)
 
 CREATE FUNCTION public.exact_changes(text) RETURNS boolean
@@ -104,8 +98,7 @@ CREATE TABLE public.bm25_doc (
     sentence_id bigint NOT NULL,
     dl smallint NOT NULL,
     token_ids integer[] NOT NULL,
-    tfs smallint[] NOT NULL,
-    sig bit(256) NOT NULL
+    tfs smallint[] NOT NULL
 );
 ALTER TABLE ONLY public.bm25_doc ALTER COLUMN token_ids SET STATISTICS 0;
 ALTER TABLE ONLY public.bm25_doc ALTER COLUMN tfs SET STATISTICS 0;
@@ -962,16 +955,6 @@ CREATE SEQUENCE public.parser_id_seq
 
 ALTER SEQUENCE public.parser_id_seq OWNED BY public.parser.id;
 
--- TABLE posting
-
-CREATE TABLE public.posting (
-    token_id integer CONSTRAINT posting_new_token_id_not_null NOT NULL,
-    sentence_id bigint CONSTRAINT posting_new_sentence_id_not_null NOT NULL,
-    tf smallint CONSTRAINT posting_new_tf_not_null NOT NULL,
-    dl smallint CONSTRAINT posting_new_dl_not_null NOT NULL,
-    sig bit(256) CONSTRAINT posting_new_sig_not_null NOT NULL
-);
-
 -- TABLE rejected_row
 
 CREATE TABLE public.rejected_row (
@@ -1209,12 +1192,7 @@ CREATE TABLE public.vocab (
     id integer NOT NULL,
     lang text NOT NULL,
     token text NOT NULL,
-    df integer DEFAULT 0 NOT NULL,
-    df_rep integer DEFAULT 0 NOT NULL,
-    max_tf smallint DEFAULT 0 NOT NULL,
-    min_dl smallint,
-    min_dl2 smallint,
-    min_dl3 smallint
+    df integer DEFAULT 0 NOT NULL
 )
 WITH (fillfactor='50');
 
@@ -1452,11 +1430,6 @@ ALTER TABLE ONLY public.parser
 ALTER TABLE ONLY public.parser
     ADD CONSTRAINT parser_scheme_key UNIQUE (lang, name, version, tree_tokens);
 
--- CONSTRAINT posting posting_pkey
-
-ALTER TABLE ONLY public.posting
-    ADD CONSTRAINT posting_pkey PRIMARY KEY (token_id, sentence_id) INCLUDE (tf, dl, sig);
-
 -- CONSTRAINT rejected_row rejected_row_pkey
 
 ALTER TABLE ONLY public.rejected_row
@@ -1576,10 +1549,6 @@ CREATE INDEX pair_corpus_idx ON public.pair USING btree (corpus_id);
 -- INDEX pair_meta_idx
 
 CREATE INDEX pair_meta_idx ON public.pair USING gin (meta jsonb_path_ops);
-
--- INDEX posting_rep
-
-CREATE INDEX posting_rep ON public.posting USING btree (token_id, dl, sentence_id) INCLUDE (tf, sig) WHERE (tf >= 2);
 
 -- INDEX selection_candidate_pair_idx
 

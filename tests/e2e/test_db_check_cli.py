@@ -10,6 +10,7 @@ import time
 
 import psycopg
 import pytest
+from psycopg import sql as psql
 
 from scoi.db.check import APPLICATION_NAME, checks
 from tests.helpers.cli import cli, last_json, scoi_env
@@ -35,12 +36,14 @@ def _backends(url: str) -> list[tuple]:
                             [APPLICATION_NAME]).fetchall()
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_an_interrupted_check_leaves_no_statement_on_the_server(db_url, signum):
+@pytest.mark.parametrize("signum, table", [(signal.SIGINT, "pair"), (signal.SIGTERM, "pair"),
+                                           (signal.SIGINT, "bm25_doc")])
+def test_an_interrupted_check_leaves_no_statement_on_the_server(db_url, signum, table):
     """Both sessions' checks wait on a lock another session holds (checks slow at 1M pairs);
-    the signal cancels every one on the server, while the lock is still held."""
+    the signal cancels every one on the server, while the lock is still held. Locking the
+    forward rows stops the index pass (decoded in Python) in the middle of its reads."""
     with psycopg.connect(db_url) as holder:
-        holder.execute("LOCK TABLE pair IN ACCESS EXCLUSIVE MODE")
+        holder.execute(psql.SQL("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE").format(psql.Identifier(table)))
         proc = subprocess.Popen([sys.executable, "-m", "scoi.cli.main", "db", "check", "--jobs", "2"],
                                 env=scoi_env(db_url), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:

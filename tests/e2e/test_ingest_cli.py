@@ -195,7 +195,7 @@ def test_db_check_passes_on_an_ingest_and_names_a_broken_counter(db_url, tmp_pat
     assert {"vocab_df", "pair_sentences", "one_scheme_per_language"} <= {c["name"] for c in out["checks"]}
 
     with psycopg.connect(db_url) as conn:
-        conn.execute("UPDATE vocab SET df = df + 1 WHERE id = (SELECT min(token_id) FROM posting)")
+        conn.execute("UPDATE vocab SET df = df + 1 WHERE id = (SELECT min(token_id) FROM bm25_dir)")
     result = cli(["db", "check", "--json"], db_url)
     assert result.exit_code == 1
     failed = {c["name"]: c["violations"] for c in json.loads(result.stdout)["checks"] if not c["ok"]}

@@ -99,7 +99,7 @@ def test_ingest_whose_database_server_is_killed_says_so_in_one_line_and_the_run_
 
 @pytest.fixture()
 def full_disk_tables(db_url):
-    """``db_url`` with the tables an ingest fills (sentence, pair, posting) on a 256 kB
+    """``db_url`` with the tables an ingest fills (sentence, pair, bm25_doc) on a 256 kB
     tmpfs: a real "No space left on device" part-way through an ingest of the demo corpus.
     Needs root (mount) and the test server on this machine."""
     if os.geteuid() != 0:
@@ -121,7 +121,7 @@ def full_disk_tables(db_url):
     os.chown(location, owner.st_uid, owner.st_gid)
     location.chmod(0o700)
     name = f"tiny_{os.getpid()}"
-    tables = ("sentence", "pair", "posting")
+    tables = ("sentence", "pair", "bm25_doc")
     try:
         with psycopg.connect(db_url, autocommit=True) as conn:
             conn.execute(sql.SQL("CREATE TABLESPACE {} LOCATION {}").format(sql.Identifier(name),

@@ -146,8 +146,9 @@ def test_bm25_index_matches_postings(demo, pairs):
                      conn.execute("SELECT lang, n_docs, total_len FROM bm25_stats").fetchall())
         lens = dict(conn.execute("SELECT lang, sum(n_tokens) FROM sentence GROUP BY lang").fetchall())
         postings = conn.execute("""
-            SELECT s.lang, s.text, v.token, p.tf FROM posting p
-            JOIN sentence s ON s.id = p.sentence_id JOIN vocab v ON v.id = p.token_id""").fetchall()
+            SELECT s.lang, s.text, v.token, u.tf FROM bm25_doc d
+            CROSS JOIN LATERAL unnest(d.token_ids, d.tfs) AS u(token_id, tf)
+            JOIN sentence s ON s.id = d.sentence_id JOIN vocab v ON v.id = u.token_id""").fetchall()
         tokens = conn.execute("SELECT lang, text, tokens FROM sentence").fetchall()
         df = {(lang, tok): d for lang, tok, d in conn.execute("SELECT lang, token, df FROM vocab").fetchall()}
     assert stats == {"fr": (len(pairs), lens["fr"]), "en": (len(pairs), lens["en"])}

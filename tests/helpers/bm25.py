@@ -146,14 +146,24 @@ def same(got: list[tuple[int, float]], exp: list[tuple[int, float]], tol: float 
 
 
 def blocks_equal_postings(conn: psycopg.Connection) -> None:
-    """The posting blocks hold exactly the postings of ``posting``, in id order, cut in
-    blocks of 128, full groups of 8 stored in one row and the other blocks one row each,
-    with directories that match them (what a rebuild would write)."""
+    """The posting blocks hold exactly the postings of the eligible sentences' tokens
+    (lowercased, counted here from ``sentence.tokens``: tf, and dl = the sentence's
+    length), in id order, cut in blocks of 128, full groups of 8 stored in one row and the
+    other blocks one row each, with directories that match them (what a rebuild would
+    write); and the forward rows are the same postings by sentence."""
     from scoi.core.bm25blocks import BLOCK, GROUP, decode_dir, decode_postings, open_from
 
+    ids = {(lang, tok): vid for vid, lang, tok in conn.execute("SELECT id, lang, token FROM vocab")}
     want: dict[int, list[tuple[int, int, int]]] = {}
-    for tid, sid, tf, dl in conn.execute("SELECT token_id, sentence_id, tf, dl FROM posting ORDER BY 1, 2"):
-        want.setdefault(tid, []).append((sid, tf, dl))
+    forward = {}
+    for sid, lang, tokens, n in conn.execute("SELECT id, lang, tokens, n_tokens FROM sentence WHERE eligible ORDER BY id"):
+        counts = sorted((ids[(lang, tok)], tf) for tok, tf in Counter(t.lower() for t in tokens).items())
+        forward[sid] = (n, [t for t, _ in counts], [tf for _, tf in counts])
+        for tid, tf in counts:
+            want.setdefault(tid, []).append((sid, tf, n))
+    assert forward == {sid: (dl, tids, tfs) for sid, dl, tids, tfs in conn.execute(
+        "SELECT sentence_id, dl, token_ids, tfs FROM bm25_doc")}
+    assert {tid: len(p) for tid, p in want.items()} == dict(conn.execute("SELECT id, df FROM vocab WHERE df > 0").fetchall())
     dirs = {tid: (n, tail, decode_dir(bytes(meta))) for tid, n, tail, meta in conn.execute(
         "SELECT token_id, n_blocks, tail_n, meta FROM bm25_dir")}
     assert set(dirs) == set(want), (set(dirs) ^ set(want))

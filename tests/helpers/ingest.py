@@ -165,8 +165,9 @@ def snapshot(db_url: str) -> dict:
                           JOIN sentence s ON s.id = st.sentence_id JOIN term t ON t.id = st.term_id"""),
             "pairs": q("""SELECT a.text, b.text, p.line FROM pair p
                           JOIN sentence a ON a.id = p.a_id JOIN sentence b ON b.id = p.b_id"""),
-            "postings": q("""SELECT s.lang, s.text, v.token, p.tf, p.dl FROM posting p
-                             JOIN sentence s ON s.id = p.sentence_id JOIN vocab v ON v.id = p.token_id"""),
+            "postings": q("""SELECT s.lang, s.text, v.token, u.tf, d.dl FROM bm25_doc d
+                             CROSS JOIN LATERAL unnest(d.token_ids, d.tfs) AS u(token_id, tf)
+                             JOIN sentence s ON s.id = d.sentence_id JOIN vocab v ON v.id = u.token_id"""),
             "vocab": q("SELECT lang, token, df FROM vocab"),
             "bm25": q("SELECT lang, n_docs, total_len FROM bm25_stats"),
             "labels": q("SELECT p.lang, l.idx, l.name FROM label l JOIN parser p ON p.id = l.parser_id"),

@@ -58,7 +58,8 @@ def to_old_scheme(url: str) -> None:
 UNTOUCHED = {  # everything that does not depend on the tree, as text, in a fixed order
     "sentence": "SELECT (id, lang, text, text_sha, tokens, n_tokens, eligible)::text FROM sentence ORDER BY id",
     "pair": "SELECT p::text FROM pair p ORDER BY id",
-    "posting": "SELECT p::text FROM posting p ORDER BY token_id, sentence_id",
+    "bm25_block": "SELECT b::text FROM bm25_block b ORDER BY token_id, block_no",
+    "bm25_dir": "SELECT d::text FROM bm25_dir d ORDER BY token_id",
     "bm25_doc": "SELECT d::text FROM bm25_doc d ORDER BY sentence_id",
     "vocab": "SELECT v::text FROM vocab v ORDER BY id",
     "bm25_stats": "SELECT b::text FROM bm25_stats b ORDER BY lang",

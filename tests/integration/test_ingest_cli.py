@@ -49,7 +49,7 @@ def test_long_source_is_stored_but_not_indexed(db_url, tmp_path, pairs):
     with psycopg.connect(db_url) as conn:
         got = {text: (n, eligible, postings, terms) for text, n, eligible, postings, terms in conn.execute("""
             SELECT s.text, s.n_tokens, s.eligible,
-                   (SELECT count(*) FROM posting p WHERE p.sentence_id = s.id),
+                   (SELECT coalesce(sum(cardinality(d.token_ids)), 0) FROM bm25_doc d WHERE d.sentence_id = s.id),
                    (SELECT sum(mult) FROM sentence_term st WHERE st.sentence_id = s.id)
             FROM sentence s WHERE s.lang = 'fr'""").fetchall()}
         n_docs = conn.execute("SELECT n_docs FROM bm25_stats WHERE lang = 'fr'").fetchone()[0]

@@ -1,4 +1,4 @@
-"""The writer's hand-written literals (arrays, COPY fields, signatures, sparsevec) read back as what they came from."""
+"""The writer's hand-written literals (arrays, COPY fields, sparsevec) read back as what they came from."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import psycopg
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scoi.db.literals import VECTOR_WIDTH, bytea_array, copy_text, int_array, signature, sparsevec, text_array
+from scoi.db.literals import VECTOR_WIDTH, bytea_array, copy_text, int_array, sparsevec, text_array
 
 # Any text the readers can hand over (decoded UTF-8, so no lone surrogates; NUL rows are
 # rejected): quotes, backslashes, braces, commas, spaces, "NULL", empty strings, non-ASCII.
@@ -37,17 +37,6 @@ def test_copy_text_rows_round_trip(server_url, rows) -> None:
         with conn.cursor().copy("COPY t (i, s, a) FROM STDIN") as cp:
             cp.write("".join(f"{i}\t{copy_text(s)}\t{copy_text(text_array(a))}\n" for i, (s, a) in enumerate(rows)))
         assert conn.execute("SELECT s, a FROM t ORDER BY i").fetchall() == rows
-
-
-@settings(max_examples=50, deadline=None)
-@given(token_ids=st.lists(st.integers(1, 2**31 - 1), min_size=1, max_size=30))
-def test_signature_matches_sql(template_url, token_ids) -> None:
-    """The client-side signature equals bit_or(bm25_token_bit(id)) computed by PostgreSQL."""
-    with psycopg.connect(template_url) as conn:
-        bits = [b for (b,) in conn.execute("SELECT hashint4(t) & 255 FROM unnest(%s::int[]) t", (token_ids,))]
-        same = conn.execute("SELECT %s::bit(256) = (SELECT bit_or(bm25_token_bit(t)) FROM unnest(%s::int[]) t)",
-                            (signature(bits), token_ids)).fetchone()[0]
-    assert same
 
 
 def test_array_literals_through_copy(db_url) -> None:

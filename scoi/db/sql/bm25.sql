@@ -1,8 +1,8 @@
 -- The BM25 index's posting blocks (migrations 0016 and 0022, scoi/core/bm25blocks.py for the byte
 -- layout, docs/preselection.md for why). Ingest keeps them in the batch's transaction
--- (ingest.sql); this file rebuilds them all from `posting`, which holds the same postings
--- one row each: the migration that adds the blocks runs it, and so does the 1M-pair
--- benchmark after writing postings directly.
+-- (ingest.sql); this file rebuilds them all from the forward rows (bm25_doc), which hold
+-- the same postings by sentence: the migration that adds the blocks runs it, and so does
+-- the 1M-pair benchmark after writing forward rows directly.
 
 -- name: rebuild_blocks
 -- Every token's postings in sentence id order, cut into blocks of 128 postings; a full
@@ -12,9 +12,9 @@
 -- none). int4send and int2send write big-endian, the layout the selector decodes. 128 and
 -- 8 are bm25blocks.BLOCK and GROUP (tests/unit/test_bm25_layout_sql.py checks them).
 CREATE TEMP TABLE bm25_rebuild ON COMMIT DROP AS
-    SELECT token_id, sentence_id, tf, dl,
-           (row_number() OVER (PARTITION BY token_id ORDER BY sentence_id) - 1) / 128 AS block_no
-    FROM posting;
+    SELECT u.token_id, d.sentence_id, u.tf, d.dl,
+           (row_number() OVER (PARTITION BY u.token_id ORDER BY d.sentence_id) - 1) / 128 AS block_no
+    FROM bm25_doc d CROSS JOIN LATERAL unnest(d.token_ids, d.tfs) AS u(token_id, tf);
 CREATE TEMP TABLE bm25_rebuild_block ON COMMIT DROP AS
     SELECT token_id, block_no, count(*) AS n,
            string_agg(int4send((sentence_id - first)::int), ''::bytea ORDER BY sentence_id) AS ids,

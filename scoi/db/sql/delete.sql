@@ -1,8 +1,8 @@
 -- Deleting pairs and corpora while the BM25 index stays exact (ingest/writer.py's
 -- drop_pairs and ingest/delete.py read this file). Everything runs in one transaction
 -- under the ingest lock (ingest.sql, lock_writes): a deleted pair's sentences go when no
--- other pair (of any corpus or direction) uses them, with their postings, forward row,
--- blocks, df, token bounds and N/total length. Array parameters arrive as arrays.
+-- other pair (of any corpus or direction) uses them, with their forward row, postings
+-- (in the blocks), df and N/total length. Array parameters arrive as arrays.
 
 -- name: delete_pairs
 -- The pairs, and the sentences they named (the candidates for deletion).
@@ -17,17 +17,9 @@ WHERE s.id = ANY(%(ids)s::bigint[])
   AND NOT EXISTS (SELECT 1 FROM pair p WHERE p.b_id = s.id);
 
 -- name: delete_docs
--- The forward rows of the sentences: their distinct token ids (with tf, and the length)
--- are the postings to delete.
-DELETE FROM bm25_doc WHERE sentence_id = ANY(%(ids)s::bigint[]) RETURNING sentence_id, token_ids, tfs, dl;
-
--- name: delete_postings
--- One primary-key probe per (token, sentence), then a TID scan (as ingest.sql's
--- delete_blocks): the cost follows the deleted postings, not the table.
-DELETE FROM posting WHERE ctid = ANY(ARRAY(
-    SELECT x.ctid FROM unnest(%(tids)s::int[], %(sids)s::bigint[]) AS u(token_id, sentence_id)
-    CROSS JOIN LATERAL (SELECT p.ctid FROM posting p WHERE p.token_id = u.token_id
-                        AND p.sentence_id = u.sentence_id LIMIT 1) x));
+-- The forward rows of the sentences: their distinct token ids name the posting lists
+-- whose blocks are rewritten without them.
+DELETE FROM bm25_doc WHERE sentence_id = ANY(%(ids)s::bigint[]) RETURNING sentence_id, token_ids;
 
 -- name: delete_sentence_terms
 DELETE FROM sentence_term WHERE sentence_id = ANY(%(ids)s::bigint[]);
@@ -48,29 +40,12 @@ WHERE b.lang = u.lang;
 -- cannot update a row and then delete it.
 DELETE FROM bm25_stats WHERE lang = ANY(%(langs)s::text[]) AND n_docs = 0;
 
--- name: sub_df
--- df and df_rep without the deleted postings (n, of which n_rep with tf >= 2).
-UPDATE vocab v SET df = v.df - u.n, df_rep = v.df_rep - u.n_rep
-FROM unnest(%(ids)s::int[], %(n)s::int[], %(n_rep)s::int[]) AS u(id, n, n_rep)
-WHERE v.id = u.id;
-
--- name: token_bounds
--- The tokens' df (after sub_df) and extremes, to tell which a deleted posting was one of.
-SELECT id, df, max_tf, min_dl, min_dl2, min_dl3 FROM vocab WHERE id = ANY(%(ids)s::int[]);
-
--- name: recount_vocab
--- df and the token bounds (migration 0008) of tokens that lost postings, recounted from
--- their remaining postings (an index-only scan of each list): unlike an insert, a delete
--- can tighten a bound, and `scoi db check` wants the exact extremes. A token left without
--- postings keeps its row (ids are cached by running ingests) with df 0, which every
--- query skips.
-UPDATE vocab v SET df = x.df, df_rep = x.df_rep, max_tf = x.max_tf, min_dl = x.min_dl,
-                   min_dl2 = x.min_dl2, min_dl3 = x.min_dl3
-FROM unnest(%(ids)s::int[]) AS u(id)
-CROSS JOIN LATERAL (
-    SELECT count(*) AS df, count(*) FILTER (WHERE p.tf >= 2) AS df_rep, coalesce(max(p.tf), 0) AS max_tf,
-           min(p.dl) AS min_dl, min(p.dl) FILTER (WHERE p.tf = 2) AS min_dl2, min(p.dl) FILTER (WHERE p.tf >= 3) AS min_dl3
-    FROM posting p WHERE p.token_id = u.id) x
+-- name: set_df
+-- df of tokens that lost postings, counted from their rewritten blocks (ingest/writer.py,
+-- rewrite_blocks). A token left without postings keeps its row (ids are cached by running
+-- ingests) with df 0, which every query skips.
+UPDATE vocab v SET df = u.df
+FROM unnest(%(ids)s::int[], %(df)s::int[]) AS u(id, df)
 WHERE v.id = u.id;
 
 -- name: dirs

@@ -28,13 +28,8 @@ COPY sentence_term (sentence_id, term_id, mult) FROM STDIN;
 
 -- name: copy_bm25_docs
 -- The forward-index row of each new eligible sentence: its distinct lowercased tokens
--- with their tf, sorted by token id, and its token signature (see migration 0004).
--- Signatures arrive in bit(256)'s hex input form ('x' and 64 hex digits).
-COPY bm25_doc (sentence_id, dl, token_ids, tfs, sig) FROM STDIN;
-
--- name: copy_postings
--- The same rows, inverted: one posting per (token, new sentence), carrying the signature.
-COPY posting (token_id, sentence_id, tf, dl, sig) FROM STDIN;
+-- with their tf, sorted by token id (inverted, the same postings go to the blocks).
+COPY bm25_doc (sentence_id, dl, token_ids, tfs) FROM STDIN;
 
 -- name: insert_terms
 INSERT INTO term (parser_id, key, exps, degree)
@@ -51,18 +46,12 @@ SELECT %(lang)s, tok FROM unnest(%(tokens)s::text[]) AS tok
 ON CONFLICT (lang, token) DO NOTHING;
 
 -- name: vocab_ids
--- Each token's id and the bit it sets in a signature (bm25_token_bit, migration 0004).
-SELECT token, id, hashint4(id) & 255 FROM vocab WHERE lang = %(lang)s AND token = ANY(%(tokens)s::text[]);
+SELECT token, id FROM vocab WHERE lang = %(lang)s AND token = ANY(%(tokens)s::text[]);
 
 -- name: add_df
--- df and the token bounds of the certified preselection (migration 0008): postings with
--- tf >= 2, the batch's largest tf and shortest sentences (any tf, tf = 2, tf >= 3; NULL:
--- none in the batch).
--- greatest/least ignore NULLs, and a bound only ever loosens, so it stays valid.
-UPDATE vocab v SET df = v.df + u.n, df_rep = v.df_rep + u.n_rep, max_tf = greatest(v.max_tf, u.max_tf), min_dl = least(v.min_dl, u.min_dl),
-                   min_dl2 = least(v.min_dl2, u.min_dl2), min_dl3 = least(v.min_dl3, u.min_dl3)
-FROM unnest(%(ids)s::int[], %(n)s::int[], %(n_rep)s::int[], %(max_tf)s::smallint[], %(min_dl)s::smallint[],
-            %(min_dl2)s::smallint[], %(min_dl3)s::smallint[]) AS u(id, n, n_rep, max_tf, min_dl, min_dl2, min_dl3)
+-- df: the batch's new postings per token.
+UPDATE vocab v SET df = v.df + u.n
+FROM unnest(%(ids)s::int[], %(n)s::int[]) AS u(id, n)
 WHERE v.id = u.id;
 
 -- name: add_bm25_stats

@@ -56,9 +56,10 @@ UPDATE ingest_run SET status = %(status)s, finished_at = now(), error = %(error)
 WHERE id = %(run_id)s;
 
 -- name: vacuum_after_ingest
--- Fresh planner statistics for every table the selector reads, and a visibility map for
--- the one it reads by index-only scans (posting); autovacuum does the rest later.
-VACUUM (ANALYZE) posting;
+-- Fresh planner statistics for every table the selector reads, and the posting blocks'
+-- dead row versions freed (each batch rewrites its tokens' open blocks and directories:
+-- without it the blocks' table grows by those copies until autovacuum comes).
+VACUUM (ANALYZE) bm25_block, bm25_dir;
 
 -- name: analyze_after_ingest
 ANALYZE bm25_doc, sentence, sentence_term, pair, vocab, term;

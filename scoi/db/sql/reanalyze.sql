@@ -2,7 +2,7 @@
 -- current analysis scheme (migration 0007). Only what the dependency tree determines
 -- changes: sentence.parser_id, term_keys, term_mults and the sentence's sentence_term
 -- rows (new term and label rows belong to the new parser row). Tokens, n_tokens,
--- eligible, the BM25 index (vocab, posting, bm25_doc, bm25_stats) and pairs depend on
+-- eligible, the BM25 index (vocab, bm25_doc, bm25_block, bm25_dir, bm25_stats) and pairs depend on
 -- the Moses tokens only and are never touched. Each batch is one transaction under the
 -- ingest lock (ingest.sql, lock_writes).
 
