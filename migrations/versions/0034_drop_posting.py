@@ -24,7 +24,7 @@ Kept: ``bm25_doc`` (token ids, tf, dl: ``bm25_scores`` rescoring in the block en
 
 The downgrade is lossless: it recreates ``posting`` from the blocks (decoded with
 scoi.core.bm25blocks, the layout the selector reads), the signatures from the token ids,
-and the bounds from the postings, with the indexes of revision 0031.
+and the bounds from the postings, with the indexes it had before 0034.
 """
 
 from alembic import op
@@ -32,7 +32,7 @@ from alembic import op
 from scoi.core.bm25blocks import decode_dir, decode_postings
 
 revision = "0034"
-down_revision = "0031"
+down_revision = "0036"
 branch_labels = None
 depends_on = None
 

@@ -43,7 +43,7 @@ def test_downgrade_refills_posting_from_the_blocks_and_upgrade_drops_it_again(se
         before = (c.conn.execute(blocks).fetchall(), c.conn.execute(forward).fetchall())
         engine = get_engine(c.url)
         try:
-            downgrade(engine, "0031")
+            downgrade(engine, "0036")
             # every posting of the forward rows, once, with its sentence's signature
             assert c.conn.execute("""
                 SELECT count(*) FROM (SELECT u.token_id, d.sentence_id, u.tf, d.dl,
