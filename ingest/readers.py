@@ -30,7 +30,7 @@ from scoi.textfile import TextFileError, decode_line, raw_lines
 FORMATS = ("tsv", "moses", "tmx", "jsonl", "xliff", "po")
 
 # What the database can store and index, checked before anything is written:
-# sentence.tsv is to_tsvector(text), at most 1 MB; bm25_doc.dl and tfs are smallint (at
+# to_tsvector(text) (the sentence_search view) is at most 1 MB; bm25_doc.dl and tfs are smallint (at
 # most 32,767 tokens per sentence); vocab (lang,
 # token) is a unique btree, whose rows must stay under ~2,700 bytes. A side of at most
 # MAX_SIDE_CHARS characters (<= 40 KB of UTF-8, <= 10,000 tokens) and words of at most

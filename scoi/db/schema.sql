@@ -746,8 +746,7 @@ CREATE TABLE public.sentence (
     parser_id integer NOT NULL,
     eligible boolean NOT NULL,
     term_keys text[] NOT NULL,
-    term_mults integer[] NOT NULL,
-    tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, text)) STORED
+    term_mults integer[] NOT NULL
 );
 ALTER TABLE ONLY public.sentence ALTER COLUMN tokens SET STATISTICS 0;
 ALTER TABLE ONLY public.sentence ALTER COLUMN term_keys SET STATISTICS 0;
@@ -1160,6 +1159,19 @@ SELECT
     NULL::integer AS n_terms,
     NULL::text AS polynomial;
 
+-- VIEW sentence_search
+
+CREATE VIEW public.sentence_search AS
+ SELECT id,
+    lang,
+    text,
+    to_tsvector('simple'::regconfig, text) AS tsv
+   FROM public.sentence;
+
+-- COMMENT VIEW sentence_search
+
+COMMENT ON VIEW public.sentence_search IS 'Every stored sentence with its simple-config tsvector, for your own full-text queries (tsv @@ plainto_tsquery(''simple'', ...)); computed when read: CREATE INDEX ON sentence USING gin (to_tsvector(''simple'', text)) makes @@ on it fast. scoi ranks by BM25 from the posting blocks, not from this.';
+
 -- VIEW sentence_terms
 
 CREATE VIEW public.sentence_terms AS
@@ -1569,10 +1581,6 @@ CREATE INDEX sentence_exact_idx ON public.sentence USING btree (lang, public.exa
 -- INDEX sentence_parser_idx
 
 CREATE INDEX sentence_parser_idx ON public.sentence USING btree (parser_id);
-
--- INDEX sentence_tsv_idx
-
-CREATE INDEX sentence_tsv_idx ON public.sentence USING gin (tsv);
 
 -- RULE corpus_stats _RETURN
 
