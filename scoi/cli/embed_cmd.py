@@ -44,8 +44,8 @@ def embed(
 def run_embedding(url: str, model: str, langs: list[str], batch_size: int, *, show_bar: bool):
     """Load ``model`` and embed what is missing under a progress bar (shared with
     ``scoi ingest --embed``); a bad model or Ctrl-C: a clear message, non-zero exit."""
-    from scoi.embedder import Embedder, EmbedderError
-    from scoi.embeddings import EmbeddingError, embed_missing
+    from scoi.embedding.embedder import Embedder, EmbedderError
+    from scoi.embedding.embeddings import EmbeddingError, embed_missing
 
     def work(advance, set_total):
         embedder = Embedder(model)

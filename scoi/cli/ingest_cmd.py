@@ -51,8 +51,8 @@ def ingest(
     from scoi.analysis import ParserNotAvailable
     from ingest.pipeline import IngestError, IngestOptions, ingest_files
     from ingest.readers import InputError
-    from scoi.embedder import EmbedderError
-    from scoi.embeddings import EmbeddingError
+    from scoi.embedding.embedder import EmbedderError
+    from scoi.embedding.embeddings import EmbeddingError
 
     files = [str(file)] + ([str(file2)] if file2 else [])
     overrides = parser_options(parser)

@@ -1,4 +1,4 @@
-"""scoi.textfile and the TMX text rule: lines end at \\n only (CRLF accepted), a BOM is not
+"""scoi.text.textfile and the TMX text rule: lines end at \\n only (CRLF accepted), a BOM is not
 text, bad text is one error at file:line, a line is read with a bounded buffer; TMX inline
 codes are dropped from a segment's text. Numbers are the cases of the 2026-11-24 tester's run."""
 
@@ -11,7 +11,7 @@ import pytest
 from lxml import etree
 
 from ingest.readers import read_once, rereadable, segment_text
-from scoi.textfile import MAX_LINE_BYTES, TextFileError, read_lines
+from scoi.text.textfile import MAX_LINE_BYTES, TextFileError, read_lines
 
 
 def test_case_12_lines_end_at_newline_only(tmp_path):
