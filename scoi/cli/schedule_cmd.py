@@ -17,6 +17,7 @@ import typer
 from scoi.cli.common import (DEST_COLUMN_HELP, DEST_KEY_HELP, DEST_TABLE_HELP, DEST_URL_HELP, SOURCE_SQL_HELP,
                              SOURCE_TIMEOUT_HELP, SOURCE_URL_HELP, database_url, emit_json, fail, print_rows, say)
 from scoi.cli.job_options import JobOptions, job_options
+from scoi.core import defaults
 from scoi.core.limits import LIMITS
 
 schedule_app = typer.Typer(help="Recurring translation jobs, stored in PostgreSQL and run by `scoi worker`.",
@@ -53,7 +54,7 @@ def add(
                                                 "segments (by key) and keeps the file as read."),
     source_sql: str | None = typer.Option(None, "--source-sql", help=SOURCE_SQL_HELP),
     source_url: str | None = typer.Option(None, "--source-url", help=SOURCE_URL_HELP),
-    source_timeout: float = typer.Option(30.0, "--source-timeout", help=SOURCE_TIMEOUT_HELP),
+    source_timeout: float = typer.Option(defaults.SOURCE_TIMEOUT, "--source-timeout", help=SOURCE_TIMEOUT_HELP),
     dest_table: str | None = typer.Option(None, "--dest-table", help=DEST_TABLE_HELP),
     dest_key: str | None = typer.Option(None, "--dest-key", help=DEST_KEY_HELP),
     dest_column: str | None = typer.Option(None, "--dest-column", help=DEST_COLUMN_HELP),

@@ -42,6 +42,18 @@ LOOKUP_N = 5                  # scoi lookup: matches shown
 LOOKUP_MIN_MATCH = 0.0        # scoi lookup: lowest match % shown (CAT tools often use 70)
 LOOKUP_POOL = 1000            # scoi lookup: exact BM25 pool the match % is computed on (docs/method.md §8)
 LOOKUP_FIRST_POOL = 200       # scoi lookup: pool read first; the full pool only when it may miss a match
+GAPS_LIMIT = 50               # coverage gaps (scoi.gaps, /api/gaps): rows per kind (words, terms)
+SOURCE_TIMEOUT = 30.0         # schedules and jobs reading an SQL source: seconds its query may run
+#: scoi serve: where it listens, and its bounds on one request (scoi.service.config.Limits)
+SERVE_HOST = "127.0.0.1"
+SERVE_PORT = 8765
+SERVE_TIMEOUT = 30.0          # seconds one request may work (and any one statement it runs)
+SERVE_MAX_BODY = 1_000_000    # bytes of a request body
+SERVE_MAX_CHARS = 2_000       # characters of one sentence
+SERVE_MAX_SENTENCES = 1_000   # sentences of one batch job or gap analysis
+SERVE_MAX_K = 16              # examples per prompt a request may ask for
+SERVE_ITEMS_PAGE = 100        # GET /api/jobs/{ref}: items per page unless asked
+SERVE_MAX_ITEMS_PAGE = 500    # ... and at most
 #: scoi db check: work_mem of each of its sessions (SET LOCAL), so the grouped passes over
 #: posting hash and sort in memory (at 1M pairs a per-sentence hash holds ~200 MB).
 DB_CHECK_WORK_MEM = "256MB"

@@ -1,0 +1,26 @@
+"""``POST /api/lookup``: the fuzzy lookup (scoi.lookup) over HTTP, a CAT tool's TM pane."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from scoi.lookup import lookup as find
+from scoi.service.deps import ServiceDep
+from scoi.service.models import LookupRequest
+from scoi.service.state import run_limited
+
+router = APIRouter(tags=["selection"])
+
+
+@router.post("/lookup")
+async def lookup(body: LookupRequest, service: ServiceDep) -> dict[str, Any]:
+    """The stored pairs closest to a sentence by match %, best first (`scoi lookup --json`)."""
+    text = service.check_text(body.text).strip()
+
+    def work() -> dict[str, Any]:
+        return service.selectors.run(
+            body.src, body.tgt, lambda sel: find(sel, text, n=body.n, min_match=body.min_match, pool=body.pool),
+            wait_s=service.config.limits.timeout_s).to_dict()
+    return await run_limited(service, work)
