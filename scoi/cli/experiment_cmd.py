@@ -87,7 +87,7 @@ def run(
                                 help="Translate with this many worker processes per job (1: in this process, the "
                                      "model loads once); 0: only queue the jobs, for `scoi worker`s elsewhere."),
     comet: str | None = typer.Option(None, "--comet", help="COMET checkpoint (file or local model directory)."),
-    samples: int = typer.Option(1000, "--samples", min=10, max=LIMITS["samples"][1],
+    samples: int = typer.Option(defaults.BOOTSTRAP_SAMPLES, "--samples", min=10, max=LIMITS["samples"][1],
                                 help="Bootstrap resamples for significance."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the table as JSON."),
     opts: JobOptions = JobOptions(),
@@ -141,7 +141,7 @@ def run(
 def show(
     name: str = typer.Argument(..., help="Experiment name."),
     comet: str | None = typer.Option(None, "--comet", help="COMET checkpoint, to add or refresh COMET scores."),
-    samples: int = typer.Option(1000, "--samples", min=10, max=LIMITS["samples"][1],
+    samples: int = typer.Option(defaults.BOOTSTRAP_SAMPLES, "--samples", min=10, max=LIMITS["samples"][1],
                                 help="Bootstrap resamples for significance."),
     partial: bool = typer.Option(False, "--partial", help="Score the items done so far of unfinished jobs."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the table as JSON."),

@@ -483,7 +483,7 @@ def eval_jobs(
     baseline: str | None = typer.Option(None, "--baseline",
                                         help="With --compare: the job the others are tested against "
                                              "(default: the first)."),
-    samples: int = typer.Option(1000, "--samples", min=100, max=LIMITS["samples"][1],
+    samples: int = typer.Option(defaults.BOOTSTRAP_SAMPLES, "--samples", min=100, max=LIMITS["samples"][1],
                                 help="With --compare: bootstrap resamples."),
     origin: str | None = typer.Option(None, "--origin",
                                       help="llm | tm: score only the outputs the model wrote (llm) or those reused "

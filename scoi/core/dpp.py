@@ -15,10 +15,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from scoi.core import defaults
 from scoi.core.coverage import distance_similarity
 
-THETA = 0.5
-K1, B = 1.2, 0.75
+THETA = defaults.DPP_THETA
+K1, B = defaults.DPP_BM25_K1, defaults.DPP_BM25_B
 RESIDUAL_TOL = 1e-10
 """Stop when the best residual is at most this: the rest would add (numerically) nothing."""
 TIE_TOL = 1e-9

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from scoi.embedding.embedder import Embedder
 
 SQL = load("embed")
-DEFAULT_BATCH = 256
+DEFAULT_BATCH = defaults.EMBED_BATCH
 DEFAULT_EF_SEARCH = defaults.EF_SEARCH  # pgvector's default hnsw.ef_search
 
 Progress = Callable[[int], None]
