@@ -1,4 +1,4 @@
-"""R-BM25 and DPP (docs/method.md §7.1, §7.2): the SPEC's worked examples with literal picks,
+"""R-BM25 and DPP (docs/method.md §7.1, §7.2): the method's worked examples with literal picks,
 properties of the picks, and the fast paths against the literal ones in
 ``tests/reference_baselines.py``. Pure: no database."""
 
