@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 from scoi.core import defaults
 from scoi.core.limits import LIMITS
 from scoi.gaps import GapError, job_gaps, schedule_gaps, sentence_gaps as gaps_of
-from scoi.service.deps import ConnectDep, ServiceDep
+from scoi.service.deps import ConnectDep, SelectorsDep, ServiceDep, SettingsDep
 from scoi.service.models import GapsRequest
 from scoi.service.state import ApiError, check_ref, run_limited
 
@@ -41,7 +41,8 @@ async def recorded_gaps(service: ServiceDep, connect: ConnectDep,
 
 
 @router.post("")
-async def sentence_gaps(body: GapsRequest, service: ServiceDep) -> dict[str, Any]:
+async def sentence_gaps(body: GapsRequest, service: ServiceDep, selectors: SelectorsDep,
+                        settings: SettingsDep) -> dict[str, Any]:
     """What the memory lacks for these sentences, selected now (nothing is stored)."""
     sentences = service.check_batch(body.sentences)
     service.check_k(body.k)
@@ -53,5 +54,5 @@ async def sentence_gaps(body: GapsRequest, service: ServiceDep) -> dict[str, Any
                                method=body.method, limit=body.limit)
             except GapError as e:
                 raise ApiError(400, str(e)) from None
-        return service.selectors.run(body.src, body.tgt, run, wait_s=service.config.limits.timeout_s).to_dict()
+        return selectors.run(body.src, body.tgt, run, wait_s=settings.limits.timeout_s).to_dict()
     return await run_limited(service, work)

@@ -14,7 +14,7 @@ from scoi.core.prompt import ORDERS
 from scoi.corpora import list_corpora
 from scoi.glossary import list_glossaries
 from scoi.service.config import TEMPLATES
-from scoi.service.deps import ConnectDep, ServiceDep
+from scoi.service.deps import ConnectDep, SelectorsDep, ServiceDep, SettingsDep
 from scoi.service.models import ERROR_RESPONSES
 from scoi.service.state import SQL, ApiError, run_limited
 
@@ -24,20 +24,21 @@ health_router = APIRouter(tags=["service"])
 
 
 @router.get("/config", tags=["service"])
-async def config(service: ServiceDep, connect: ConnectDep) -> dict[str, Any]:
+async def config(service: ServiceDep, settings: SettingsDep, selectors: SelectorsDep,
+                 connect: ConnectDep) -> dict[str, Any]:
     """The names a request may choose among, the directions served and the limits."""
     def directions() -> tuple[list[str], list[str]]:
         with connect() as conn:
             return ([f"{s}-{t}" for s, t in conn.execute(SQL["directions"]).fetchall()],
                     [g["name"] for g in list_glossaries(conn)])
     served, glossaries = await run_limited(service, directions)
-    lim = service.config.limits
-    return {"models": sorted(service.config.models), "methods": list(METHODS),
+    lim = settings.limits
+    return {"models": sorted(settings.models), "methods": list(METHODS),
             "embedding_methods": list(EMBEDDING_METHODS), "templates": list(TEMPLATES), "orders": list(ORDERS),
-            "directions": served, "glossaries": glossaries, "warm": service.selectors.directions(),
+            "directions": served, "glossaries": glossaries, "warm": selectors.directions(),
             "limits": {"max_body_bytes": lim.max_body_bytes, "max_chars": lim.max_chars,
                        "max_sentences": lim.max_sentences, "timeout_s": lim.timeout_s, "max_k": lim.max_k},
-            "token_required": service.config.token is not None}
+            "token_required": settings.token is not None}
 
 
 @router.get("/corpora", tags=["corpora"])

@@ -14,7 +14,7 @@ from scoi.jobs.create import submit as submit_job
 from scoi.jobs.eval import term_summary
 from scoi.jobs.store import get_job, list_jobs, status
 from scoi.service.config import TEMPLATES
-from scoi.service.deps import ConnectDep, ServiceDep
+from scoi.service.deps import ConnectDep, ServiceDep, SettingsDep
 from scoi.service.guard import redact
 from scoi.service.models import BIGINT_MAX, JobRequest
 from scoi.service.state import SQL, ApiError, Service, check_ref, run_limited, text_problem
@@ -32,9 +32,9 @@ async def jobs(service: ServiceDep, connect: ConnectDep) -> list[dict[str, Any]]
 
 
 @router.post("", status_code=201)
-async def submit(body: JobRequest, service: ServiceDep, connect: ConnectDep) -> dict[str, Any]:
+async def submit(body: JobRequest, service: ServiceDep, settings: SettingsDep, connect: ConnectDep) -> dict[str, Any]:
     """A batch job, one item per sentence, for `scoi worker` to translate."""
-    model = service.config.models.get(body.model)
+    model = settings.models.get(body.model)
     if model is None:
         service.backend(body.model)  # raises the unknown-model error
     if body.template not in TEMPLATES:
@@ -56,14 +56,14 @@ async def submit(body: JobRequest, service: ServiceDep, connect: ConnectDep) -> 
 
 
 @router.get("/{ref}")
-async def job(ref: str, service: ServiceDep, connect: ConnectDep,
+async def job(ref: str, service: ServiceDep, settings: SettingsDep, connect: ConnectDep,
               offset: Annotated[int, Query(ge=0, le=BIGINT_MAX)] = 0,
               limit: Annotated[int, Query(ge=1, description="Items per page (at most the server's page limit).")
                                ] = defaults.SERVE_ITEMS_PAGE) -> dict[str, Any]:
     """A job's progress (`scoi job status --json`) and one page of its items with their outputs."""
     check_ref(ref, "job")
-    if limit > service.config.limits.max_items_page:
-        raise ApiError(400, f"limit {limit} is over the server's page limit of {service.config.limits.max_items_page}")
+    if limit > settings.limits.max_items_page:
+        raise ApiError(400, f"limit {limit} is over the server's page limit of {settings.limits.max_items_page}")
 
     def work() -> dict[str, Any]:
         with connect() as conn:

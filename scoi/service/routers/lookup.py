@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from scoi.lookup import lookup as find
-from scoi.service.deps import ServiceDep
+from scoi.service.deps import SelectorsDep, ServiceDep, SettingsDep
 from scoi.service.models import LookupRequest
 from scoi.service.state import run_limited
 
@@ -15,12 +15,13 @@ router = APIRouter(tags=["selection"])
 
 
 @router.post("/lookup")
-async def lookup(body: LookupRequest, service: ServiceDep) -> dict[str, Any]:
+async def lookup(body: LookupRequest, service: ServiceDep, selectors: SelectorsDep,
+                 settings: SettingsDep) -> dict[str, Any]:
     """The stored pairs closest to a sentence by match %, best first (`scoi lookup --json`)."""
     text = service.check_text(body.text).strip()
 
     def work() -> dict[str, Any]:
-        return service.selectors.run(
+        return selectors.run(
             body.src, body.tgt, lambda sel: find(sel, text, n=body.n, min_match=body.min_match, pool=body.pool),
-            wait_s=service.config.limits.timeout_s).to_dict()
+            wait_s=settings.limits.timeout_s).to_dict()
     return await run_limited(service, work)
