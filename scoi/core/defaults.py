@@ -34,6 +34,7 @@ WORKER_BATCH = 8              # items a worker claims and generates together
 STALL_TIMEOUT = 300.0         # seconds without heartbeat before a stuck worker's item is claimed again
 POLL_SECONDS = 2.0            # a worker's idle wait between claims (LISTEN wakes it earlier)
 RECONNECT_MAX_SECONDS = 10.0  # a worker that lost the database retries at most this far apart
+REPLICA_RETRY_SECONDS = 30.0  # an unreachable read replica is tried again after this long
 #: scoi ingest --on-conflict, for a source the corpus already holds (from an earlier run)
 #: with another target. A TMX is a translation memory as it stands: re-importing it after
 #: correcting an entry must replace the old translation, not leave it a candidate. TSV,
