@@ -1,6 +1,5 @@
-"""Table destinations checked when a job or schedule is made, and delivered row by row:
-the tester's cases 13-17 of 2026-11-24 (their numbers in the test names). A destination
-that could never take an output is refused in one line with nothing stored; an output the
+"""Table destinations checked when a job or schedule is made, and delivered row by row. A
+destination that could never take an output is refused in one line with nothing stored; an output the
 table refuses is ``undelivered`` with its error in ``job status`` / ``job list`` / --json,
 and blocks none of the others."""
 

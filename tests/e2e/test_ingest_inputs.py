@@ -1,7 +1,6 @@
-"""`scoi ingest` on input that used to slip through (the 2026-11-24 tester's run; the
-numbers are its cases): a lone surrogate in JSONL, deep JSON nesting, /dev/zero and
-over-long lines, a pipe that cannot be read twice, TMX inline codes. Bad input is one
-line and nothing written; a pipe is ingested like the file it carries."""
+"""`scoi ingest` on input that used to slip through: a lone surrogate in JSONL, deep JSON
+nesting, /dev/zero and over-long lines, a pipe that cannot be read twice, TMX inline codes.
+Bad input is one line and nothing written; a pipe is ingested like the file it carries."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Job input, references, `select --file`, `job export` and `eval` on the files that used to
-slip through (the 2026-11-24 tester's run; the numbers are its cases). Lines end at \\n
-(CRLF accepted), a BOM is not text, bad text is one line naming file:line with nothing
-stored; an export never replaces a device or a directory; eval warns about blank references
-and refuses to compare jobs scored against different ones. Real PostgreSQL, the real CLI."""
+slip through. Lines end at \\n (CRLF accepted), a BOM is not text, bad text is one line
+naming file:line with nothing stored; an export never replaces a device or a directory; eval
+warns about blank references and refuses to compare jobs scored against different ones.
+Real PostgreSQL, the real CLI."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Table sources that cannot write, escape or hang, through the CLI (``job submit``,
-``schedule add``, ``schedule run``): each attack of the tester's run of 2026-11-24 (its case
-numbers in the test names) fails with one line, and the table, file or session it targets is
-untouched. Source queries run as the role scoi_reader on a connection of their own."""
+``schedule add``, ``schedule run``): each attack fails with one line, and the table, file or
+session it targets is untouched. Source queries run as the role scoi_reader on a connection of their own."""
 
 from __future__ import annotations
 

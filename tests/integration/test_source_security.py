@@ -1,6 +1,6 @@
 """Table sources against a real server, in process: the query's session user is scoi_reader
 on a connection of its own, and a slow schedule source holds no lock another worker waits
-on (the tester's case 9). Other workers are checked with ``lock_timeout``: a lock wait
+on. Other workers are checked with ``lock_timeout``: a lock wait
 would be an error, not a delay."""
 
 from __future__ import annotations

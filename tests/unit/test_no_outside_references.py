@@ -27,7 +27,7 @@ PATTERNS = {
                                    + "SPEC" + r"(?:'s|\s+(?:fixes|says|defines|requires|gives|section))\b"),
     "a note on who ran or tested it": re.compile(
         r"\b[Ee]ngine" + r"ers?\b|\b(?:two|three|four|five|six|seven|eight|nine|ten|\d+) other " + r"sessions\b|"
-        r"\b[Rr]ound" + r" \d+'s\b"),
+        r"\b[Rr]ound" + r" \d+'s\b|\b[Tt]est" + r"ers?'s?\b"),
 }
 
 ALLOWED = {
@@ -56,7 +56,7 @@ def test_the_patterns_catch_what_they_are_for():
     bad = ["see ../" + "shared/data", "SPEC" + " §4", "SPEC" + ".md", "(issue" + " 14)", "Issue" + " 15: x",
            "issue" + " #3", "the " + "SPEC" + "'s worked examples", "so " + "SPEC" + " fixes the tie rule",
            "shared with seven other " + "engin" + "eers' runs", "shared with seven other " + "sessions",
-           "Round" + " 2's run was slow"]
+           "Round" + " 2's run was slow", "the 2026-11-24 " + "test" + "er's run"]
     assert [len(offending_lines(line)) for line in bad] == [1] * len(bad)
     assert offending_lines("docs/method.md §7; an issue with this; shared/data; tissue 4") == []
     assert offending_lines("--model NAME=" + "SPEC (repeatable), " + "SPEC as for submit; JobSpec; "

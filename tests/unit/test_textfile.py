@@ -1,6 +1,6 @@
 """scoi.text.textfile and the TMX text rule: lines end at \\n only (CRLF accepted), a BOM is not
 text, bad text is one error at file:line, a line is read with a bounded buffer; TMX inline
-codes are dropped from a segment's text. Numbers are the cases of the 2026-11-24 tester's run."""
+codes are dropped from a segment's text."""
 
 from __future__ import annotations
 
