@@ -81,7 +81,7 @@ def run(
                                   help="Comma-separated prompt templates (xglm, alpaca, FILE)."),
     baseline: str | None = typer.Option(None, "--baseline", help="Method the others are tested against "
                                                                  "(default: bm25 if compared, else the first)."),
-    random_seeds: int = typer.Option(3, "--random-seeds", min=1, max=LIMITS["random_seeds"][1],
+    random_seeds: int = typer.Option(defaults.RANDOM_SEEDS, "--random-seeds", min=1, max=LIMITS["random_seeds"][1],
                                      help="Seeds of the random method (paper: 3)."),
     workers: int = typer.Option(1, "--workers", min=0, max=LIMITS["workers"][1],
                                 help="Translate with this many worker processes per job (1: in this process, the "

@@ -46,7 +46,8 @@ def _run(action, *args: Any, **kwargs: Any) -> Any:
 def add(
     name: str = typer.Argument(..., help="Schedule name (its job gets the same name)."),
     cron: str = typer.Option(..., "--cron", help="Five cron fields, e.g. \"15 2 * * *\" (02:15 every day)."),
-    tz: str = typer.Option("UTC", "--timezone", help="Time zone the cron fields are read in (IANA name)."),
+    tz: str = typer.Option(defaults.SCHEDULE_TIMEZONE, "--timezone",
+                           help="Time zone the cron fields are read in (IANA name)."),
     input_file: Path | None = typer.Option(None, "--input", "-i",
                                            help="Source: a text file in $SCOI_SOURCE_DIR (the workers' "
                                                 "--source-dir); each run adds its new lines; or a CAT file "
