@@ -126,7 +126,8 @@ def list_cmd(json_out: bool = typer.Option(False, "--json", help="Print a JSON a
 
 @schedule_app.command("show")
 def show(name: str = typer.Argument(..., help="Schedule name."),
-         runs: int = typer.Option(10, "--runs", min=1, max=LIMITS["limit"][1], help="Recent runs to show."),
+         runs: int = typer.Option(defaults.SCHEDULE_RUNS_SHOWN, "--runs", min=1, max=LIMITS["limit"][1],
+                                  help="Recent runs to show."),
          json_out: bool = typer.Option(False, "--json", help="Print a JSON object.")) -> None:
     """A schedule: template, source, destination (and its delivery state), job progress, recent runs."""
     from scoi.jobs.schedules import show_schedule
