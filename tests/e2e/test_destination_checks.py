@@ -34,7 +34,7 @@ def no_job(url: str) -> None:
 
 
 def test_destination_column_must_take_text(db_url):
-    """13: --dest-column of type integer is refused at submit (every delivery would fail)."""
+    """--dest-column of type integer is refused at submit (every delivery would fail)."""
     tables(db_url, "CREATE TABLE docs_int (id int PRIMARY KEY, n integer)")
     refused(submit(db_url, "http://127.0.0.1:9/v1", "SELECT id, body FROM documents", "docs_int", "id", "n"),
             "--dest-column n: docs_int.n is integer; expected a text column")
@@ -42,7 +42,7 @@ def test_destination_column_must_take_text(db_url):
 
 
 def test_key_and_column_must_differ(db_url):
-    """14: --dest-key = --dest-column is refused at submit."""
+    """--dest-key = --dest-column is refused at submit."""
     tables(db_url)
     refused(submit(db_url, "http://127.0.0.1:9/v1", "SELECT id, body FROM documents", "documents_en", "id", "id"),
             "--dest-key and --dest-column are both 'id'")
@@ -50,7 +50,7 @@ def test_key_and_column_must_differ(db_url):
 
 
 def test_undelivered_items_show_as_their_own_state(db_url):
-    """15: an output the table refuses (here a CHECK constraint) leaves its item
+    """An output the table refuses (here a CHECK constraint) leaves its item
     ``undelivered``, with the error, in job status, --json and job list; not ``done``."""
     tables(db_url, "ALTER TABLE documents_en ADD CHECK (id <> 7)")
     with ok_server() as stub:
@@ -83,7 +83,7 @@ def test_undelivered_items_show_as_their_own_state(db_url):
 
 
 def test_a_key_that_does_not_cast_is_refused_and_never_blocks_others(db_url):
-    """16: a source key the key column's type does not take is refused at submit, naming it;
+    """A source key the key column's type does not take is refused at submit, naming it;
     one that arrives later (a schedule's tick) fails alone: the other rows are delivered."""
     tables(db_url, "CREATE TABLE inbox (k text PRIMARY KEY, body text)",
            "INSERT INTO inbox VALUES ('7', 'Le chien court.')")
@@ -112,7 +112,7 @@ def test_a_key_that_does_not_cast_is_refused_and_never_blocks_others(db_url):
 
 
 def test_keys_equal_once_cast_are_refused(db_url):
-    """17: keys 1.0 and 1.00 are one numeric value: refused at submit, naming both."""
+    """Keys 1.0 and 1.00 are one numeric value: refused at submit, naming both."""
     tables(db_url, "CREATE TABLE docs_num (id numeric PRIMARY KEY, body_en text)")
     query = "SELECT '1.0'::text, 'Le chat dort.' UNION ALL SELECT '1.00', 'Le chien court.'"
     refused(submit(db_url, "http://127.0.0.1:9/v1", query, "docs_num", "id", "body_en"),

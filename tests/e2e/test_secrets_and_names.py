@@ -289,7 +289,7 @@ def test_a_template_cannot_run_commands(job_db, tmp_path):
 
 
 def test_a_template_the_sandbox_refuses_is_refused_at_submit(job_db, inputs, tmp_path):
-    """40: `job submit --template` renders the file once on a sample, so a refused template
+    """`job submit --template` renders the file once on a sample, so a refused template
     stores no job (instead of failing every item in the worker)."""
     marker = tmp_path / "ran"
     attack = tmp_path / "ssti.j2"

@@ -66,7 +66,7 @@ def _wait_for_sleeping_source(url: str) -> int:
 
 
 def test_slow_schedule_source_blocks_no_other_worker(docs):
-    """9: while one worker sits in a schedule's slow source query, another worker checking
+    """While one worker sits in a schedule's slow source query, another worker checking
     the same due tick skips it without waiting for a lock, and claims an unrelated job's
     items at once; the slow source, cancelled, is recorded as the run's error."""
     with connect(docs) as conn:
@@ -108,7 +108,7 @@ def test_slow_schedule_source_blocks_no_other_worker(docs):
 
 
 def test_a_timed_out_source_is_a_run_error(docs):
-    """9: a tick whose source outlives its timeout records one line and adds nothing."""
+    """A tick whose source outlives its timeout records one line and adds nothing."""
     with connect(docs) as conn:
         S.add_schedule(conn, "slow", "* * * * *", spec(), Source("sql", query="SELECT id, body FROM documents",
                                                                   timeout=0.5), None, docs)
@@ -125,7 +125,7 @@ def test_multiple_statements_refused_in_read_query(docs):
 
 
 def test_stopping_worker_cancels_its_source_and_leaves_the_tick(docs):
-    """9: a worker told to stop (SIGTERM sets its stop event) cancels the source query it
+    """A worker told to stop (SIGTERM sets its stop event) cancels the source query it
     sits in at once, instead of waiting for the timeout; the tick is not recorded, so
     another worker runs it."""
     with connect(docs) as conn:
