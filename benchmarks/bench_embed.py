@@ -36,7 +36,7 @@ from shared_data import MISSING, available, held_out_queries, long_queries, warm
 def load_model(name: str | None, url: str):
     """(Embedder, note): the given or the paper's model; a tiny random one if neither loads."""
     from scoi.db import connect
-    from scoi.embedder import DEFAULT_MODEL, Embedder, EmbedderError
+    from scoi.embedding.embedder import DEFAULT_MODEL, Embedder, EmbedderError
 
     try:
         return Embedder(name or DEFAULT_MODEL), ""
@@ -71,7 +71,7 @@ def latency(sel, queries: list[str], method: str, k: int) -> dict[str, tuple[flo
 def recall(sel, queries: list[str], ks: tuple[int, ...], efs: tuple[int, ...]) -> dict:
     """(ef_search, k) -> mean and min recall@k of the HNSW search against exact search (the
     same statement, index scans off), and the HNSW statement's p50/p95 ms."""
-    from scoi.embeddings import nearest
+    from scoi.embedding.embeddings import nearest
 
     row = sel.embedder_row()
     vecs = [sel.embed_query(q) for q in queries]
@@ -103,7 +103,7 @@ def main() -> None:
         sys.exit(MISSING)
     from bench_select import bench_url, describe
 
-    from scoi.embeddings import embed_missing
+    from scoi.embedding.embeddings import embed_missing
     from scoi.selector import Selector
 
     url = bench_url(args.database, "scoi_bench_embed" if args.build else None)
@@ -119,7 +119,7 @@ def main() -> None:
             warm_up(lambda q: sel.select(q))
             results[method] = {name: latency(sel, qs, method, args.k) for name, qs in sets.items()}
             if method == "fuzzy-ann":
-                from scoi.embeddings import ann_plan
+                from scoi.embedding.embeddings import ann_plan
 
                 conn = sel.conn
                 caption = describe(conn)

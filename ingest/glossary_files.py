@@ -16,7 +16,7 @@ from typing import Any
 
 from ingest.readers import InputError, open_text
 from scoi.formats.xmlsafe import SAFE, doctype_problem
-from scoi.textfile import TextFileError, decode_line
+from scoi.text.textfile import TextFileError, decode_line
 
 GLOSSARY_FORMATS = ("tbx", "csv", "tsv")
 MAX_TERM_CHARS = 300  # a term, not a sentence

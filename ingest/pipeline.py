@@ -34,7 +34,7 @@ from scoi.core.defaults import ON_CONFLICT_CORPUS, ON_CONFLICT_TMX
 from scoi.db import connect
 
 if TYPE_CHECKING:
-    from scoi.embedder import Embedder
+    from scoi.embedding.embedder import Embedder
 
 # A batch is what one transaction writes: 2,048 pairs by default. Measured on the same
 # 16k parsed pairs, writing them 2,048 at a time took 15-20% less CPU than 512 at a time
@@ -253,7 +253,7 @@ def _ingest(opts: IngestOptions, url: str, src: str, tgt: str, fmt: str, choices
     finally:
         conn.close()
     if embedder is not None:
-        from scoi.embeddings import embed_missing
+        from scoi.embedding.embeddings import embed_missing
 
         summary.embedder = embedder.name
         summary.embedded = embed_missing(url, embedder, langs=[src, tgt]).embedded
@@ -274,10 +274,10 @@ def _record_failure(conn: psycopg.Connection, run_id: int, exc: BaseException) -
 
 
 def _embedder(model: str | None) -> Embedder | None:
-    """The ``--embed`` model, loaded (raises scoi.embedder.EmbedderError), or None."""
+    """The ``--embed`` model, loaded (raises scoi.embedding.embedder.EmbedderError), or None."""
     if model is None:
         return None
-    from scoi.embedder import Embedder
+    from scoi.embedding.embedder import Embedder
 
     return Embedder(model)
 

@@ -25,7 +25,7 @@ from typing import IO, Any
 from scoi.formats import DocumentError, po, xliff
 from scoi.formats.tmx import JSON_PROP
 from scoi.formats.xmlsafe import SAFE, doctype_problem
-from scoi.textfile import TextFileError, decode_line, raw_lines
+from scoi.text.textfile import TextFileError, decode_line, raw_lines
 
 FORMATS = ("tsv", "moses", "tmx", "jsonl", "xliff", "po")
 
@@ -160,7 +160,7 @@ class _Checked:
             raise self._fail(e) from None
 
     def lines(self) -> Iterator[tuple[int, bytes]]:
-        """(line number, bytes without the line break): scoi.textfile's lines (``\\n``
+        """(line number, bytes without the line break): scoi.text.textfile's lines (``\\n``
         only, CRLF accepted, at most MAX_LINE_BYTES each, else an InputError)."""
         try:
             yield from raw_lines(self, self.file)

@@ -11,6 +11,7 @@ from typing import Any
 
 import psycopg
 
+from scoi.core import defaults
 from scoi.db.queries import load
 
 _SQL = load("ingest_runs")
@@ -66,7 +67,8 @@ def vacuum_analyze(conn: psycopg.Connection) -> None:
     conn.execute(_SQL["analyze_after_ingest"])
 
 
-def list_runs(conn: psycopg.Connection, corpus: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
+def list_runs(conn: psycopg.Connection, corpus: str | None = None,
+              limit: int = defaults.INGEST_RUNS_SHOWN) -> list[dict[str, Any]]:
     """The newest ingest runs (of ``corpus``), state included (dead = its process is gone)."""
     return _rows(conn.execute(_SQL["list_runs"], {"corpus": corpus, "limit": limit}))
 

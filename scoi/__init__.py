@@ -9,8 +9,8 @@ The public API, importable from here (``from scoi import Selector``):
 - :func:`render_prompt`, :class:`Example`, :func:`extract_answer` — prompts and answers
   (scoi.core.prompt); :func:`select_examples` — the pure greedy selection over a pool
   (scoi.core.greedy);
-- :class:`Embedder` — a sentence-transformers model for the fuzzy methods (scoi.embedder;
-  its vectors are stored by ``scoi embed``, scoi.embeddings);
+- :class:`Embedder` — a sentence-transformers model for the fuzzy methods (scoi.embedding.embedder;
+  its vectors are stored by ``scoi embed``, scoi.embedding.embeddings);
 - batch jobs: :mod:`scoi.jobs`. Loading corpora is the ingest layer's job
   (``ingest.pipeline.ingest_files``), which builds on this package.
 
@@ -36,7 +36,7 @@ _EXPORTS = {
     "extract_answer": ("scoi.core.prompt", "extract_answer"),
     "Example": ("scoi.core.prompt", "Example"),
     "select_examples": ("scoi.core.greedy", "select"),
-    "Embedder": ("scoi.embedder", "Embedder"),
+    "Embedder": ("scoi.embedding.embedder", "Embedder"),
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -340,8 +340,8 @@ def parser_labels(name: str) -> list[str]:
 
 
 # Moses normalisation + tokenisation: sacremoses 0.2.0's output without importing sacremoses
-# (its import compiles ~130 regexes over huge Unicode classes, ~0.3 s); see scoi/moses.py.
-from scoi.moses import PunctNormalizer, moses_tokenizer  # noqa: E402,F401
+# (its import compiles ~130 regexes over huge Unicode classes, ~0.3 s); see scoi/text/moses.py.
+from scoi.text.moses import PunctNormalizer, moses_tokenizer  # noqa: E402,F401
 
 
 class Tree(NamedTuple):
@@ -527,6 +527,6 @@ class Analyzer:
 @lru_cache(maxsize=8)
 def analyzer(lang: str, pipeline: str) -> Analyzer:
     """This process's Analyzer for a language and pipeline, built once: loading the spaCy
-    pipeline is what costs (seconds); the Moses tables add ~30 ms (scoi.moses). Parse
+    pipeline is what costs (seconds); the Moses tables add ~30 ms (scoi.text.moses). Parse
     workers are forked from a server that has loaded both (ingest/preload.py)."""
     return Analyzer(lang, pipeline)

@@ -24,7 +24,7 @@ from scoi.db import connect
 from scoi.core.glossary import Entry, Index, Match, build_index, check_terms, find_matches, is_acronym, key_of
 from scoi.core.names import BadName, base_language, check_language_code
 from scoi.db.queries import load
-from scoi.moses import PunctNormalizer, moses_tokenizer
+from scoi.text.moses import PunctNormalizer, moses_tokenizer
 
 SQL = load("glossary")
 #: The pipeline parts lemmas need: tagging (POS for the rule-based lemmatizers) and the lemmatizer.

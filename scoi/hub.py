@@ -21,7 +21,7 @@ from scoi.config import environment, hf_endpoint, hf_offline
 def model_name(model: str) -> str:
     """The name an embedder is stored under: a local directory's absolute path, else the
     hub name as given (so the same model given two ways is one embedder). Here, not in
-    scoi.embedder, so a job's settings are named without importing numpy."""
+    scoi.embedding.embedder, so a job's settings are named without importing numpy."""
     local = Path(model).expanduser()
     return str(local.resolve()) if local.is_dir() else model
 

@@ -542,7 +542,7 @@ class Selector:
         refused when no sentence was embedded with it."""
         if self._embedder_row is None:
             from scoi.hub import model_name
-            from scoi.embeddings import find_embedder
+            from scoi.embedding.embeddings import find_embedder
 
             name = model_name(self.embedder_model or defaults.EMBEDDER)
             row = find_embedder(self.conn, name)
@@ -555,7 +555,7 @@ class Selector:
     def embedder(self) -> Any:
         """The stored embedder's model (a scoi.embedder.Embedder), loaded on first use."""
         if self._embedder is None:
-            from scoi.embedder import Embedder
+            from scoi.embedding.embedder import Embedder
 
             self._embedder = Embedder(self.embedder_row().name)
         return self._embedder
@@ -568,7 +568,7 @@ class Selector:
                           ) -> tuple[list[CandidateRow], tuple[np.ndarray, np.ndarray], float]:
         """fuzzy: (the pool, its embeddings); fuzzy-ann: (the k nearest pairs over the whole
         database by the HNSW index, theirs); and the milliseconds the SQL took."""
-        from scoi.embeddings import nearest, pool_embeddings
+        from scoi.embedding.embeddings import nearest, pool_embeddings
 
         t0 = time.perf_counter()
         if methods.method(method).bm25_pool:

@@ -1,6 +1,6 @@
-"""Generate scoi/moses_data.py from the installed sacremoses (run: python scripts/gen_moses_data.py).
+"""Generate scoi/text/moses_data.py from the installed sacremoses (run: python scripts/gen_moses_data.py).
 
-scoi/moses.py reproduces sacremoses' Moses punctuation normaliser and tokeniser without
+scoi/text/moses.py reproduces sacremoses' Moses punctuation normaliser and tokeniser without
 importing sacremoses, whose import compiles ~130 regexes over Unicode classes of up to
 22k literal characters (~0.3 s). This script writes what it needs as small data:
 
@@ -27,7 +27,7 @@ import sacremoses
 from sacremoses import MosesPunctNormalizer, MosesTokenizer
 from sacremoses.corpus import NonbreakingPrefixes
 
-OUT = Path(__file__).resolve().parent.parent / "scoi" / "moses_data.py"
+OUT = Path(__file__).resolve().parent.parent / "scoi" / "text" / "moses_data.py"
 ALL_CHARS = "".join(map(chr, range(0x110000)))
 CJK_LANGS = ("zh", "ja", "ko", "cjk")
 _SPECIAL = set("\\]^-[&~|")
@@ -107,7 +107,7 @@ def main() -> None:
         "",
         "Character classes of sacremoses' MosesTokenizer as range bodies for ``[...]`` (the exact",
         "code points sacremoses' compiled classes match), MosesPunctNormalizer's substitution groups,",
-        "and the non-breaking prefixes. Used by scoi/moses.py; checked by tests/unit/test_moses.py.",
+        "and the non-breaking prefixes. Used by scoi/text/moses.py; checked by tests/unit/test_moses.py.",
         '"""',
         "",
         f"SACREMOSES_VERSION = {sacremoses.__version__!r}",

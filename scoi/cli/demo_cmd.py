@@ -7,13 +7,14 @@ import os
 import typer
 
 from scoi.cli.common import console, database_url, emit_json
+from scoi.core import defaults
 from scoi.core.limits import LIMITS
 
 
 def demo(
     model: str | None = typer.Option(None, "--model", envvar="SCOI_MODEL",
                                      help="Translate too: gguf:FILE, hf:DIR, openai:NAME (default: $SCOI_MODEL)."),
-    k: int = typer.Option(4, "-k", "--k", min=1, max=LIMITS["k"][1], help="Examples per prompt."),
+    k: int = typer.Option(defaults.K, "-k", "--k", min=1, max=LIMITS["k"][1], help="Examples per prompt."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: a JSON report."),
 ) -> None:
     """Run the whole chain offline on the demo corpus: ingest, select (SCOI vs BM25), prompt, translate, score."""

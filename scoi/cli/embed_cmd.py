@@ -18,7 +18,7 @@ MODEL_HELP = ("sentence-transformers model: a local directory (SentenceTransform
 def embed(
     model: str = typer.Option(defaults.EMBEDDER, "--model", help=MODEL_HELP),
     lang: list[str] = typer.Option([], "--lang", help="Only sentences of this language (repeatable; default: all)."),
-    batch_size: int = typer.Option(256, "--batch-size", min=1, max=LIMITS["batch_size"][1],
+    batch_size: int = typer.Option(defaults.EMBED_BATCH, "--batch-size", min=1, max=LIMITS["batch_size"][1],
                                    help="Sentences per encode call and transaction."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: one JSON summary object."),
 ) -> None:
@@ -44,8 +44,8 @@ def embed(
 def run_embedding(url: str, model: str, langs: list[str], batch_size: int, *, show_bar: bool):
     """Load ``model`` and embed what is missing under a progress bar (shared with
     ``scoi ingest --embed``); a bad model or Ctrl-C: a clear message, non-zero exit."""
-    from scoi.embedder import Embedder, EmbedderError
-    from scoi.embeddings import EmbeddingError, embed_missing
+    from scoi.embedding.embedder import Embedder, EmbedderError
+    from scoi.embedding.embeddings import EmbeddingError, embed_missing
 
     def work(advance, set_total):
         embedder = Embedder(model)

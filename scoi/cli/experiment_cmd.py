@@ -115,13 +115,13 @@ def run(
                                   help="Comma-separated prompt templates (xglm, alpaca, FILE)."),
     baseline: str | None = typer.Option(None, "--baseline", help="Method the others are tested against "
                                                                  "(default: bm25 if compared, else the first)."),
-    random_seeds: int = typer.Option(3, "--random-seeds", min=1, max=LIMITS["random_seeds"][1],
+    random_seeds: int = typer.Option(defaults.RANDOM_SEEDS, "--random-seeds", min=1, max=LIMITS["random_seeds"][1],
                                      help="Seeds of the random method (paper: 3)."),
     workers: int = typer.Option(1, "--workers", min=0, max=LIMITS["workers"][1],
                                 help="Translate with this many worker processes per job (1: in this process, the "
                                      "model loads once); 0: only queue the jobs, for `scoi worker`s elsewhere."),
     comet: str | None = typer.Option(None, "--comet", help="COMET checkpoint (file or local model directory)."),
-    samples: int = typer.Option(1000, "--samples", min=10, max=LIMITS["samples"][1],
+    samples: int = typer.Option(defaults.BOOTSTRAP_SAMPLES, "--samples", min=10, max=LIMITS["samples"][1],
                                 help="Bootstrap resamples for significance."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the table as JSON (keys: docs/jobs.md)."),
     opts: JobOptions = JobOptions(),
@@ -179,7 +179,7 @@ def run(
 def show(
     name: str = typer.Argument(..., help="Experiment name."),
     comet: str | None = typer.Option(None, "--comet", help="COMET checkpoint, to add or refresh COMET scores."),
-    samples: int = typer.Option(1000, "--samples", min=10, max=LIMITS["samples"][1],
+    samples: int = typer.Option(defaults.BOOTSTRAP_SAMPLES, "--samples", min=10, max=LIMITS["samples"][1],
                                 help="Bootstrap resamples for significance."),
     partial: bool = typer.Option(False, "--partial", help="Score the items done so far of unfinished jobs."),
     json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the table as JSON (keys: docs/jobs.md)."),

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from scoi.cli.common import PARSER_HELP, console, database_url, emit_json, parser_options, print_rows, run_batches
+from scoi.core import defaults
 from scoi.core.limits import LIMITS
 
 
@@ -51,8 +52,8 @@ def ingest(
     from scoi.analysis import ParserNotAvailable
     from ingest.pipeline import IngestError, IngestOptions, ingest_files
     from ingest.readers import InputError
-    from scoi.embedder import EmbedderError
-    from scoi.embeddings import EmbeddingError
+    from scoi.embedding.embedder import EmbedderError
+    from scoi.embedding.embeddings import EmbeddingError
 
     files = [str(file)] + ([str(file2)] if file2 else [])
     overrides = parser_options(parser)
@@ -140,7 +141,7 @@ def _language_rows(rows: list[dict]) -> list[list[str]]:
 
 
 def ingest_runs(corpus: str | None = typer.Option(None, "--corpus", help="Only the runs of this corpus."),
-                limit: int = typer.Option(20, "--limit", min=1, max=LIMITS["limit"][1],
+                limit: int = typer.Option(defaults.INGEST_RUNS_SHOWN, "--limit", min=1, max=LIMITS["limit"][1],
                                           help="How many runs, newest first."),
                 json_out: bool = typer.Option(False, "--json", help="Print a JSON array.")) -> None:
     """List recent ingest runs: running, done, failed, or dead (its process is gone, e.g. killed)."""

@@ -76,7 +76,7 @@ def submit(
                                                 "xliff|po`."),
     source_sql: str | None = typer.Option(None, "--source-sql", help=SOURCE_SQL_HELP + " Instead of --input."),
     source_url: str | None = typer.Option(None, "--source-url", help=SOURCE_URL_HELP),
-    source_timeout: float = typer.Option(30.0, "--source-timeout", help=SOURCE_TIMEOUT_HELP),
+    source_timeout: float = typer.Option(defaults.SOURCE_TIMEOUT, "--source-timeout", help=SOURCE_TIMEOUT_HELP),
     dest_table: str | None = typer.Option(None, "--dest-table", help=DEST_TABLE_HELP),
     dest_key: str | None = typer.Option(None, "--dest-key", help=DEST_KEY_HELP),
     dest_column: str | None = typer.Option(None, "--dest-column", help=DEST_COLUMN_HELP),
@@ -534,7 +534,7 @@ def eval_jobs(
     baseline: str | None = typer.Option(None, "--baseline",
                                         help="With --compare: the job the others are tested against "
                                              "(default: the first)."),
-    samples: int = typer.Option(1000, "--samples", min=100, max=LIMITS["samples"][1],
+    samples: int = typer.Option(defaults.BOOTSTRAP_SAMPLES, "--samples", min=100, max=LIMITS["samples"][1],
                                 help="With --compare: bootstrap resamples."),
     origin: str | None = typer.Option(None, "--origin",
                                       help="llm | tm: score only the outputs the model wrote (llm) or those reused "

@@ -17,6 +17,7 @@ import typer
 from scoi.cli.common import (DEST_COLUMN_HELP, DEST_KEY_HELP, DEST_TABLE_HELP, DEST_URL_HELP, SOURCE_SQL_HELP,
                              SOURCE_TIMEOUT_HELP, SOURCE_URL_HELP, database_url, emit_json, fail, print_rows, say)
 from scoi.cli.job_options import JobOptions, job_options
+from scoi.core import defaults
 from scoi.core.limits import LIMITS
 
 schedule_app = typer.Typer(help="Recurring translation jobs, stored in PostgreSQL and run by `scoi worker`.",
@@ -45,7 +46,8 @@ def _run(action, *args: Any, **kwargs: Any) -> Any:
 def add(
     name: str = typer.Argument(..., help="Schedule name (its job gets the same name)."),
     cron: str = typer.Option(..., "--cron", help="Five cron fields, e.g. \"15 2 * * *\" (02:15 every day)."),
-    tz: str = typer.Option("UTC", "--timezone", help="Time zone the cron fields are read in (IANA name)."),
+    tz: str = typer.Option(defaults.SCHEDULE_TIMEZONE, "--timezone",
+                           help="Time zone the cron fields are read in (IANA name)."),
     input_file: Path | None = typer.Option(None, "--input", "-i",
                                            help="Source: a text file in $SCOI_SOURCE_DIR (the workers' "
                                                 "--source-dir); each run adds its new lines; or a CAT file "
@@ -53,7 +55,7 @@ def add(
                                                 "segments (by key) and keeps the file as read."),
     source_sql: str | None = typer.Option(None, "--source-sql", help=SOURCE_SQL_HELP),
     source_url: str | None = typer.Option(None, "--source-url", help=SOURCE_URL_HELP),
-    source_timeout: float = typer.Option(30.0, "--source-timeout", help=SOURCE_TIMEOUT_HELP),
+    source_timeout: float = typer.Option(defaults.SOURCE_TIMEOUT, "--source-timeout", help=SOURCE_TIMEOUT_HELP),
     dest_table: str | None = typer.Option(None, "--dest-table", help=DEST_TABLE_HELP),
     dest_key: str | None = typer.Option(None, "--dest-key", help=DEST_KEY_HELP),
     dest_column: str | None = typer.Option(None, "--dest-column", help=DEST_COLUMN_HELP),
@@ -124,7 +126,8 @@ def list_cmd(json_out: bool = typer.Option(False, "--json", help="Print a JSON a
 
 @schedule_app.command("show")
 def show(name: str = typer.Argument(..., help="Schedule name."),
-         runs: int = typer.Option(10, "--runs", min=1, max=LIMITS["limit"][1], help="Recent runs to show."),
+         runs: int = typer.Option(defaults.SCHEDULE_RUNS_SHOWN, "--runs", min=1, max=LIMITS["limit"][1],
+                                  help="Recent runs to show."),
          json_out: bool = typer.Option(False, "--json", help="Print a JSON object.")) -> None:
     """A schedule: template, source, destination (and its delivery state), job progress, recent runs."""
     from scoi.jobs.schedules import show_schedule

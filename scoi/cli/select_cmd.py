@@ -57,8 +57,8 @@ def _selector(src: str, tgt: str, k: int, method: str, pool: int, similarity: st
               where: list[str] | None = None, min_match: float | None = None):
     """A Selector with its analyser loaded, each start-up step timed in ``steps``."""
     from scoi.analysis import ParserNotAvailable, import_spacy, load_trees, needs_torch
-    from scoi.embedder import EmbedderError
-    from scoi.embeddings import EmbeddingError
+    from scoi.embedding.embedder import EmbedderError
+    from scoi.embedding.embeddings import EmbeddingError
     from scoi.selector import SelectionError, Selector
 
     from scoi.db.engine import resolve_read_url
@@ -141,7 +141,7 @@ def select(
         _refuse_blank(text)
     queries: list[str] = []
     if file is not None:
-        from scoi.textfile import TextFileError, read_lines
+        from scoi.text.textfile import TextFileError, read_lines
 
         try:  # every line checked before the first query runs (or is recorded)
             queries = [line.strip() for line in read_lines(file)]
@@ -150,7 +150,7 @@ def select(
     sel = _selector(src, tgt, k, method, pool, similarity, word_overlap, fill, seed, corpus, steps, rbm25_variant,
                     embedder, ef_search, parser, where, min_match)
     if show_sql and REGISTRY[method].candidates == INDEX:  # the HNSW search, not a BM25 pool
-        from scoi.embeddings import ann_sql
+        from scoi.embedding.embeddings import ann_sql
 
         console.print(ann_sql(sel.conn, sel.embedder_row()), highlight=False, markup=False)
         return

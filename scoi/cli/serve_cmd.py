@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from scoi.cli.common import EMBEDDER_HELP, database_url, err_console, fail
+from scoi.core import defaults
 
 MODEL_HELP = ("A model requests may name: NAME=SPEC (repeatable), SPEC as for `scoi job submit --model`, "
               "e.g. gemma=gguf:/models/gemma.gguf or local=openai:qwen.")
@@ -12,18 +13,22 @@ BACKEND_OPT_HELP = "A model's backend option NAME:KEY=VALUE (repeatable), e.g. l
 
 
 def serve(
-    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on; other than loopback needs "
+    host: str = typer.Option(defaults.SERVE_HOST, "--host", help="Address to listen on; other than loopback needs "
                                                           "SCOI_SERVE_TOKEN set."),
-    port: int = typer.Option(8765, "--port", min=1, max=65535, help="TCP port."),
+    port: int = typer.Option(defaults.SERVE_PORT, "--port", min=1, max=65535, help="TCP port."),
     model: list[str] = typer.Option([], "--model", "-m", help=MODEL_HELP + " Checked at start and loaded in the "
                                     "background (GET /api/models shows when each is ready)."),
     backend_opt: list[str] = typer.Option([], "--backend-opt", help=BACKEND_OPT_HELP),
     warm: list[str] = typer.Option([], "--warm", help="Load this direction's selector at start (SRC-TGT, "
                                                       "repeatable; default: every direction of the corpora)."),
-    timeout: float = typer.Option(30.0, "--timeout", min=0.1, help="Seconds one request may work."),
-    max_body: int = typer.Option(1_000_000, "--max-body", min=1024, help="Largest request body, in bytes."),
-    max_chars: int = typer.Option(2_000, "--max-chars", min=1, help="Longest sentence, in characters."),
-    max_sentences: int = typer.Option(1_000, "--max-sentences", min=1, help="Most sentences in one request."),
+    timeout: float = typer.Option(defaults.SERVE_TIMEOUT, "--timeout", min=0.1,
+                                  help="Seconds one request may work."),
+    max_body: int = typer.Option(defaults.SERVE_MAX_BODY, "--max-body", min=1024,
+                                 help="Largest request body, in bytes."),
+    max_chars: int = typer.Option(defaults.SERVE_MAX_CHARS, "--max-chars", min=1,
+                                  help="Longest sentence, in characters."),
+    max_sentences: int = typer.Option(defaults.SERVE_MAX_SENTENCES, "--max-sentences", min=1,
+                                      help="Most sentences in one request."),
     embedder: str | None = typer.Option(None, "--embedder", help=EMBEDDER_HELP),
 ) -> None:
     """Serve the HTTP API (OpenAPI docs at /docs) and the coverage page at http://HOST:PORT/."""

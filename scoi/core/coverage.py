@@ -29,6 +29,20 @@ COV_TOL = 1e-12
 """Absolute tolerance for comparing coverage values; see the module docstring."""
 
 
+def distance_similarity(distance: float | np.ndarray) -> float | np.ndarray:
+    """c = 1 / (1 + d) of an L1 distance d (docs/method.md §3): 1 for equal terms, falling
+    towards 0 as they differ. The one definition: the coverage measures, the page's
+    explanation and the DPP kernel all call it (d = inf gives 0)."""
+    return 1.0 / (1.0 + distance)
+
+
+def is_word(token: str) -> bool:
+    """Whether a token counts as a word for coverage gaps: it has a letter or a digit
+    (Unicode categories L and N), so punctuation is never reported as missing. The page's
+    script and the ``selection_gap`` view spell the same rule; tests tie them to this one."""
+    return any(ch.isalnum() for ch in token)
+
+
 
 def argmax_first(values: Sequence[float] | np.ndarray) -> int:
     """Index of the first value within :data:`COV_TOL` of the maximum (the tie rule).
@@ -136,7 +150,7 @@ def term_similarity(
     defined as 0 when either vector is zero.
     """
     if similarity == "distance":
-        return 1.0 / (1.0 + l1_matrix(a, b).astype(np.float64))
+        return distance_similarity(l1_matrix(a, b).astype(np.float64))
     if similarity == "cosine":
         a, b = as_terms(a), as_terms(b)
         dots = (a @ b.T).astype(np.float64)

@@ -22,6 +22,9 @@ EMBEDDER = "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
 EF_SEARCH = 40                # fuzzy-ann: HNSW candidates searched per query (pgvector's default)
 BM25_K1 = 1.5                 # BM25 preselection: term-frequency saturation
 BM25_B = 0.75                 # ... and length normalisation
+DPP_THETA = 0.5               # dpp: the quality/diversity trade-off of the kernel (docs/method.md §7.2)
+DPP_BM25_K1 = 1.2             # dpp: its BM25 weights over the pool alone (the paper's k1 and b)
+DPP_BM25_B = 0.75
 TEMPLATE = "xglm"             # prompt template
 ORDER = "reverse"             # example order in the prompt: the published one
 MAX_NEW_TOKENS = 128          # generation limit per item
@@ -31,6 +34,7 @@ WORKER_BATCH = 8              # items a worker claims and generates together
 STALL_TIMEOUT = 300.0         # seconds without heartbeat before a stuck worker's item is claimed again
 POLL_SECONDS = 2.0            # a worker's idle wait between claims (LISTEN wakes it earlier)
 RECONNECT_MAX_SECONDS = 10.0  # a worker that lost the database retries at most this far apart
+REPLICA_RETRY_SECONDS = 30.0  # an unreachable read replica is tried again after this long
 #: scoi ingest --on-conflict, for a source the corpus already holds (from an earlier run)
 #: with another target. A TMX is a translation memory as it stands: re-importing it after
 #: correcting an entry must replace the old translation, not leave it a candidate. TSV,
@@ -42,6 +46,24 @@ LOOKUP_N = 5                  # scoi lookup: matches shown
 LOOKUP_MIN_MATCH = 0.0        # scoi lookup: lowest match % shown (CAT tools often use 70)
 LOOKUP_POOL = 1000            # scoi lookup: exact BM25 pool the match % is computed on (docs/method.md §8)
 LOOKUP_FIRST_POOL = 200       # scoi lookup: pool read first; the full pool only when it may miss a match
+INGEST_RUNS_SHOWN = 20        # scoi ingest runs: runs listed, newest first
+SCHEDULE_RUNS_SHOWN = 10      # scoi schedule show: recent runs listed
+RANDOM_SEEDS = 3              # scoi experiment: seeds of the random method (it varies with the seed)
+SCHEDULE_TIMEZONE = "UTC"     # scoi schedule add: the zone its cron fields are read in
+BOOTSTRAP_SAMPLES = 1000      # paired bootstrap resamples (sacreBLEU's default)
+EMBED_BATCH = 256             # scoi embed: sentences encoded per batch
+GAPS_LIMIT = 50               # coverage gaps (scoi.gaps, /api/gaps): rows per kind (words, terms)
+SOURCE_TIMEOUT = 30.0         # schedules and jobs reading an SQL source: seconds its query may run
+#: scoi serve: where it listens, and its bounds on one request (scoi.service.config.Limits)
+SERVE_HOST = "127.0.0.1"
+SERVE_PORT = 8765
+SERVE_TIMEOUT = 30.0          # seconds one request may work (and any one statement it runs)
+SERVE_MAX_BODY = 1_000_000    # bytes of a request body
+SERVE_MAX_CHARS = 2_000       # characters of one sentence
+SERVE_MAX_SENTENCES = 1_000   # sentences of one batch job or gap analysis
+SERVE_MAX_K = 16              # examples per prompt a request may ask for
+SERVE_ITEMS_PAGE = 100        # GET /api/jobs/{ref}: items per page unless asked
+SERVE_MAX_ITEMS_PAGE = 500    # ... and at most
 #: scoi db check: work_mem of each of its sessions (SET LOCAL), so its grouped statements
 #: (sentence_term by sentence, forward rows beside sentences) hash and sort in memory.
 DB_CHECK_WORK_MEM = "256MB"

@@ -15,8 +15,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-THETA = 0.5
-K1, B = 1.2, 0.75
+from scoi.core import defaults
+from scoi.core.coverage import distance_similarity
+
+THETA = defaults.DPP_THETA
+K1, B = defaults.DPP_BM25_K1, defaults.DPP_BM25_B
 RESIDUAL_TOL = 1e-10
 """Stop when the best residual is at most this: the rest would add (numerically) nothing."""
 TIE_TOL = 1e-9
@@ -48,7 +51,7 @@ def dpp_kernel(distances: np.ndarray, word_vectors: np.ndarray, theta: float = T
     """L = diag(q)·S·diag(q) with s_i = 1/(1 + d_i) (0 for d_i = inf), q_i = exp(s_i / 2θ),
     S the Gram matrix of the L2-normalised rows of ``word_vectors`` (a zero row stays zero)."""
     dist = np.asarray(distances, dtype=np.float64)
-    s = np.where(np.isinf(dist), 0.0, 1.0 / (1.0 + dist))
+    s = np.where(np.isinf(dist), 0.0, distance_similarity(dist))
     q = np.exp(s / (2 * theta))
     w = np.asarray(word_vectors, dtype=np.float64)
     norms = np.linalg.norm(w, axis=1)

@@ -4,7 +4,7 @@ Pure: vectors in, (candidate index, cosine) out; no I/O, no model. The selector 
 source sides' embeddings of the BM25 pool (``fuzzy``) or of the nearest neighbours an HNSW
 index found over the whole database (``fuzzy-ann``), in pool / index order; the rule is
 the same: cosine descending, ties by that order (the released code's sort is not stable,
-so SPEC fixes the tie rule to the lower BM25 rank).
+so scoi fixes the tie rule to the lower BM25 rank: docs/method.md §7.3).
 """
 
 from __future__ import annotations

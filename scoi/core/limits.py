@@ -28,6 +28,7 @@ LIMITS: dict[str, tuple[int, int]] = {
     "samples": (1, 1_000_000),      # bootstrap resamples
     "ef_search": (1, 1000),         # pgvector's hnsw.ef_search accepts 1..1000
     "template_chars": (1, 100_000),  # a user prompt template's text, stored with its job
+    "gaps_limit": (1, 1000),        # rows per kind of a coverage-gaps report (scoi serve)
 }
 
 

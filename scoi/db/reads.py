@@ -41,6 +41,7 @@ from collections import deque
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from scoi.core import defaults
 from scoi.db import connect
 from scoi.db.queries import load
 
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
     import psycopg
 
 SQL = load("reads")
-RETRY_S = 30.0  # an unreachable replica is tried again after this long
+RETRY_S = defaults.REPLICA_RETRY_SECONDS  # an unreachable replica is tried again after this long
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from scoi.jobs.store import find_job_by_name, get_job, latest_segment_scores
 SQL = load("experiment")
 
 #: Seeds a ``random`` cell runs with; its row is their mean (docs/method.md §8).
-RANDOM_SEEDS = 3
+RANDOM_SEEDS = defaults.RANDOM_SEEDS
 #: p below this marks a score as significantly different from the baseline's.
 ALPHA = 0.05
 #: The coverage of the bootstrap interval each score is shown with.

@@ -25,6 +25,7 @@ from typing import Any, Callable
 import psycopg
 from psycopg.rows import dict_row
 
+from scoi.core import defaults
 from scoi.core.cron import CronError, check_cron, due_tick, next_tick
 from scoi.db.queries import load
 from scoi.jobs.sources import (Destination, Source, SourceInterrupted, append_from_source, deliver, destinations,
@@ -59,7 +60,8 @@ def _utc_now() -> datetime:
 
 
 def add_schedule(conn: psycopg.Connection, name: str, cron: str, spec: JobSpec, source: Source,
-                 destination: Destination | None, default_url: str, *, tz: str = "UTC") -> dict[str, Any]:
+                 destination: Destination | None, default_url: str, *,
+                 tz: str = defaults.SCHEDULE_TIMEZONE) -> dict[str, Any]:
     """Check everything a run will need (cron line, job settings, source query, destination
     table), then store the schedule and its job in one transaction."""
     from scoi.core.names import BadName, check_name
@@ -126,7 +128,7 @@ def get_schedule(conn: psycopg.Connection, name: str) -> dict[str, Any]:
     return _with_next(row, _utc_now())
 
 
-def show_schedule(conn: psycopg.Connection, name: str, runs: int = 10) -> dict[str, Any]:
+def show_schedule(conn: psycopg.Connection, name: str, runs: int = defaults.SCHEDULE_RUNS_SHOWN) -> dict[str, Any]:
     """The schedule, its source and destination (with the delivery state), its job's
     progress and its recent runs."""
     from scoi.jobs.store import status

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from scoi.config import sacrebleu_seed
+from scoi.core import defaults
 
-DEFAULT_SAMPLES = 1000  # sacreBLEU's default for the paired bootstrap
+DEFAULT_SAMPLES = defaults.BOOTSTRAP_SAMPLES  # sacreBLEU's default for the paired bootstrap
 
 
 @dataclass(frozen=True)

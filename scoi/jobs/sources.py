@@ -42,7 +42,7 @@ from typing import Any, Callable
 import psycopg
 from psycopg import sql
 
-from scoi.core import inline
+from scoi.core import defaults, inline
 from scoi.config import ENV_DEST_DIR, ENV_SOURCE_DIR, dest_dir_from_env, source_dir_from_env
 from scoi.db.queries import load
 from scoi.jobs.create import new_job
@@ -58,7 +58,7 @@ TEXT_TYPES = {25: "text", 1043: "varchar", 1042: "bpchar", 19: "name"}
 DELIVERY_BATCH = 1000
 ENV_PREFIX = "env:"
 #: The source query's statement_timeout when none is given (seconds); lock_timeout is capped.
-DEFAULT_SOURCE_TIMEOUT = 30.0
+DEFAULT_SOURCE_TIMEOUT = defaults.SOURCE_TIMEOUT
 MAX_LOCK_TIMEOUT = 5.0
 
 

@@ -187,10 +187,10 @@ def source_hash(text: str) -> str:
 
 
 def read_lines(path: str | Path) -> list[str]:
-    """The lines of a UTF-8 text file (scoi.textfile: lines end at ``\\n``, CRLF accepted, a
+    """The lines of a UTF-8 text file (scoi.text.textfile: lines end at ``\\n``, CRLF accepted, a
     BOM dropped), surrounding whitespace stripped (blank lines kept, so line i of the file
     is item i of the job). Read once, so a pipe works; bad text is a JobError at file:line."""
-    from scoi.textfile import TextFileError, read_lines as read_text_lines
+    from scoi.text.textfile import TextFileError, read_lines as read_text_lines
 
     try:
         return [line.strip() for line in read_text_lines(path)]

@@ -87,7 +87,7 @@ def validate(conn: psycopg.Connection, spec: JobSpec) -> None:
         raise JobError(f"unknown R-BM25 variant {spec.rbm25_variant!r}; expected one of {', '.join(RBM25_VARIANTS)}")
     embedder = spec.params().get("embedder")
     if embedder is not None:
-        from scoi.embeddings import find_embedder
+        from scoi.embedding.embeddings import find_embedder
 
         if find_embedder(conn, embedder) is None:
             raise JobError(f"method {spec.method} needs sentence embeddings, and none is stored for {embedder}: "

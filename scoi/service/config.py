@@ -19,8 +19,8 @@ from scoi.core import defaults
 from scoi.core.prompt import TEMPLATE_NAMES
 
 TOKEN_ENV = "SCOI_SERVE_TOKEN"
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8765
+DEFAULT_HOST = defaults.SERVE_HOST
+DEFAULT_PORT = defaults.SERVE_PORT
 #: Prompt templates a request may choose (never a template file: those are the operator's).
 TEMPLATES = TEMPLATE_NAMES  # the built-in templates the service offers
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -47,12 +47,12 @@ class ModelConfig:
 class Limits:
     """Bounds on what one request may ask for."""
 
-    max_body_bytes: int = 1_000_000     # request body size
-    max_chars: int = 2_000              # one sentence
-    max_sentences: int = 1_000          # one batch job or gap analysis
-    timeout_s: float = 30.0             # one request's work (selection, prompt, translation)
-    max_k: int = 16
-    max_items_page: int = 500
+    max_body_bytes: int = defaults.SERVE_MAX_BODY        # request body size
+    max_chars: int = defaults.SERVE_MAX_CHARS            # one sentence
+    max_sentences: int = defaults.SERVE_MAX_SENTENCES    # one batch job or gap analysis
+    timeout_s: float = defaults.SERVE_TIMEOUT            # one request's work (selection, prompt, translation)
+    max_k: int = defaults.SERVE_MAX_K
+    max_items_page: int = defaults.SERVE_MAX_ITEMS_PAGE
 
 
 @dataclass

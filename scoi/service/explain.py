@@ -15,20 +15,17 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from scoi.core.coverage import distance_similarity, is_word
 from scoi.core.polynomial import ROOT, parse_key, term_key
 
 if TYPE_CHECKING:
     from scoi.selector import CandidateRow, SelectionResult, Selector
 
 
-def is_word(token: str) -> bool:
-    """Tokens that count as words for gaps: those with a letter or digit (not punctuation)."""
-    return any(ch.isalnum() for ch in token)
-
-
 def term_similarity(a: dict[str, int], b: dict[str, int]) -> float:
-    """c(s, t) = 1 / (1 + |s - t|_1) of two terms given as label -> exponent."""
-    return 1.0 / (1.0 + sum(abs(a.get(k, 0) - b.get(k, 0)) for k in a.keys() | b.keys()))
+    """c(s, t) of two terms given as label -> exponent (scoi.core.coverage.distance_similarity
+    of their L1 distance)."""
+    return float(distance_similarity(sum(abs(a.get(k, 0) - b.get(k, 0)) for k in a.keys() | b.keys())))
 
 
 def explain(sel: Selector, result: SelectionResult, *, tree: bool = True) -> dict[str, Any]:

@@ -17,8 +17,8 @@ from typing import Any, TypeVar
 import psycopg
 
 from scoi.core import defaults
-from scoi.embedder import EmbedderError
-from scoi.embeddings import EmbeddingError
+from scoi.embedding.embedder import EmbedderError
+from scoi.embedding.embeddings import EmbeddingError
 from scoi.selector import SelectionError, Selector
 
 T = TypeVar("T")

@@ -1,6 +1,5 @@
-"""Table destinations checked when a job or schedule is made, and delivered row by row:
-the tester's cases 13-17 of 2026-11-24 (their numbers in the test names). A destination
-that could never take an output is refused in one line with nothing stored; an output the
+"""Table destinations checked when a job or schedule is made, and delivered row by row. A
+destination that could never take an output is refused in one line with nothing stored; an output the
 table refuses is ``undelivered`` with its error in ``job status`` / ``job list`` / --json,
 and blocks none of the others."""
 
@@ -34,24 +33,24 @@ def no_job(url: str) -> None:
     assert scalar(url, "SELECT count(*) FROM job") == 0
 
 
-def test_case_13_destination_column_must_take_text(db_url):
-    """13: --dest-column of type integer is refused at submit (every delivery would fail)."""
+def test_destination_column_must_take_text(db_url):
+    """--dest-column of type integer is refused at submit (every delivery would fail)."""
     tables(db_url, "CREATE TABLE docs_int (id int PRIMARY KEY, n integer)")
     refused(submit(db_url, "http://127.0.0.1:9/v1", "SELECT id, body FROM documents", "docs_int", "id", "n"),
             "--dest-column n: docs_int.n is integer; expected a text column")
     no_job(db_url)
 
 
-def test_case_14_key_and_column_must_differ(db_url):
-    """14: --dest-key = --dest-column is refused at submit."""
+def test_key_and_column_must_differ(db_url):
+    """--dest-key = --dest-column is refused at submit."""
     tables(db_url)
     refused(submit(db_url, "http://127.0.0.1:9/v1", "SELECT id, body FROM documents", "documents_en", "id", "id"),
             "--dest-key and --dest-column are both 'id'")
     no_job(db_url)
 
 
-def test_case_15_undelivered_items_show_as_their_own_state(db_url):
-    """15: an output the table refuses (here a CHECK constraint) leaves its item
+def test_undelivered_items_show_as_their_own_state(db_url):
+    """An output the table refuses (here a CHECK constraint) leaves its item
     ``undelivered``, with the error, in job status, --json and job list; not ``done``."""
     tables(db_url, "ALTER TABLE documents_en ADD CHECK (id <> 7)")
     with ok_server() as stub:
@@ -83,8 +82,8 @@ def test_case_15_undelivered_items_show_as_their_own_state(db_url):
     assert (st["state"], st["done"], st["undelivered"], st["delivery_errors"]) == ("done", 2, 0, [])
 
 
-def test_case_16_a_key_that_does_not_cast_is_refused_and_never_blocks_others(db_url):
-    """16: a source key the key column's type does not take is refused at submit, naming it;
+def test_a_key_that_does_not_cast_is_refused_and_never_blocks_others(db_url):
+    """A source key the key column's type does not take is refused at submit, naming it;
     one that arrives later (a schedule's tick) fails alone: the other rows are delivered."""
     tables(db_url, "CREATE TABLE inbox (k text PRIMARY KEY, body text)",
            "INSERT INTO inbox VALUES ('7', 'Le chien court.')")
@@ -112,8 +111,8 @@ def test_case_16_a_key_that_does_not_cast_is_refused_and_never_blocks_others(db_
     assert "1 of the outputs were not delivered" in show["destination"]["last_error"]
 
 
-def test_case_17_keys_equal_once_cast_are_refused(db_url):
-    """17: keys 1.0 and 1.00 are one numeric value: refused at submit, naming both."""
+def test_keys_equal_once_cast_are_refused(db_url):
+    """Keys 1.0 and 1.00 are one numeric value: refused at submit, naming both."""
     tables(db_url, "CREATE TABLE docs_num (id numeric PRIMARY KEY, body_en text)")
     query = "SELECT '1.0'::text, 'Le chat dort.' UNION ALL SELECT '1.00', 'Le chien court.'"
     refused(submit(db_url, "http://127.0.0.1:9/v1", query, "docs_num", "id", "body_en"),

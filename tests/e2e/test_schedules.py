@@ -92,7 +92,7 @@ def test_schedule_errors_a_user_sees(db_url):
 def test_schedule_add_takes_the_job_options_submit_takes(db_url):
     """``--embedder`` and ``--rbm25-variant`` come from the job options shared with
     ``job submit``: accepted, checked, and stored with the schedule and its job."""
-    from scoi.embeddings import register_embedder
+    from scoi.embedding.embeddings import register_embedder
 
     _tables(db_url)
     with psycopg.connect(db_url, autocommit=True) as conn:

@@ -118,7 +118,7 @@ def test_cases_18_to_21_secrets_in_backend_options_are_refused_everywhere(job_db
     assert_nothing_stored(job_db, before)
 
 
-def test_case_21_unknown_backend_options_are_refused_at_submit(job_db, inputs):
+def test_unknown_backend_options_are_refused_at_submit(job_db, inputs):
     """Case 21: before, ``--backend-opt concurency=2`` was stored and every item then failed
     in the worker with ``TypeError: ... unexpected keyword argument``."""
     before = counts(job_db)
@@ -138,7 +138,7 @@ def test_case_21_unknown_backend_options_are_refused_at_submit(job_db, inputs):
     "postgresql://postgres:SEKRIT_SSL3@/scoi?host={home}",
     "host={home} dbname=scoi passfile=/tmp/SEKRIT_SSL3",
 ])
-def test_case_22_a_source_url_with_a_password_is_refused_and_not_echoed(job_db, inputs, tmp_path, source_url):
+def test_a_source_url_with_a_password_is_refused_and_not_echoed(job_db, inputs, tmp_path, source_url):
     url = source_url.format(home=tmp_path)
     before = counts(job_db)
     for args in (["job", "submit", "--source-sql", "SELECT '1', 'Le chat dort.'", "--source-url", url, "--src", "fr",
@@ -152,7 +152,7 @@ def test_case_22_a_source_url_with_a_password_is_refused_and_not_echoed(job_db, 
     assert_nothing_stored(job_db, before)
 
 
-def test_case_22_an_unreachable_database_is_named_without_its_password(job_db, tmp_path, monkeypatch):
+def test_an_unreachable_database_is_named_without_its_password(job_db, tmp_path, monkeypatch):
     """The URL from the environment (``env:VAR``, where a password may live) is named in
     the error by host, database and user only."""
     monkeypatch.setenv("SRC_URL", f"host={tmp_path}/nowhere dbname=docs user=reader sslpassword=SEKRIT_SSL3 "
@@ -167,7 +167,7 @@ def test_case_22_an_unreachable_database_is_named_without_its_password(job_db, t
 
 
 # --------------------------------------------------------------------------- 26, 29: names
-def test_case_26_a_corpus_name_of_undecodable_bytes_is_refused(job_db, tmp_path):
+def test_a_corpus_name_of_undecodable_bytes_is_refused(job_db, tmp_path):
     tsv = write_lines(tmp_path / "lang.tsv", ["Le chat dort.\tThe cat sleeps."])
     before = counts(job_db)
     proc = run_scoi(["ingest", str(tsv), "--src", "fr", "--tgt", "en", "--corpus", os.fsdecode(b"c\xff\xfe")], job_db)
@@ -176,7 +176,7 @@ def test_case_26_a_corpus_name_of_undecodable_bytes_is_refused(job_db, tmp_path)
     assert counts(job_db) == before
 
 
-def test_case_29_names_with_control_characters_are_refused_at_creation(job_db, inputs, tmp_path):
+def test_names_with_control_characters_are_refused_at_creation(job_db, inputs, tmp_path):
     tsv = write_lines(tmp_path / "lang.tsv", ["Le chat dort.\tThe cat sleeps."])
     before = counts(job_db)
     esc = "esc\x1b[2J\x1b[31mred"
@@ -192,7 +192,7 @@ def test_case_29_names_with_control_characters_are_refused_at_creation(job_db, i
     assert counts(job_db) == before
 
 
-def test_case_29_bad_language_codes_are_never_pasted_into_an_install_hint(job_db, tmp_path):
+def test_bad_language_codes_are_never_pasted_into_an_install_hint(job_db, tmp_path):
     tsv = write_lines(tmp_path / "lang.tsv", ["Le chat dort.\tThe cat sleeps."])
     before = counts(job_db)
     line = one_line_error(scoi_cli(["ingest", str(tsv), "--src", "fr$(id)", "--tgt", "en"], job_db))
@@ -202,7 +202,7 @@ def test_case_29_bad_language_codes_are_never_pasted_into_an_install_hint(job_db
     assert counts(job_db) == before
 
 
-def test_case_29_names_and_errors_from_the_database_are_printed_escaped(job_db):
+def test_names_and_errors_from_the_database_are_printed_escaped(job_db):
     """Rows written before names were checked (or by SQL) print escaped in every listing."""
     esc = "esc\x1b[2J\x1b[31mred\nline"
     with psycopg.connect(job_db, autocommit=True) as conn:
@@ -223,7 +223,7 @@ def test_case_29_names_and_errors_from_the_database_are_printed_escaped(job_db):
 
 
 # --------------------------------------------------------------------------- 30, 35: numbers
-def test_case_30_select_k_out_of_range_is_refused(job_db):
+def test_select_k_out_of_range_is_refused(job_db):
     before = counts(job_db)
     proc = scoi_cli(["select", "Un homme joue de la guitare.", "--src", "fr", "--tgt", "en",
                      "-k", "99999999999999999999", "--record"], job_db)
@@ -231,7 +231,7 @@ def test_case_30_select_k_out_of_range_is_refused(job_db):
     assert counts(job_db) == before
 
 
-def test_case_35_job_numbers_out_of_range_are_refused(job_db, inputs):
+def test_job_numbers_out_of_range_are_refused(job_db, inputs):
     before = counts(job_db)
     for extra, message in ((["-k", "99999999999999999999"], "less than or equal to 256"),
                            (["--max-attempts", "99999999999"], "less than or equal to 100"),
@@ -253,7 +253,7 @@ def test_case_35_job_numbers_out_of_range_are_refused(job_db, inputs):
 @pytest.mark.parametrize("model,message", [("nonsense", "cannot make a backend from 'nonsense'"),
                                            ("ggfu:x", "unknown backend kind 'ggfu' in 'ggfu:x' (did you mean gguf:?)"),
                                            ("openai:", "names no model")])
-def test_case_36_a_bad_model_spec_is_refused_at_submit(job_db, inputs, model, message):
+def test_a_bad_model_spec_is_refused_at_submit(job_db, inputs, model, message):
     before = counts(job_db)
     args = submit_args(inputs)
     args[args.index("openai:fake")] = model
@@ -261,7 +261,7 @@ def test_case_36_a_bad_model_spec_is_refused_at_submit(job_db, inputs, model, me
     assert counts(job_db) == before
 
 
-def test_case_37_non_string_model_output_fails_the_item_with_one_clear_error(job_db, tmp_path):
+def test_non_string_model_output_fails_the_item_with_one_clear_error(job_db, tmp_path):
     with FakeOpenAI(answer=lambda prompt: 12345 if "chat" in prompt else ["a", "b"]) as fake:
         args = ["job", "submit", "--input", str(write_lines(tmp_path / "in.fr", ["Le chat.", "Le chien."])),
                 "--src", "fr", "--tgt", "en", "--model", "openai:fake", *stub_model_args(fake.url),
@@ -278,7 +278,7 @@ def test_case_37_non_string_model_output_fails_the_item_with_one_clear_error(job
 
 
 # --------------------------------------------------------------------------- 40, 41: templates, cron
-def test_case_40_a_template_cannot_run_commands(job_db, tmp_path):
+def test_a_template_cannot_run_commands(job_db, tmp_path):
     marker = tmp_path / "ran"
     attack = tmp_path / "ssti.j2"
     attack.write_text(f"{{{{ cycler.__init__.__globals__.os.popen('id > {marker}').read() }}}}{{{{ query }}}}\n",
@@ -288,8 +288,8 @@ def test_case_40_a_template_cannot_run_commands(job_db, tmp_path):
     assert not marker.exists() and "uid=" not in proc.stdout
 
 
-def test_case_40_a_template_the_sandbox_refuses_is_refused_at_submit(job_db, inputs, tmp_path):
-    """40: `job submit --template` renders the file once on a sample, so a refused template
+def test_a_template_the_sandbox_refuses_is_refused_at_submit(job_db, inputs, tmp_path):
+    """`job submit --template` renders the file once on a sample, so a refused template
     stores no job (instead of failing every item in the worker)."""
     marker = tmp_path / "ran"
     attack = tmp_path / "ssti.j2"
@@ -302,7 +302,7 @@ def test_case_40_a_template_the_sandbox_refuses_is_refused_at_submit(job_db, inp
     assert not marker.exists() and counts(job_db) == before
 
 
-def test_case_41_a_six_field_cron_is_refused(job_db, inputs):
+def test_a_six_field_cron_is_refused(job_db, inputs):
     before = counts(job_db)
     proc = scoi_cli(["schedule", "add", "bad2", "--cron", "* * * * * *", "--input", inputs["input"], "--src", "fr",
                      "--tgt", "en", "--model", "openai:fake", "--method", "zero", "-k", "0"], job_db)
@@ -318,7 +318,7 @@ def scoi_at_home(home: str, *args: str, cwd: Path | None = None) -> subprocess.C
                           text=True, timeout=180, check=False)
 
 
-def test_case_42_a_scoi_home_that_is_a_file_is_named_as_such(tmp_path):
+def test_a_scoi_home_that_is_a_file_is_named_as_such(tmp_path):
     home = tmp_path / "home-file"
     home.write_text("")
     line = one_line_error(scoi_at_home(str(home), "corpora"))
@@ -328,7 +328,7 @@ def test_case_42_a_scoi_home_that_is_a_file_is_named_as_such(tmp_path):
     assert home.read_text() == ""
 
 
-def test_case_43_a_relative_scoi_home_is_made_absolute_before_the_server_starts():
+def test_a_relative_scoi_home_is_made_absolute_before_the_server_starts():
     base = Path(tempfile.mkdtemp(prefix="scoi-relhome-"))
     base.chmod(0o755)  # as root, the server's account must reach the data dir
     try:
@@ -343,7 +343,7 @@ def test_case_43_a_relative_scoi_home_is_made_absolute_before_the_server_starts(
     assert stopped.returncode == 0 and "stopped" in stopped.stdout, stopped.stderr
 
 
-def test_case_44_downgrade_to_an_unknown_revision_is_one_line(db_url):
+def test_downgrade_to_an_unknown_revision_is_one_line(db_url):
     with psycopg.connect(db_url) as conn:
         revision = conn.execute("SELECT version_num FROM alembic_version").fetchone()[0]
     line = one_line_error(scoi_cli(["db", "downgrade", "zzzz"], db_url))

@@ -1,7 +1,6 @@
 """Table sources that cannot write, escape or hang, through the CLI (``job submit``,
-``schedule add``, ``schedule run``): each attack of the tester's run of 2026-11-24 (its case
-numbers in the test names) fails with one line, and the table, file or session it targets is
-untouched. Source queries run as the role scoi_reader on a connection of their own."""
+``schedule add``, ``schedule run``): each attack fails with one line, and the table, file or
+session it targets is untouched. Source queries run as the role scoi_reader on a connection of their own."""
 
 from __future__ import annotations
 
@@ -59,16 +58,16 @@ def no_job(url: str) -> None:
     assert scalar(url, "SELECT count(*) FROM job_item") == 0
 
 
-def test_case_01_commit_injection_refused(docs):
-    """1: `...; COMMIT; DROP TABLE canary; ...` in job submit: one statement only."""
+def test_commit_injection_refused(docs):
+    """`...; COMMIT; DROP TABLE canary; ...` in job submit: one statement only."""
     proc = submit(docs, f"{DOCS}; COMMIT; DROP TABLE canary; {DOCS}", "--name", "src6")
     refused(proc, "more than one statement")
     assert canary(docs) == [1]
     no_job(docs)
 
 
-def test_case_02_rollback_injection_refused(docs):
-    """2: `...; ROLLBACK; INSERT INTO canary VALUES (42); ...` in job submit."""
+def test_rollback_injection_refused(docs):
+    """`...; ROLLBACK; INSERT INTO canary VALUES (42); ...` in job submit."""
     proc = submit(docs, f"{DOCS}; ROLLBACK; INSERT INTO canary VALUES (42); {DOCS}")
     refused(proc, "more than one statement")
     assert canary(docs) == [1]
@@ -78,8 +77,8 @@ def test_case_02_rollback_injection_refused(docs):
     assert canary(docs) == [1]
 
 
-def test_case_03_injection_in_schedule_add_and_run(docs):
-    """3: schedule add with an injected query fails and inserts nothing, also when the add
+def test_injection_in_schedule_add_and_run(docs):
+    """Schedule add with an injected query fails and inserts nothing, also when the add
     would have failed later anyway (missing destination); a schedule whose stored query is
     an injection (stored before this check, or by hand) runs without a write at every run."""
     inject = f"{DOCS}; COMMIT; INSERT INTO canary VALUES (777); SELECT 1"
@@ -105,8 +104,8 @@ def test_case_03_injection_in_schedule_add_and_run(docs):
     "COPY (SELECT 1) TO PROGRAM 'id > {out}'; SELECT id, body FROM documents",
     "COPY (SELECT 1) TO PROGRAM 'id > {out}'",
 ])
-def test_case_04_copy_to_program_refused(docs, server_dir, query):
-    """4: COPY ... TO PROGRAM (behind a second statement, or alone) runs no command."""
+def test_copy_to_program_refused(docs, server_dir, query):
+    """COPY ... TO PROGRAM (behind a second statement, or alone) runs no command."""
     out = server_dir / "id.txt"
     line = refused(submit(docs, query.format(out=out)))
     assert "more than one statement" in line or "permission denied to COPY to or from an external program" in line
@@ -118,8 +117,8 @@ def test_case_04_copy_to_program_refused(docs, server_dir, query):
     "COPY (SELECT 'copied') TO '{out}'; SELECT id, body FROM documents",
     "COPY (SELECT 'copied') TO '{out}'",
 ])
-def test_case_05_copy_to_file_refused(docs, server_dir, query):
-    """5: COPY ... TO 'file' writes no server file."""
+def test_copy_to_file_refused(docs, server_dir, query):
+    """COPY ... TO 'file' writes no server file."""
     out = server_dir / "copied.txt"
     line = refused(submit(docs, query.format(out=out)))
     assert "more than one statement" in line or "permission denied to COPY to a file" in line
@@ -129,14 +128,14 @@ def test_case_05_copy_to_file_refused(docs, server_dir, query):
 
 @pytest.mark.parametrize("function", ["pg_read_file('/etc/passwd')", "pg_read_binary_file('/etc/passwd')::text",
                                       "pg_ls_dir('/')", "lo_import('/etc/passwd')::text"])
-def test_case_06_server_file_functions_refused(docs, function):
-    """6: pg_read_file and its kin read no server file: nothing becomes a job item."""
+def test_server_file_functions_refused(docs, function):
+    """Pg_read_file and its kin read no server file: nothing becomes a job item."""
     refused(submit(docs, f"SELECT 'passwd', {function}"), "permission denied for function")
     no_job(docs)
 
 
-def test_case_07_terminate_backend_refused(docs):
-    """7: pg_terminate_backend from a source kills no other session; one line, no traceback."""
+def test_terminate_backend_refused(docs):
+    """Pg_terminate_backend from a source kills no other session; one line, no traceback."""
     with psycopg.connect(docs, autocommit=True) as victim:
         pid = victim.info.backend_pid
         for query in ("SELECT pid::text, pg_terminate_backend(pid)::text FROM pg_stat_activity "
@@ -149,8 +148,8 @@ def test_case_07_terminate_backend_refused(docs):
     no_job(docs)
 
 
-def test_case_08_slow_source_cancelled_by_its_timeout(docs):
-    """8: pg_sleep(600) in a source is cancelled by statement_timeout (--source-timeout), the
+def test_slow_source_cancelled_by_its_timeout(docs):
+    """Pg_sleep(600) in a source is cancelled by statement_timeout (--source-timeout), the
     command says so in one line, and no backend is left sleeping."""
     proc = run_scoi(["job", "submit", "--source-sql", "SELECT '1', pg_sleep(600)::text", "--src", "fr", "--tgt",
                      "en", "--model", "openai:fake", "--method", "zero", "-k", "0", "--source-timeout", "1"],
@@ -166,8 +165,8 @@ def test_case_08_slow_source_cancelled_by_its_timeout(docs):
     assert left == 0
 
 
-def test_case_08_timeout_is_stored_and_bounded(docs):
-    """8: a schedule keeps its --source-timeout for every run; nonsense timeouts are refused."""
+def test_timeout_is_stored_and_bounded(docs):
+    """A schedule keeps its --source-timeout for every run; nonsense timeouts are refused."""
     refused(submit(docs, DOCS, "--source-timeout", "0"), "--source-timeout 0")
     refused(submit(docs, DOCS, "--source-timeout", "nan"), "--source-timeout")
     proc = scoi_cli(["schedule", "add", "s", "--cron", "15 2 * * *", "--src", "fr", "--tgt", "en", "--model",

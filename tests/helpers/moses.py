@@ -1,10 +1,10 @@
-"""scoi.moses and sacremoses 0.2.0 side by side (the parity tests), built once per language."""
+"""scoi.text.moses and sacremoses 0.2.0 side by side (the parity tests), built once per language."""
 
 from __future__ import annotations
 
 from functools import lru_cache
 
-from scoi import moses
+from scoi.text import moses
 
 
 @lru_cache(maxsize=None)

@@ -10,8 +10,8 @@ import pytest
 
 from scoi.core.greedy import source_key
 from scoi.core.methods import REGISTRY
-from scoi.embedder import Embedder
-from scoi.embeddings import embed_missing
+from scoi.embedding.embedder import Embedder
+from scoi.embedding.embeddings import embed_missing
 from scoi.selector import Selector
 from tests import reference
 from tests.helpers.database import scratch_database

@@ -10,8 +10,8 @@ import numpy as np
 import psycopg
 import pytest
 
-from scoi.embedder import Embedder, EmbedderError
-from scoi.embeddings import EmbeddingError, embed_missing, find_embedder, nearest
+from scoi.embedding.embedder import Embedder, EmbedderError
+from scoi.embedding.embeddings import EmbeddingError, embed_missing, find_embedder, nearest
 from scoi.selector import SelectionError, Selector
 from tests import reference_baselines as slow
 from tests.helpers.database import scalar, scratch_database

@@ -96,8 +96,8 @@ def test_lookup_refuses_bad_arguments(job_db: str) -> None:
 
 
 def test_min_match_filters_the_fuzzy_methods_vectors_with_their_pairs(job_db, tmp_path_factory) -> None:
-    from scoi.embedder import Embedder
-    from scoi.embeddings import embed_missing
+    from scoi.embedding.embedder import Embedder
+    from scoi.embedding.embeddings import embed_missing
     from tests import reference_baselines as slow
     from tests.tiny_model import build_tiny_sentence_transformer
 

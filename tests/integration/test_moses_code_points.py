@@ -1,4 +1,4 @@
-"""scoi.moses's character classes against the installed sacremoses 0.2.0 on every code point:
+"""scoi.text.moses's character classes against the installed sacremoses 0.2.0 on every code point:
 the shipped classes match the same code points as sacremoses' on all 1.1M of them (a regex
 over one string of every code point, not a tokenisation per character), and the tokeniser
 agrees at and next to every end of a class's ranges. Slow (~40 s: a sweep of the whole of
@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from scoi import moses, moses_data
+from scoi.text import moses, moses_data
 from tests.helpers.moses import theirs_tok
 
 # Python's regex parser (re._parser from 3.11, sre_parse before): read a class's members.

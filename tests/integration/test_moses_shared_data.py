@@ -1,4 +1,4 @@
-"""scoi.moses against sacremoses 0.2.0 on real text: every French and English line of
+"""scoi.text.moses against sacremoses 0.2.0 on real text: every French and English line of
 the development data (Europarl, Multi30k, Tatoeba; $SCOI_DEV_DATA, as for benchmarks/shared_data.py); skipped where it is
 absent. The parity on all code points and on arbitrary text: tests/unit/test_moses.py."""
 

@@ -3,8 +3,8 @@ sentence selected, the HNSW index build its phase and tuples as PostgreSQL repor
 
 from __future__ import annotations
 
-from scoi.embedder import Embedder
-from scoi.embeddings import embed_missing
+from scoi.embedding.embedder import Embedder
+from scoi.embedding.embeddings import embed_missing
 from scoi.gaps import sentence_gaps
 from scoi.selector import Selector
 from tests.helpers.database import scratch_database

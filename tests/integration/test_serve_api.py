@@ -253,8 +253,8 @@ def test_two_clients_at_once_get_what_each_alone_gets(api):
 
 # --------------------------------------------------------------------------- the fuzzy methods' embedder
 def test_fuzzy_methods_use_the_embedder_the_server_names(job_db, tmp_path):
-    from scoi.embedder import Embedder
-    from scoi.embeddings import embed_missing
+    from scoi.embedding.embedder import Embedder
+    from scoi.embedding.embeddings import embed_missing
     from tests.tiny_model import build_tiny_sentence_transformer
 
     model_dir = str(build_tiny_sentence_transformer(tmp_path / "tiny-st"))

@@ -10,8 +10,8 @@ import psycopg
 import pytest
 
 from scoi.core.methods import METHODS, REGISTRY
-from scoi.embedder import Embedder
-from scoi.embeddings import embed_missing
+from scoi.embedding.embedder import Embedder
+from scoi.embedding.embeddings import embed_missing
 from scoi.jobs.caches import WorkerCaches
 from scoi.jobs.create import submit
 from scoi.jobs.spec import JobSpec

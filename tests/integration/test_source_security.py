@@ -1,6 +1,6 @@
 """Table sources against a real server, in process: the query's session user is scoi_reader
 on a connection of its own, and a slow schedule source holds no lock another worker waits
-on (the tester's case 9). Other workers are checked with ``lock_timeout``: a lock wait
+on. Other workers are checked with ``lock_timeout``: a lock wait
 would be an error, not a delay."""
 
 from __future__ import annotations
@@ -65,8 +65,8 @@ def _wait_for_sleeping_source(url: str) -> int:
     raise AssertionError("the source query never started")
 
 
-def test_case_09_slow_schedule_source_blocks_no_other_worker(docs):
-    """9: while one worker sits in a schedule's slow source query, another worker checking
+def test_slow_schedule_source_blocks_no_other_worker(docs):
+    """While one worker sits in a schedule's slow source query, another worker checking
     the same due tick skips it without waiting for a lock, and claims an unrelated job's
     items at once; the slow source, cancelled, is recorded as the run's error."""
     with connect(docs) as conn:
@@ -107,8 +107,8 @@ def test_case_09_slow_schedule_source_blocks_no_other_worker(docs):
                             "WHERE j.name = 'slow'").fetchone()[0] == 0
 
 
-def test_case_09_a_timed_out_source_is_a_run_error(docs):
-    """9: a tick whose source outlives its timeout records one line and adds nothing."""
+def test_a_timed_out_source_is_a_run_error(docs):
+    """A tick whose source outlives its timeout records one line and adds nothing."""
     with connect(docs) as conn:
         S.add_schedule(conn, "slow", "* * * * *", spec(), Source("sql", query="SELECT id, body FROM documents",
                                                                   timeout=0.5), None, docs)
@@ -124,8 +124,8 @@ def test_multiple_statements_refused_in_read_query(docs):
     assert read_query("SELECT '1', 'a%';", reader_url(docs)) == [("1", "a%")]  # one statement, a literal %
 
 
-def test_case_09_stopping_worker_cancels_its_source_and_leaves_the_tick(docs):
-    """9: a worker told to stop (SIGTERM sets its stop event) cancels the source query it
+def test_stopping_worker_cancels_its_source_and_leaves_the_tick(docs):
+    """A worker told to stop (SIGTERM sets its stop event) cancels the source query it
     sits in at once, instead of waiting for the timeout; the tick is not recorded, so
     another worker runs it."""
     with connect(docs) as conn:

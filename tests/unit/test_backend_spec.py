@@ -41,7 +41,7 @@ def test_bare_paths_must_exist(tmp_path):
     ("", "is empty"),
     ("openai:a\x1bb", "control characters"),
 ])
-def test_case_36_bad_specs_are_one_line(spec, message):
+def test_bad_specs_are_one_line(spec, message):
     with pytest.raises(BackendSpecError, match="accepted forms") as info:
         parse_spec(spec)
     assert message in str(info.value) and "\n" not in str(info.value)
@@ -60,7 +60,7 @@ def test_case_36_bad_specs_are_one_line(spec, message):
     ("hf:x", {"dtype": "float8"}, "must be one of float32, bfloat16"),
     ("hf:x", {"batch_size": 10**9}, "must be an integer from 1 to 4096"),
 ])
-def test_case_21_unknown_or_bad_options_are_one_line(spec, options, message):
+def test_unknown_or_bad_options_are_one_line(spec, options, message):
     with pytest.raises(BackendSpecError) as info:
         check_backend(spec, options)
     assert message in str(info.value), str(info.value)
@@ -73,7 +73,7 @@ def test_good_options_pass():
                                        "trust_remote_code": False, "device": "cpu"})
 
 
-def test_case_36_the_loader_reads_specs_and_options_as_submit_does():
+def test_the_loader_reads_specs_and_options_as_submit_does():
     """load_backend refuses exactly what check_backend refuses, with the same words."""
     for spec, options in (("nonsense", {}), ("ggfu:x", {}), ("openai:m", {"pwd": "x"}),
                           ("openai:m", {"concurency": 2})):

@@ -125,7 +125,7 @@ def test_openai_connection_errors_and_timeouts(openai_env):
 
 
 @pytest.mark.parametrize("text,kind", [(12345, "int"), (["a", "b"], "list"), ({"t": 1}, "dict"), (1.5, "float")])
-def test_case_37_non_string_model_output_is_one_clear_error(openai_env, text, kind):
+def test_non_string_model_output_is_one_clear_error(openai_env, text, kind):
     """Reliability case 37: a server answering ``{"choices": [{"text": 12345}]}`` (or a
     list) fails the request with one line, not a TypeError from deep inside."""
     with FakeOpenAI(answer=lambda prompt: text) as server:

@@ -1,4 +1,4 @@
-"""R-BM25 and DPP (docs/method.md §7.1, §7.2): the SPEC's worked examples with literal picks,
+"""R-BM25 and DPP (docs/method.md §7.1, §7.2): the method's worked examples with literal picks,
 properties of the picks, and the fast paths against the literal ones in
 ``tests/reference_baselines.py``. Pure: no database."""
 
@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scoi.core.dpp import dpp_kernel, greedy_map, pool_bm25_weights
@@ -166,39 +166,63 @@ def clear_margins(trace: list[list[float]]) -> bool:
     return True
 
 
-@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
-@given(inputs=dpp_inputs(), k=st.integers(0, 8))
-def test_dpp_fast_matches_literal(inputs, k) -> None:
-    distances, vectors = inputs
-    fast_kernel = dpp_kernel(np.array(distances), vectors)
-    slow_kernel = slow.kernel(distances, vectors.tolist())
-    assert fast_kernel == pytest.approx(slow_kernel, abs=1e-12)
-    trace: list[list[float]] = []
-    expected = slow.greedy_map(slow_kernel, k, trace)
-    assume(clear_margins(trace))
-    got = greedy_map(fast_kernel, k)
-    assert [j for j, _ in got] == [j for j, _ in expected]
-    assert [r for _, r in got] == pytest.approx([r for _, r in expected], rel=1e-9, abs=1e-9)
-    assert len(got) <= min(k, len(distances))
+#: Of the examples a DPP property draws, at least this share must have clear margins and be
+#: compared (the others are drawn but not compared: two correct computations may differ).
+COMPARED_SHARE = 0.5
+
+
+def test_dpp_fast_matches_literal() -> None:
+    compared = []
+    n = examples(400)
+
+    @settings(max_examples=n, deadline=None)
+    @given(inputs=dpp_inputs(), k=st.integers(0, 8))
+    def check(inputs, k) -> None:
+        distances, vectors = inputs
+        fast_kernel = dpp_kernel(np.array(distances), vectors)
+        slow_kernel = slow.kernel(distances, vectors.tolist())
+        assert fast_kernel == pytest.approx(slow_kernel, abs=1e-12)
+        trace: list[list[float]] = []
+        expected = slow.greedy_map(slow_kernel, k, trace)
+        got = greedy_map(fast_kernel, k)
+        assert len(got) <= min(k, len(distances))
+        if not clear_margins(trace):
+            return
+        compared.append(k)
+        assert [j for j, _ in got] == [j for j, _ in expected]
+        assert [r for _, r in got] == pytest.approx([r for _, r in expected], rel=1e-9, abs=1e-9)
+
+    check()
+    assert len(compared) >= COMPARED_SHARE * n, f"{len(compared)} of {n} examples compared"
 
 
 TERM_VECS = st.lists(st.integers(0, 2), min_size=3, max_size=3)
 terms = st.lists(TERM_VECS, max_size=4).map(lambda rows: np.array(rows, dtype=np.int64).reshape(len(rows), 3))
 
 
-@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(query_terms=terms, query=sentences, pool=st.lists(st.tuples(terms, sentences), max_size=8),
-       k=st.integers(0, 6))
-def test_dpp_selection_matches_literal(query_terms, query, pool, k) -> None:
+def test_dpp_selection_matches_literal() -> None:
     """The whole path: polynomial distances, pool BM25 vectors, kernel, greedy, padding."""
-    cands = [Candidate(t, toks) for t, toks in pool]
-    dists = [ref.poly_distance(query_terms, c.terms) for c in cands]
-    trace: list[list[float]] = []
-    slow.greedy_map(slow.kernel(dists, slow.bm25_vectors(query, [c.tokens for c in cands])), k, trace)
-    assume(clear_margins(trace))
-    got = select(query_terms, query, cands, k=k, method="dpp")
-    expected = ref.select(query_terms, query, cands, k, "dpp")
-    assert [(p.index, p.criterion) for p in got] == [(p.index, p.criterion) for p in expected]
-    assert len(got) == min(k, len(cands)) and len({p.index for p in got}) == len(got)
-    assert pool_bm25_weights(query, [c.tokens for c in cands]) == pytest.approx(
-        np.array(slow.bm25_vectors(query, [c.tokens for c in cands])).reshape(len(cands), len(query)), abs=1e-12)
+    compared = []
+    n = examples(200)
+
+    @settings(max_examples=n, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(query_terms=terms, query=sentences, pool=st.lists(st.tuples(terms, sentences), max_size=8),
+           k=st.integers(0, 6))
+    def check(query_terms, query, pool, k) -> None:
+        cands = [Candidate(t, toks) for t, toks in pool]
+        dists = [ref.poly_distance(query_terms, c.terms) for c in cands]
+        trace: list[list[float]] = []
+        slow.greedy_map(slow.kernel(dists, slow.bm25_vectors(query, [c.tokens for c in cands])), k, trace)
+        got = select(query_terms, query, cands, k=k, method="dpp")
+        assert len(got) == min(k, len(cands)) and len({p.index for p in got}) == len(got)
+        assert pool_bm25_weights(query, [c.tokens for c in cands]) == pytest.approx(
+            np.array(slow.bm25_vectors(query, [c.tokens for c in cands])).reshape(len(cands), len(query)),
+            abs=1e-12)
+        if not clear_margins(trace):
+            return
+        compared.append(k)
+        expected = ref.select(query_terms, query, cands, k, "dpp")
+        assert [(p.index, p.criterion) for p in got] == [(p.index, p.criterion) for p in expected]
+
+    check()
+    assert len(compared) >= COMPARED_SHARE * n, f"{len(compared)} of {n} examples compared"

@@ -70,7 +70,7 @@ def test_bad_cron_expressions_are_clear_errors(expr):
 
 
 @pytest.mark.parametrize("expr", ["* * * * * *", "0 15 2 * * *", "15 2 * * * 2026"])
-def test_case_41_six_or_seven_fields_are_refused(expr):
+def test_six_or_seven_fields_are_refused(expr):
     """Reliability case 41: cronsim reads a sixth field as seconds ("every second"); a
     schedule has exactly five fields."""
     n = len(expr.split())

@@ -1,4 +1,4 @@
-"""scoi.moses reproduces sacremoses 0.2.0 (normaliser + tokeniser, the options scoi uses):
+"""scoi.text.moses reproduces sacremoses 0.2.0 (normaliser + tokeniser, the options scoi uses):
 the shipped data comes from the installed sacremoses, prefixes and substitutions are the
 same, and both tokenise arbitrary text alike. The sweeps over every code point are in
 tests/integration/test_moses_code_points.py; real corpora in
@@ -9,7 +9,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scoi import moses, moses_data
+from scoi.text import moses, moses_data
 from tests.helpers.hypothesis import examples
 from tests.helpers.moses import ours, run, theirs, theirs_tok
 

@@ -222,7 +222,7 @@ def test_extract_answer(raw, answer):
     assert extract_answer(raw) == answer
 
 
-def test_case_40_user_templates_are_sandboxed(tmp_path):
+def test_user_templates_are_sandboxed(tmp_path):
     """Reliability case 40: a template reaching Python internals (``cycler.__init__.
     __globals__.os``) is a one-line error, and nothing runs; the same for changing its inputs."""
     marker = tmp_path / "ran"

@@ -19,20 +19,20 @@ def refused(options: dict, secret: str) -> str:
     return message
 
 
-def test_case_18_a_key_nested_in_json_lists_is_found():
+def test_a_key_nested_in_json_lists_is_found():
     message = refused({"extra_body": {"items": [{"api_key": "SECRET7"}]}}, "SECRET7")
     assert "'extra_body'" in message and "'api_key' at items[0]" in message
     refused({"extra_body": {"a": [[{"b": {"Authorization": "xyz-SECRET8"}}]]}}, "SECRET8")
     refused({"extra_body": {"headers": ["Bearer SECRET81xyz"]}}, "SECRET81")
 
 
-def test_case_19_url_user_info_is_refused_with_or_without_a_password():
+def test_url_user_info_is_refused_with_or_without_a_password():
     assert "user info in a URL" in refused({"base_url": "http://SECRET9@127.0.0.1:9/v1"}, "SECRET9")
     refused({"base_url": "https://me:SECRET91@host/v1"}, "SECRET91")
     refused({"extra_body": {"callback": "http://SECRET92@host/"}}, "SECRET92")
 
 
-def test_case_20_a_credential_in_a_url_query_string_is_refused():
+def test_a_credential_in_a_url_query_string_is_refused():
     message = refused({"base_url": "http://127.0.0.1:9/v1?api_key=SECRET10"}, "SECRET10")
     assert "query parameter 'api_key'" in message
     refused({"base_url": "http://h/v1?x=1&access_token=SECRET11"}, "SECRET11")
@@ -44,7 +44,7 @@ def test_case_20_a_credential_in_a_url_query_string_is_refused():
                                   "apiKey", "x-api-key", "token", "hf_token", "access_token", "secret",
                                   "client_secret", "sk", "authorization", "Authorization", "bearer", "credential",
                                   "credentials", "cookie", "db_pwd", "openai_key", "sslpassword", "passfile"])
-def test_case_21_secret_looking_option_names_are_refused(name):
+def test_secret_looking_option_names_are_refused(name):
     assert is_secret_name(name)
     message = refused({name: "hunter2-SECRET21"}, "SECRET21")
     assert "looks like a secret" in message
@@ -59,7 +59,7 @@ def test_ordinary_option_names_pass(name):
     check_options({name: 1})
 
 
-def test_case_21_token_values_are_refused_whatever_their_key():
+def test_token_values_are_refused_whatever_their_key():
     refused({"sk": "sk-SECRET2abcdefgh"}, "SECRET2")
     refused({"note": "sk-proj-SECRET3abcdefgh"}, "SECRET3")
     refused({"x": "hf_SECRET4abcdefghijklmnop"}, "SECRET4")
@@ -84,7 +84,7 @@ def test_a_conninfo_password_pasted_into_a_backend_option_is_refused():
     ("host=db dbname=scoi application_name=sk-SEKRIT_SSL3", "secret"),
     ("host=db sslpassword SEKRIT_SSL3", "not a PostgreSQL URL"),  # unreadable: not echoed either
 ])
-def test_case_22_database_passwords_in_both_forms_are_refused_and_never_echoed(url, what):
+def test_database_passwords_in_both_forms_are_refused_and_never_echoed(url, what):
     with pytest.raises(SecretError) as info:
         check_database_url(url, "--source-url")
     message = str(info.value)
@@ -93,7 +93,7 @@ def test_case_22_database_passwords_in_both_forms_are_refused_and_never_echoed(u
         assert "PGPASSWORD" in message and "~/.pgpass" in message
 
 
-def test_case_22_database_urls_without_a_secret_pass_and_are_described_without_one():
+def test_database_urls_without_a_secret_pass_and_are_described_without_one():
     for url in ("host=/srv/pg dbname=scoi user=postgres", "postgresql://postgres@/scoi?host=/srv/pg",
                 "service=reports", "postgresql://reader@db:5433/app?sslmode=require"):
         check_database_url(url, "--source-url")

@@ -1,6 +1,6 @@
-"""scoi.textfile and the TMX text rule: lines end at \\n only (CRLF accepted), a BOM is not
+"""scoi.text.textfile and the TMX text rule: lines end at \\n only (CRLF accepted), a BOM is not
 text, bad text is one error at file:line, a line is read with a bounded buffer; TMX inline
-codes are dropped from a segment's text. Numbers are the cases of the 2026-11-24 tester's run."""
+codes are dropped from a segment's text."""
 
 from __future__ import annotations
 
@@ -11,17 +11,17 @@ import pytest
 from lxml import etree
 
 from ingest.readers import read_once, rereadable, segment_text
-from scoi.textfile import MAX_LINE_BYTES, TextFileError, read_lines
+from scoi.text.textfile import MAX_LINE_BYTES, TextFileError, read_lines
 
 
-def test_case_12_lines_end_at_newline_only(tmp_path):
+def test_lines_end_at_newline_only(tmp_path):
     """VT, FF, NEL, FS and U+2028/U+2029 inside a line do not split it; CRLF is one break."""
     path = tmp_path / "x.fr"
     path.write_bytes("Un homme\x0bjoue.\r\nDeux\u2028chiens.\nCaf\x85e\x0c noir\u2029\x1c.\n\nFin".encode())
     assert read_lines(path) == ["Un homme\x0bjoue.", "Deux\u2028chiens.", "Caf\x85e\x0c noir\u2029\x1c.", "", "Fin"]
 
 
-def test_case_33_a_leading_bom_is_dropped_and_only_there(tmp_path):
+def test_a_leading_bom_is_dropped_and_only_there(tmp_path):
     path = tmp_path / "b.fr"
     path.write_bytes(b"\xef\xbb\xbfLe chat dort.\n\xef\xbb\xbfDeux.\n")
     assert read_lines(path) == ["Le chat dort.", "\ufeffDeux."]
@@ -41,7 +41,7 @@ def test_cases_31_32_34_45_bad_text_is_one_error_at_file_line(tmp_path, data, wh
     assert message.startswith(f"{tmp_path}/{where}: ") and what in message and "\n" not in message
 
 
-def test_case_28_an_overlong_line_is_refused_after_one_mib(tmp_path):
+def test_an_overlong_line_is_refused_after_one_mib(tmp_path):
     path = tmp_path / "long.txt"
     path.write_bytes(b"ok\n" + b"a" * (MAX_LINE_BYTES + 1) + b"\nfin\n")
     with pytest.raises(TextFileError, match=r"long.txt:2: line is longer than 1,048,576 bytes"):
@@ -50,7 +50,7 @@ def test_case_28_an_overlong_line_is_refused_after_one_mib(tmp_path):
     assert read_lines(path) == ["a" * MAX_LINE_BYTES, "b" * (MAX_LINE_BYTES - 1)]
 
 
-def test_case_28_dev_zero_is_one_error():
+def test_dev_zero_is_one_error():
     with pytest.raises(TextFileError, match="/dev/zero:1: line is longer than"):
         read_lines("/dev/zero")
 
@@ -75,12 +75,12 @@ def _fifo(tmp_path, data: bytes) -> str:
     return path
 
 
-def test_case_27_a_fifo_is_read_once(tmp_path):
+def test_a_fifo_is_read_once(tmp_path):
     path = _fifo(tmp_path, b"Un.\nDeux.\n")
     assert read_lines(path) == ["Un.", "Deux."]
 
 
-def test_case_27_read_once_spools_what_cannot_be_read_twice(tmp_path):
+def test_read_once_spools_what_cannot_be_read_twice(tmp_path):
     regular = tmp_path / "r.tsv"
     regular.write_text("a\tb\n")
     fifo = _fifo(tmp_path, b"Un.\tOne.\n")
@@ -109,12 +109,12 @@ def _seg(xml: str):
      "Un mot {\\b gras ici{\\b0}."),
     ("Rien à enlever.", "Rien à enlever.", "Rien à enlever."),
 ])
-def test_case_24_tmx_inline_codes_are_dropped_unless_kept(xml, text, kept):
+def test_tmx_inline_codes_are_dropped_unless_kept(xml, text, kept):
     assert segment_text(_seg(xml)) == text
     assert segment_text(_seg(xml), keep_codes=True) == kept
 
 
-def test_case_33_a_template_file_bom_is_not_in_the_prompt(tmp_path):
+def test_a_template_file_bom_is_not_in_the_prompt(tmp_path):
     from scoi.core.prompt import render_prompt
 
     path = tmp_path / "t.j2"

@@ -1,7 +1,7 @@
 """Sentence embedders for the fuzzy methods: a sentence-transformers model by hub name or
 local directory, encoding batches into unit-length float32 vectors.
 
-    from scoi.embedder import Embedder
+    from scoi.embedding.embedder import Embedder
     emb = Embedder("/models/paraphrase-multilingual-MiniLM-L12-v2")
     vectors = emb.encode(["Le chat dort.", "Il pleut."])   # (2, 384) float32, norm 1
 

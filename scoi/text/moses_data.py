@@ -2,7 +2,7 @@
 
 Character classes of sacremoses' MosesTokenizer as range bodies for ``[...]`` (the exact
 code points sacremoses' compiled classes match), MosesPunctNormalizer's substitution groups,
-and the non-breaking prefixes. Used by scoi/moses.py; checked by tests/unit/test_moses.py.
+and the non-breaking prefixes. Used by scoi/text/moses.py; checked by tests/unit/test_moses.py.
 """
 
 SACREMOSES_VERSION = '0.2.0'

@@ -1,7 +1,6 @@
-"""`scoi ingest` on input that used to slip through (the 2026-11-24 tester's run; the
-numbers are its cases): a lone surrogate in JSONL, deep JSON nesting, /dev/zero and
-over-long lines, a pipe that cannot be read twice, TMX inline codes. Bad input is one
-line and nothing written; a pipe is ingested like the file it carries."""
+"""`scoi ingest` on input that used to slip through: a lone surrogate in JSONL, deep JSON
+nesting, /dev/zero and over-long lines, a pipe that cannot be read twice, TMX inline codes.
+Bad input is one line and nothing written; a pipe is ingested like the file it carries."""
 
 from __future__ import annotations
 
@@ -42,13 +41,13 @@ def _surrogate_jsonl(path, pairs):
     return path
 
 
-def test_case_11_lone_surrogate_in_jsonl_is_caught_before_writing(db_url, tmp_path, pairs):
+def test_lone_surrogate_in_jsonl_is_caught_before_writing(db_url, tmp_path, pairs):
     path = _surrogate_jsonl(tmp_path / "j_surrogate.jsonl", pairs)
     # More pairs before the bad line than a batch (5): before, 5 pairs were committed.
     _refused(db_url, _ingest([str(path)], db_url), "j_surrogate.jsonl:10", "lone surrogate U+D800", "--skip-bad")
 
 
-def test_case_11_lone_surrogate_is_skipped_with_skip_bad(db_url, tmp_path, pairs):
+def test_lone_surrogate_is_skipped_with_skip_bad(db_url, tmp_path, pairs):
     path = _surrogate_jsonl(tmp_path / "j_surrogate.jsonl", pairs)
     out = cli_json(["ingest", str(path), *FR_EN, *QUICK, "--batch-size", "5", "--skip-bad"], db_url)
     assert (out["inserted"], out["rejected"]) == (10, 1)
@@ -56,17 +55,17 @@ def test_case_11_lone_surrogate_is_skipped_with_skip_bad(db_url, tmp_path, pairs
     assert scalar(db_url, "SELECT status FROM ingest_run") == "done"
 
 
-def test_case_25_deep_json_nesting_is_one_line(db_url, tmp_path, pairs):
+def test_deep_json_nesting_is_one_line(db_url, tmp_path, pairs):
     path = tmp_path / "j_deep.jsonl"
     path.write_text(json.dumps({"src": pairs[0][0], "tgt": pairs[0][1]}) + "\n" + "[" * 100_000 + "]" * 100_000 + "\n")
     _refused(db_url, _ingest([str(path)], db_url), "j_deep.jsonl:2", "nested too deeply")
 
 
-def test_case_28_dev_zero_is_one_line(db_url):
+def test_dev_zero_is_one_line(db_url):
     _refused(db_url, _ingest(["/dev/zero", "--format", "tsv"], db_url), "/dev/zero:1", "longer than 1,048,576 bytes")
 
 
-def test_case_28_an_overlong_line_in_every_format_is_one_line(db_url, tmp_path, pairs):
+def test_an_overlong_line_in_every_format_is_one_line(db_url, tmp_path, pairs):
     long = "a " * (600 * 1024)  # 1.2 MiB, no newline
     tsv = write_tsv(tmp_path / "long.tsv", pairs[:3])
     with open(tsv, "a") as fh:
@@ -81,7 +80,7 @@ def test_case_28_an_overlong_line_in_every_format_is_one_line(db_url, tmp_path, 
     _refused(db_url, _ingest([str(tmx)], db_url), "big.tmx", "malformed TMX", "Text node too long")
 
 
-def test_case_27_process_substitution_is_read_once(db_url, tmp_path, pairs):
+def test_process_substitution_is_read_once(db_url, tmp_path, pairs):
     """`scoi ingest <(cat f.tsv)` as a shell runs it: every pair stored (it stored 0 pairs, exit 0)."""
     path = write_tsv(tmp_path / "fifo.tsv", pairs[:20])
     cmd = (f"exec {sys.executable} -m scoi.cli.main ingest <(cat {path}) --format tsv --src fr --tgt en "
@@ -94,7 +93,7 @@ def test_case_27_process_substitution_is_read_once(db_url, tmp_path, pairs):
     assert sorted(stored_pairs(db_url)) == sorted(pairs[:20])
 
 
-def test_case_27_a_fifo_is_read_once_and_errors_name_it(db_url, tmp_path, pairs):
+def test_a_fifo_is_read_once_and_errors_name_it(db_url, tmp_path, pairs):
     fifo = str(tmp_path / "pipe.tsv")
 
     def feed(data: bytes) -> None:  # the FIFO's one writer, for one reader
@@ -126,7 +125,7 @@ def _tmx_with_codes(path):
     return path
 
 
-def test_case_24_tmx_inline_codes_are_stripped_by_default(db_url, tmp_path):
+def test_tmx_inline_codes_are_stripped_by_default(db_url, tmp_path):
     out = cli_json(["ingest", str(_tmx_with_codes(tmp_path / "codes.tmx")), *FR_EN, *QUICK], db_url)
     assert out["inserted"] == 2
     assert sorted(stored_pairs(db_url)) == [("Il a vraiment faim.", "He is really hungry."),
@@ -135,7 +134,7 @@ def test_case_24_tmx_inline_codes_are_stripped_by_default(db_url, tmp_path):
     assert scalar(db_url, "SELECT count(*) FROM vocab WHERE token IN ('b', 'br', '&lt;', '&gt;', '/')") == 0
 
 
-def test_case_24_tmx_keep_codes_keeps_the_old_text(db_url, tmp_path):
+def test_tmx_keep_codes_keeps_the_old_text(db_url, tmp_path):
     out = cli_json(["ingest", str(_tmx_with_codes(tmp_path / "codes.tmx")), *FR_EN, *QUICK, "--tmx-keep-codes"],
                    db_url)
     assert out["inserted"] == 2

@@ -1,8 +1,8 @@
 """Job input, references, `select --file`, `job export` and `eval` on the files that used to
-slip through (the 2026-11-24 tester's run; the numbers are its cases). Lines end at \\n
-(CRLF accepted), a BOM is not text, bad text is one line naming file:line with nothing
-stored; an export never replaces a device or a directory; eval warns about blank references
-and refuses to compare jobs scored against different ones. Real PostgreSQL, the real CLI."""
+slip through. Lines end at \\n (CRLF accepted), a BOM is not text, bad text is one line
+naming file:line with nothing stored; an export never replaces a device or a directory; eval
+warns about blank references and refuses to compare jobs scored against different ones.
+Real PostgreSQL, the real CLI."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def _submit(url, *args):
 
 
 # --------------------------------------------------------------------------- job input and references
-def test_case_12_lines_mean_newline_for_input_and_references(db_url, tmp_path):
+def test_lines_mean_newline_for_input_and_references(db_url, tmp_path):
     src, ref = tmp_path / "x.fr", tmp_path / "x.en"
     src.write_bytes("Un homme\x0bjoue.\r\nDeux\u2028chiens.\nCaf\x85e noir.\n".encode())
     ref.write_bytes("A man\x0cplays.\nTwo\u2029dogs.\r\nBlack\x1ccoffee.\n".encode())
@@ -49,7 +49,7 @@ def test_case_12_lines_mean_newline_for_input_and_references(db_url, tmp_path):
                    ("Caf\x85e noir.", "Black\x1ccoffee.")]
 
 
-def test_case_33_bom_is_dropped_from_input_and_references(db_url, tmp_path):
+def test_bom_is_dropped_from_input_and_references(db_url, tmp_path):
     src, ref = tmp_path / "b.fr", tmp_path / "b.en"
     src.write_bytes(b"\xef\xbb\xbfLe chat dort.\n")
     ref.write_bytes(b"\xef\xbb\xbfThe cat sleeps.\n")
@@ -102,7 +102,7 @@ def test_cases_31_32_select_file_bad_text_is_one_line_before_any_query(job_db, t
     assert scalar(job_db, "SELECT count(*) FROM selection") == 0
 
 
-def test_case_12_select_file_lines_mean_newline_and_bom_is_dropped(job_db, tmp_path):
+def test_select_file_lines_mean_newline_and_bom_is_dropped(job_db, tmp_path):
     path = tmp_path / "q.txt"
     path.write_bytes("\ufeffUn homme\x0bjoue.\r\n\nDeux\u2028chiens.\n".encode())
     proc = _select_file(job_db, path)
@@ -129,7 +129,7 @@ def _no_part(folder) -> None:
     assert not [p for p in os.listdir(folder) if p.endswith(".part")]
 
 
-def test_case_10_export_refuses_a_character_device(done_job):
+def test_export_refuses_a_character_device(done_job):
     before = os.stat("/dev/null")
     _refused(_export(done_job, "-o", "/dev/null"), "/dev/null", "not a regular file", "-o -")
     after = os.stat("/dev/null")
@@ -137,7 +137,7 @@ def test_case_10_export_refuses_a_character_device(done_job):
     assert not os.path.exists("/dev/null.part")
 
 
-def test_case_10_export_refuses_a_fifo_and_a_link_to_a_device(done_job, tmp_path):
+def test_export_refuses_a_fifo_and_a_link_to_a_device(done_job, tmp_path):
     fifo = tmp_path / "out.fifo"
     os.mkfifo(fifo)
     _refused(_export(done_job, "-o", str(fifo)), "not a regular file")
@@ -149,12 +149,12 @@ def test_case_10_export_refuses_a_fifo_and_a_link_to_a_device(done_job, tmp_path
     _no_part(tmp_path)
 
 
-def test_case_38_export_to_a_missing_folder_is_one_line(done_job, tmp_path):
+def test_export_to_a_missing_folder_is_one_line(done_job, tmp_path):
     _refused(_export(done_job, "-o", str(tmp_path / "nonexistent" / "dir" / "out.tsv")), "does not exist")
     assert not (tmp_path / "nonexistent").exists()
 
 
-def test_case_39_export_to_a_directory_is_one_line_and_leaves_no_part(done_job, tmp_path):
+def test_export_to_a_directory_is_one_line_and_leaves_no_part(done_job, tmp_path):
     (tmp_path / "b_dir.tsv").mkdir()
     _refused(_export(done_job, "-o", str(tmp_path / "b_dir.tsv")), "is a directory")
     assert (tmp_path / "b_dir.tsv").is_dir() and list((tmp_path / "b_dir.tsv").iterdir()) == []
@@ -191,7 +191,7 @@ def _finished(url: str, name: str, refs: list[str]) -> int:
 REFS = [f"Sentence {i}." for i in range(10)]
 
 
-def test_case_46_eval_warns_about_blank_references(db_url):
+def test_eval_warns_about_blank_references(db_url):
     _finished(db_url, "ok1", REFS)
     _finished(db_url, "ev_r9blank", [r if i not in (3, 7) else "" for i, r in enumerate(REFS)])
     proc = scoi_cli(["eval", "ev_r9blank", "--json"], db_url)
@@ -203,7 +203,7 @@ def test_case_46_eval_warns_about_blank_references(db_url):
     assert clean.returncode == 0 and "warning" not in clean.stderr
 
 
-def test_case_47_compare_refuses_jobs_with_different_references(db_url):
+def test_compare_refuses_jobs_with_different_references(db_url):
     _finished(db_url, "ok1", REFS)
     _finished(db_url, "ev_r9blank", [r if i != 9 else "" for i, r in enumerate(REFS)])
     _refused(scoi_cli(["eval", "--compare", "ok1", "ev_r9blank"], db_url),

@@ -1,6 +1,7 @@
 """Whatever else the database refuses in a worker's batch (real embedded
 PostgreSQL, the worker in this process), only the item holding it fails. The rest of
-the jobs hardening, through the CLI: tests/e2e/test_jobs_hardening.py."""
+the jobs' handling of what models and users send, through the CLI:
+tests/e2e/test_job_outputs_retries_and_keys.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Ingest hardening without a database: the header rule, and the rate in
+"""Ingest without a database: the header rule, and the rate in
 ingest's summary."""
 
 from __future__ import annotations

@@ -31,10 +31,10 @@ from scoi.periodic import every
 if TYPE_CHECKING:
     import psycopg
 
-    from scoi.embedder import Embedder
+    from scoi.embedding.embedder import Embedder
 
 SQL = load("embed")
-DEFAULT_BATCH = 256
+DEFAULT_BATCH = defaults.EMBED_BATCH
 DEFAULT_EF_SEARCH = defaults.EF_SEARCH  # pgvector's default hnsw.ef_search
 
 Progress = Callable[[int], None]
@@ -81,7 +81,7 @@ class EmbedSummary:
 
 
 def find_embedder(conn: psycopg.Connection, name: str) -> EmbedderRow | None:
-    """The stored embedder of this name (see :func:`scoi.embedder.model_name`), if any."""
+    """The stored embedder of this name (see :func:`scoi.embedding.embedder.model_name`), if any."""
     row = conn.execute(SQL["embedder_get"], {"name": name}).fetchone()
     return EmbedderRow(row[0], name, row[1]) if row else None
 
