@@ -197,7 +197,7 @@ def plot(
     output: Path = typer.Option(..., "--output", "-o", help="Image file to write: .png or .svg."),
     metric: str = typer.Option("bleu", "--metric", help="bleu | chrf | comet: the metric to plot."),
     comet: str | None = typer.Option(None, "--comet", help="COMET checkpoint, to add or refresh COMET scores first."),
-    samples: int = typer.Option(1000, "--samples", min=10, max=LIMITS["samples"][1],
+    samples: int = typer.Option(defaults.BOOTSTRAP_SAMPLES, "--samples", min=10, max=LIMITS["samples"][1],
                                 help="Bootstrap resamples, when the table is computed now."),
     json_out: bool = typer.Option(False, "--json", help="Print {\"file\", \"panels\", \"metric\"} as JSON."),
 ) -> None:
