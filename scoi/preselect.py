@@ -15,15 +15,19 @@ construction (docs/preselection.md, "Block preselection"):
   the blocks that hold a sentence whose bound still reaches theta. Exact too, and it
   reads fewer postings, but it measured slower up to 1M pairs (see the doc).
 
-All round trips run in one REPEATABLE READ transaction (the caller's, see
-``scoi.selector._snapshot``): one snapshot of counters, directories, blocks, forward rows
-and pairs, whatever ingest commits meanwhile.
+All round trips run in one REPEATABLE READ transaction (the caller's: the selector opens
+one per query): one snapshot of counters, directories, blocks, forward rows and pairs,
+whatever ingest commits meanwhile. With helper connections (``helpers``), the read-all
+path cuts the sentence ids into ranges, one per connection, each reading that snapshot
+(exported, and imported by the helpers) and summing its range on a thread of its own
+(:func:`read_parts`); the ranges' best sentences merge exactly (:func:`merge_heads`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -274,8 +278,8 @@ def preselect_many(conn: psycopg.Connection, *, lang: str, tgt: str, token_lists
                 continue
             sids = np.concatenate([decoded[t][1] for t in counts])
             contrib = np.concatenate([decoded[t][0] * c * decoded[t][2] for t, c in counts.items()])
-            cand, inv = np.unique(sids, return_inverse=True)
-            score = np.round(np.bincount(inv, weights=contrib, minlength=len(cand)), 9)
+            cand, score = _sums(sids, contrib)
+            score = np.round(score, 9)
             scored.append((i, cand, score))
             k = min(len(cand), 2 * n)
             heads.update(cand[np.argpartition(-score, k - 1)[:k]].tolist() if k else [])
@@ -338,7 +342,7 @@ class _AllLists:
         if not self.dense:
             sids = np.concatenate([p[0] for p in self.parts]) if self.parts else np.zeros(0, np.int64)
             contrib = np.concatenate([p[1] for p in self.parts]) if self.parts else np.zeros(0)
-            cand, self.sums = _sums(sids, contrib) if len(sids) else (sids, contrib)
+            cand, self.sums = _sums(sids, contrib)
             self.cand, self.parts = cand + self.lo, []
 
     def head(self, k: int) -> tuple[np.ndarray, np.ndarray, float | None]:
@@ -382,7 +386,8 @@ def _stream_all(cur: psycopg.Cursor, lang: str, tokens: list[str], read_all: int
     rows = cur.stream(SQL["blocks_stream"], {"lang": lang, "tokens": tokens, "read_all": read_all, "chunk": CHUNK,
                                              "rec": DIR.itemsize})
     st.round_trips += 1
-    known, out = sum_chunks(rows, k1, b, st)
+    with closing(rows):  # an error while summing must not leave the stream holding the connection
+        known, out = sum_chunks(rows, k1, b, st)
     if out is not None:  # what a bound on unseen sentences' scores needs (scoi.lookup)
         st.extra.update(terms=out.terms, ka=out.ka, kc=out.kc)
     return known, out
@@ -443,7 +448,8 @@ def _stream_range(cur: psycopg.Cursor, lang: str, tokens: list[str], lo: int, hi
     rows = cur.stream(SQL["blocks_stream_range"], {"lang": lang, "tokens": tokens, "from": lo, "to": hi,
                                                    "chunk": CHUNK, "rec": DIR.itemsize, "grp": GROUP, "block": BLOCK})
     st.round_trips += 1
-    _, out = sum_chunks(rows, k1, b, st)
+    with closing(rows):
+        _, out = sum_chunks(rows, k1, b, st)
     assert out is not None  # every known token gives a row in every range
     return out
 
@@ -591,35 +597,28 @@ def _read(tok: _Token, ids: bytes, tfdl: bytes, factor: np.ndarray, st: Stats) -
 
 def _accumulate(terms: list[_Token], lengths: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Sentence ids met in the lists read (ascending), the sum of their contributions
-    there and (``lengths``) their lengths: a bincount over the id range when it is dense
-    enough, else a sort. Every contribution is > 0, so a sentence is met iff its sum is."""
+    there (:func:`_sums`) and (``lengths``) their lengths."""
     read = [t for t in terms if t.sids is not None]
     if not read:
         return np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0, dtype=np.int64)
     sids = np.concatenate([t.sids for t in read]) if len(read) > 1 else read[0].sids
     contrib = np.concatenate([t.contrib for t in read]) if len(read) > 1 else read[0].contrib
+    cand, sums = _sums(sids, contrib)
     if not lengths:
-        return (*_sums(sids, contrib), None)
-    lo, hi = int(sids.min()), int(sids.max())
-    if hi - lo < 8 * len(sids):
-        sums = np.bincount(sids - lo, weights=contrib, minlength=hi - lo + 1)
-        met = np.flatnonzero(sums)
-        length = np.zeros(hi - lo + 1, dtype=np.int64)
-        length[sids - lo] = np.concatenate([t.dl for t in read])
-        return met + lo, sums[met], length[met]
-    cand, inv = np.unique(sids, return_inverse=True)
+        return cand, sums, None
     length = np.zeros(len(cand), dtype=np.int64)
-    length[inv] = np.concatenate([t.dl for t in read])
-    return cand, np.bincount(inv, weights=contrib, minlength=len(cand)), length
+    length[np.searchsorted(cand, sids)] = np.concatenate([t.dl for t in read])
+    return cand, sums, length
 
 
-def _sums(sids: np.ndarray, contrib: np.ndarray, lo: int | None = None, hi: int | None = None
-          ) -> tuple[np.ndarray, np.ndarray]:
-    """Sentence ids met (ascending) and the sum of their contributions: a bincount over the
-    id range (``lo``..``hi`` when the caller knows it) when it is dense enough, else a sort
-    (every contribution is > 0)."""
-    if lo is None or hi is None:
-        lo, hi = int(sids.min()), int(sids.max())
+def _sums(sids: np.ndarray, contrib: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sentence ids met (ascending) and the sum of their contributions: the one rule by
+    which the lists read are added up (the MaxScore path, and the read-all path's sparse
+    case): a bincount over the id range when it is dense enough, else a sort. Every
+    contribution is > 0, so a sentence is met iff its sum is."""
+    if not len(sids):
+        return sids.astype(np.int64), contrib
+    lo, hi = int(sids.min()), int(sids.max())
     if hi - lo < 8 * len(sids):
         sums = np.bincount(sids - lo, weights=contrib, minlength=hi - lo + 1)
         met = np.flatnonzero(sums)

@@ -285,7 +285,8 @@ SELECT r.rank, r.n_tokens, c.c, greatest(0, (r.b1 - r.b0 - 1) / %(chunk)s) + 1, 
 FROM r CROSS JOIN st CROSS JOIN e
 CROSS JOIN LATERAL generate_series(0, greatest(0, (r.b1 - r.b0 - 1) / %(chunk)s)) AS c(c)
 CROSS JOIN LATERAL (
-    SELECT string_agg(b.ids, ''::bytea ORDER BY b.block_no) AS ids, string_agg(b.tfdl, ''::bytea ORDER BY b.block_no) AS tfdl
+    SELECT coalesce(string_agg(b.ids, ''::bytea ORDER BY b.block_no), ''::bytea) AS ids,
+           coalesce(string_agg(b.tfdl, ''::bytea ORDER BY b.block_no), ''::bytea) AS tfdl
     FROM bm25_block b
     WHERE b.token_id = r.id AND b.block_no >= r.b0 + c.c * %(chunk)s
       AND b.block_no < least(r.b1, r.b0 + (c.c + 1) * %(chunk)s)
