@@ -321,8 +321,13 @@ class _AllLists:
         t0 = time.perf_counter()
         rec = np.frombuffer(meta, dtype=DIR)
         first = rec["first"].astype(np.int64) - self.lo
-        sids = np.repeat(first, rec["n"].astype(np.int64)) + np.frombuffer(ids, dtype=">u4")
-        contrib = _idf(self.n_docs, df) * cnt * self.factor[np.frombuffer(tfdl, dtype=">u2").astype(np.intp)]
+        sids = np.repeat(first, rec["n"].astype(np.int64))
+        sids += np.frombuffer(ids, dtype=">u4")
+        # the weighted factors of the tf the chunk can hold (tf <= its blocks' max_tf): a
+        # table of ~1-2k entries, one gather per posting and no product (the same floats)
+        top = (int(rec["max_tf"].max()) + 1) << 8 if len(rec) else 0
+        table = self.factor[:top] * (_idf(self.n_docs, df) * cnt)
+        contrib = table[np.frombuffer(tfdl, dtype=">u2").astype(np.intp)]
         if len(rec) and (rec["first"][0] < self.lo or rec["last"][-1] > self.hi):  # a range's edge row
             keep = (sids >= 0) & (sids <= self.hi - self.lo)
             sids, contrib = sids[keep], contrib[keep]
