@@ -751,9 +751,9 @@ class Selector:
         """``bm25.connections`` - 1 more connections to the server ``self.conn`` reads from
         (opened on first use, again when the route moves to another server)."""
         want = self.bm25.connections - 1
-        dsn = self.conn.info.dsn
         if want < 1:
             return []
+        dsn = self.conn.info.dsn
         if self._helper_dsn != dsn or len(self._helper_conns) != want:
             for c in self._helper_conns:
                 c.close()
