@@ -419,7 +419,8 @@ class Selector:
         block reads (numpy scores between them, scoi/preselect.py) or the one statement."""
         if self.bm25.engine == "blocks":
             return "\n\n".join(f"-- {name}\n{SQL[name]}" for name in
-                                ("blocks_stream", "blocks_top", "blocks_terms", "blocks_read", "blocks_fetch",
+                                ("blocks_stream", "blocks_top", "blocks_split", "blocks_stream_range", "blocks_terms",
+                                 "blocks_read", "blocks_fetch",
                                  "blocks_exact", "fetch_candidates"))
         return PRESELECT_FETCH.as_string(self.conn)
 
