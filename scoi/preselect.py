@@ -25,14 +25,13 @@ path cuts the sentence ids into ranges, one per connection, each reading that sn
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
-
-import time
 
 import numpy as np
 from psycopg import sql
