@@ -1,6 +1,15 @@
-"""Preselection at 1M pairs: overlap@100 with exact BM25, latency and certified rate, for
-short queries (Multi30k test captions) and long ones (held-out Europarl sentences,
-recombined like the database's sentences: first half of one, second half of the next).
+"""Preselection at 1M pairs side by side with bm25s: latency, ratio, overlap, certified rate.
+
+Short queries (Multi30k test captions) and long ones (held-out Europarl sentences,
+recombined like the database's sentences: first half of one, second half of the next);
+overlap@100 with exact BM25.
+
+bm25s (``method="lucene"``, k1 1.5, b 0.75) indexes the same lowercased Moses tokens of the
+eligible French sentences in memory, in the same process; each query is timed on scoi's
+block preselection (exact top 100 pairs, pair ids mapped in the database) and on bm25s
+(``get_scores`` + ``argpartition`` of the top 100 sentences, sorted), alternating which goes
+first query by query, so both see the same machine load. ``--profile`` adds where scoi's
+milliseconds go (server read alone, read + transfer, decode + sum, top n, pair mapping).
 
 The 1M-pair database is built by RECOMBINING real sentences of the development corpora: each
 synthetic French sentence is the first half of one real eligible sentence's Moses tokens
@@ -27,7 +36,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from bench_select import describe, exact_bm25_top, exact_mode, index_size, load_average, pct  # noqa: E402
+from bench_select import describe, exact_mode, index_size, load_average, pct  # noqa: E402
 from shared_data import held_out_queries, long_queries, warm_up  # noqa: E402
 
 BUILD_SQL = """
@@ -88,12 +97,14 @@ def main() -> None:
                     help="database holding the development corpora as bench_select.py --build ingests it")
     ap.add_argument("--rebuild", action="store_true")
     ap.add_argument("--build-only", action="store_true", help="build the database, run no queries")
-    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--queries", type=int, default=100, help="queries per set")
+    ap.add_argument("--profile", action="store_true",
+                    help="also time scoi's steps apart (server read alone, read + transfer, decode + sum, top n)")
     ap.add_argument("--exact-queries", type=int, default=0,
                     help="queries per set also run through the plain-SQL statement's exact mode (slow: seconds each)")
     ap.add_argument("--json", action="store_true", help="also print one JSON object per query set")
     ap.add_argument("--no-overlap", action="store_true",
-                    help="skip the comparison with bm25s (its in-memory index of every sentence is the slow part at 4M)")
+                    help="skip bm25s (its in-memory index of every sentence is the slow part at 4M): scoi alone")
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                     help="override a Bm25Params field, e.g. --set budget_frac=0.01 (repeatable)")
     args = ap.parse_args()
@@ -144,20 +155,28 @@ def main() -> None:
     warm_up(lambda q: sel.preselect(sel.analyze(q)[0]))
     sets = {"long": recombined([sel.analyze(q)[0] for q in long_queries(args.queries + 1)])[:args.queries],
             "short": [sel.analyze(q)[0] for q in held_out_queries(args.queries)]}
-    rows, exact_rows, reads = [], [], []
+    ref = None if args.no_overlap else Bm25sIndex(sel.conn)
+    rows, exact_rows, reads, profiles = [], [], [], []
     for name, toks in sets.items():
-        times, got, certified, stats = [], [], [], []
-        for t in toks:
+        times, ref_times, got, certified, stats = [], [], [], [], []
+        for i, t in enumerate(toks):
             st = Stats()
+            if ref is not None and i % 2:  # alternate which engine goes first
+                ref_times.append(ref.timed(t))
             t0 = time.perf_counter()
             got.append([p for p, _ in sel.preselect(t, st)])
             times.append(1000 * (time.perf_counter() - t0))
+            if ref is not None and not i % 2:
+                ref_times.append(ref.timed(t))
             certified.append(bool(sel.certified))
             stats.append(st)
-        exact = [[] for _ in toks] if args.no_overlap else exact_bm25_top(sel.conn, toks, 100)
+        exact = [[] for _ in toks] if ref is None else [ref.top_pairs(t, 100) for t in toks]
         overlap = [len(set(g) & set(e)) / len(e) for g, e in zip(got, exact) if e] or [float("nan")]
-        rows.append((name, *pct(times), float(np.mean(overlap)), min(overlap), float(np.mean(certified))))
+        theirs = pct(ref_times) if ref_times else (float("nan"), float("nan"))
+        rows.append((name, *pct(times), *theirs, float(np.mean(overlap)), min(overlap), float(np.mean(certified))))
         reads.append((name, *(pct([getattr(s, k) for s in stats]) for k in ("postings", "blocks", "blocks_total", "bytes"))))
+        if args.profile:
+            profiles.append((name, profile(sel, toks)))
         if args.exact_queries:
             sql = dataclasses.replace(params, engine="sql", exact=True)
             exact_rows.append((name, *exact_mode(sel, toks[:args.exact_queries], exact[:args.exact_queries], sql)))
@@ -165,10 +184,24 @@ def main() -> None:
     print(f"{describe(sel.conn)} (recombined sentences, see docstring); {args.queries} queries per set "
           f"(after 200 other short held-out queries as warm-up); {params}; load average {load_average()}")
     print()
-    print("| queries | preselection p50 ms | p95 ms | overlap@100 mean (min) | certified exact |")
-    print("| --- | --- | --- | --- | --- |")
-    for name, p50, p95, mean, low, cert in rows:
-        print(f"| {name} | {p50:.1f} | {p95:.1f} | {mean:.3f} ({low:.2f}) | {cert:.2f} |")
+    if ref is not None:
+        print(f"bm25s {ref.version}: index of {len(ref.sids):,} sentences built in {ref.build_s:.0f}s (in memory)")
+        print()
+    print("| queries | scoi p50 ms | scoi p95 ms | bm25s p50 ms | bm25s p95 ms | ratio p50 | ratio p95 "
+          "| overlap@100 mean (min) | certified exact |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for name, p50, p95, r50, r95, mean, low, cert in rows:
+        print(f"| {name} | {p50:.1f} | {p95:.1f} | {r50:.1f} | {r95:.1f} | {p50 / r50:.2f} | {p95 / r95:.2f} "
+              f"| {mean:.3f} ({low:.2f}) | {cert:.2f} |")
+    if profiles:
+        print()
+        print("where scoi's milliseconds go, p50 (p95), the same queries run again step by step:")
+        print()
+        print("| queries | " + " | ".join(PROFILE_STEPS.values()) + " |")
+        print("| --- | " + " | ".join("---" for _ in PROFILE_STEPS) + " |")
+        for name, prof in profiles:
+            print(f"| {name} | " + " | ".join(f"{a:.1f} ({b:.1f})" for a, b in (pct(prof[k]) for k in PROFILE_STEPS))
+                  + " |")
     print()
     print("| queries | postings read p50 (p95) | blocks read p50 (p95) | blocks of the query's tokens p50 | kB read p50 (p95) |")
     print("| --- | --- | --- | --- | --- |")
@@ -187,10 +220,105 @@ def main() -> None:
         for name, p50, p95, ov, cert in exact_rows:
             print(f"| {name} | {p50:.1f} | {p95:.1f} | {ov:.3f} | {cert:.2f} |")
     if args.json:
-        for name, p50, p95, mean, low, cert in rows:
+        for name, p50, p95, r50, r95, mean, low, cert in rows:
             print(json.dumps({"name": name, "pairs": pairs, "p50_ms": round(p50, 2), "p95_ms": round(p95, 2),
+                              "bm25s_p50_ms": None if r50 != r50 else round(r50, 2),
+                              "bm25s_p95_ms": None if r95 != r95 else round(r95, 2),
                               "overlap_mean": None if mean != mean else round(mean, 4),  # NaN: --no-overlap
                               "overlap_min": None if low != low else round(low, 4), "certified": round(cert, 4)}))
+
+
+PROFILE_STEPS = {
+    "server": "server read alone ms",
+    "transfer": "read + transfer ms",
+    "whole": "whole preselection ms",
+    "wait": "of it waiting for rows ms",
+    "decode": "decode ms",
+    "sum": "sum ms",
+    "head": "top 2n sentences ms",
+    "top": "pair mapping round trip ms",
+}
+
+
+def profile(sel, token_lists: list[list[str]]) -> dict[str, list[float]]:
+    """Per query, scoi's steps timed apart: the streaming statement run on the server with
+    its rows counted there (no transfer), the same statement streamed to the client and
+    kept undecoded (read + transfer), then the whole preselection with its own step
+    timings (Stats.ms: waiting for rows, decoding, summing, the top 2n, pair mapping)."""
+    from scoi.db.queries import load
+    from scoi.preselect import CHUNK, Stats
+    from scoi.core.bm25blocks import DIR
+
+    stream_sql = load("select")["blocks_stream"].strip().rstrip(";")
+    out: dict[str, list[float]] = {k: [] for k in PROFILE_STEPS}
+    cur = sel.conn.cursor(binary=True)
+    for toks in token_lists:
+        params = {"lang": sel.src, "tokens": [t.lower() for t in toks], "read_all": 2**62, "chunk": CHUNK,
+                  "rec": DIR.itemsize}
+        t0 = time.perf_counter()
+        cur.execute(f"SELECT count(*), sum(length(x.ids) + length(x.tfdl)) FROM ({stream_sql}) "
+                    "AS x(rank, n_tokens, c, n_chunks, df, cnt, meta, n_docs, total_len, lo, hi, total, ids, tfdl)",
+                    params).fetchall()
+        out["server"].append(1000 * (time.perf_counter() - t0))
+        t0 = time.perf_counter()
+        kept = list(cur.stream(stream_sql, params))
+        out["transfer"].append(1000 * (time.perf_counter() - t0))
+        del kept
+        st = Stats()
+        t0 = time.perf_counter()
+        sel.preselect(toks, st)
+        out["whole"].append(1000 * (time.perf_counter() - t0))
+        for k in ("wait", "decode", "sum", "head", "top"):
+            out[k].append(st.ms.get(k, 0.0))
+    return out
+
+
+class Bm25sIndex:
+    """bm25s (lucene, k1 1.5, b 0.75) over the lowercased Moses tokens of the eligible
+    French sentences, in memory: the in-memory BM25 that scoi is compared with."""
+
+    def __init__(self, conn) -> None:
+        import bm25s
+
+        rows = conn.execute("""
+            SELECT s.id, s.tokens, p.id FROM sentence s
+            JOIN pair p ON (p.a_id = s.id AND p.a_lang = 'fr' AND p.b_lang = 'en')
+                        OR (p.b_id = s.id AND p.b_lang = 'fr' AND p.a_lang = 'en')
+            WHERE s.lang = 'fr' AND s.eligible""").fetchall()
+        docs: dict[int, list[str]] = {}
+        self.pairs: dict[int, list[int]] = {}
+        for sid, toks, pid in rows:
+            docs[sid] = [t.lower() for t in toks]
+            self.pairs.setdefault(sid, []).append(pid)
+        self.sids = sorted(docs)
+        t0 = time.perf_counter()
+        self.model = bm25s.BM25(method="lucene", k1=1.5, b=0.75)
+        self.model.index([docs[s] for s in self.sids], show_progress=False)
+        self.build_s = time.perf_counter() - t0
+        self.version = bm25s.__version__
+        self.first_pair = np.array([min(self.pairs[s]) for s in self.sids])
+
+    def timed(self, toks: list[str], n: int = 100) -> float:
+        """Milliseconds for bm25s's top ``n`` sentences of ``toks``: vocabulary look-up,
+        ``get_scores`` and ``argpartition``, the top n sorted."""
+        t0 = time.perf_counter()
+        vocab = self.model.vocab_dict
+        ids = [vocab[t] for t in (t.lower() for t in toks) if t in vocab]
+        scores = self.model.get_scores(ids) if ids else np.zeros(len(self.sids))
+        top = np.argpartition(-scores, n)[:n]
+        top[np.argsort(-scores[top])]
+        return 1000 * (time.perf_counter() - t0)
+
+    def top_pairs(self, toks: list[str], n: int) -> list[int]:
+        """Exact BM25 top ``n`` pair ids (score, then pair id): the overlap's reference."""
+        vocab = self.model.vocab_dict
+        ids = [vocab[t] for t in (t.lower() for t in toks) if t in vocab]
+        scores = self.model.get_scores(ids) if ids else np.zeros(len(self.sids))
+        order = np.lexsort((self.first_pair, -scores))[: n + 20]
+        top: list[int] = []
+        for i in order:
+            top.extend(sorted(self.pairs[self.sids[i]]))
+        return top[:n]
 
 
 def recombined(token_lists: list[list[str]]) -> list[list[str]]:

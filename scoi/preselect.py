@@ -15,22 +15,29 @@ construction (docs/preselection.md, "Block preselection"):
   the blocks that hold a sentence whose bound still reaches theta. Exact too, and it
   reads fewer postings, but it measured slower up to 1M pairs (see the doc).
 
-All round trips run in one REPEATABLE READ transaction (the caller's, see
-``scoi.selector._snapshot``): one snapshot of counters, directories, blocks, forward rows
-and pairs, whatever ingest commits meanwhile.
+All round trips run in one REPEATABLE READ transaction (the caller's: the selector opens
+one per query): one snapshot of counters, directories, blocks, forward rows and pairs,
+whatever ingest commits meanwhile. With helper connections (``helpers``), the read-all
+path cuts the sentence ids into ranges, one per connection, each reading that snapshot
+(exported, and imported by the helpers) and summing its range on a thread of its own
+(:func:`read_parts`); the ranges' best sentences merge exactly (:func:`merge_heads`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from scoi.core.bm25blocks import BLOCK, DIR, Directory, block_bounds, bound_at_dl, decode_dir
+from scoi.core.bm25blocks import BLOCK, DIR, GROUP, Directory, block_bounds, bound_at_dl, decode_dir
 from scoi.db.literals import int_array
 from scoi.db.queries import load
 
@@ -53,6 +60,9 @@ class Stats:
     probed: int = 0        # sentences scored exactly to find theta
     round_trips: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    #: milliseconds per step when every list is read: ``wait`` (for the server's rows),
+    #: ``decode``, ``sum``, ``head`` (the best 2n sentences), ``top`` (pair mapping round trip)
+    ms: dict[str, float] = field(default_factory=dict)
 
 
 class _Token:
@@ -71,8 +81,8 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
                      budget: int = 200_000, probe: int = 0, stats: Stats | None = None,
                      details: dict[int, tuple[Any, ...]] | None = None,
                      where: dict[str, str] | None = None, top_sql: str | None = None,
-                     first: int = 0, settle: Callable[[list[tuple[int, float]]], bool] | None = None
-                     ) -> list[tuple[int, float]]:
+                     first: int = 0, settle: Callable[[list[tuple[int, float]]], bool] | None = None,
+                     helpers: Sequence[psycopg.Connection] = ()) -> list[tuple[int, float]]:
     """Exact BM25 top ``n`` (pair id, score) of the lowercased ``tokens`` over the eligible
     ``lang`` sentences, counting only pairs ``lang``-``tgt`` (of ``corpora``, whose metadata
     holds ``where``: scoi.core.exact.parse_where), best first,
@@ -86,15 +96,23 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
     ``top_sql``: that round trip's statement in place of ``blocks_top`` (same parameters,
     pair id and score first, the details after: scoi.lookup's lean one);
     ``first``, ``settle``: when every list was read, the top ``first`` pairs are mapped
-    first and returned if ``settle`` accepts them (the lists are not read again for n)."""
+    first and returned if ``settle`` accepts them (the lists are not read again for n);
+    ``helpers``: more connections (autocommit, idle) that each read and sum one range of
+    sentence ids in parallel with ``conn``, inside ``conn``'s snapshot (which must be a
+    REPEATABLE READ transaction's: :func:`read_parts`); the same result."""
     st = stats if stats is not None else Stats()
     probe = probe or max(2 * n, 50)
     cur = conn.cursor(binary=True)
     filt = pair_filter(lang, tgt, corpora, where)
-    known, read = _stream_all(cur, lang, [t.lower() for t in tokens], read_all, k1, b, st)
+    lowered = [t.lower() for t in tokens]
+    if helpers:
+        known, read = read_parts(cur, helpers, lang, lowered, read_all, k1, b, st)
+    else:
+        known, read = _stream_all(cur, lang, lowered, read_all, k1, b, st)
     if not known:
         return []
     if read is not None:  # every list read: every score is known
+        t0 = time.perf_counter()
         if settle is not None and 0 < first < n:
             head, head_scores, rest = read.head(2 * first)
             found = _top_read_all(cur, head, head_scores, rest, first, st, details, filt,
@@ -102,7 +120,9 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
             if found is not None and settle(found):
                 return found
         head, head_scores, rest = read.head(2 * n)
+        t1 = time.perf_counter()
         found = _top_read_all(cur, head, head_scores, rest, n, st, details, filt, top_sql or SQL["blocks_top"])
+        st.ms.update(head=1000 * (t1 - t0), top=1000 * (time.perf_counter() - t1))
         if found is not None:
             return found
         pairs_of: dict[int, list[int]] = {}
@@ -257,8 +277,8 @@ def preselect_many(conn: psycopg.Connection, *, lang: str, tgt: str, token_lists
                 continue
             sids = np.concatenate([decoded[t][1] for t in counts])
             contrib = np.concatenate([decoded[t][0] * c * decoded[t][2] for t, c in counts.items()])
-            cand, inv = np.unique(sids, return_inverse=True)
-            score = np.round(np.bincount(inv, weights=contrib, minlength=len(cand)), 9)
+            cand, score = _sums(sids, contrib)
+            score = np.round(score, 9)
             scored.append((i, cand, score))
             k = min(len(cand), 2 * n)
             heads.update(cand[np.argpartition(-score, k - 1)[:k]].tolist() if k else [])
@@ -286,25 +306,38 @@ class _AllLists:
 
     def __init__(self, row: tuple[Any, ...], k1: float, b: float) -> None:
         _, _, _, _, _, _, _, n_docs, total_len, lo, hi, total, _, _ = row
-        self.n_docs, self.lo = n_docs, lo
+        self.n_docs, self.lo, self.hi = n_docs, lo, hi
         self.ka = k1 * (1 - b)
         self.kc = k1 * b * max(n_docs, 1) / max(total_len, 1)
         self.factor = _factors(self.ka, self.kc)
-        self.dense = hi - lo < 8 * total
+        self.dense = 0 <= hi - lo < 8 * total  # (a range holding no posting: total 0)
         self.sums: np.ndarray | None = np.zeros(hi - lo + 1) if self.dense else None
         self.parts: list[tuple[np.ndarray, np.ndarray]] = []
         self.terms: list[tuple[float, int]] = []  # (idf, count in the query) of each token read
 
     def add(self, df: int, cnt: int, meta: bytes, ids: bytes, tfdl: bytes, st: Stats) -> None:
         """One chunk of a token's list (its blocks' records ``meta`` and postings)."""
+        t0 = time.perf_counter()
         rec = np.frombuffer(meta, dtype=DIR)
         first = rec["first"].astype(np.int64) - self.lo
-        sids = np.repeat(first, rec["n"].astype(np.int64)) + np.frombuffer(ids, dtype=">u4")
-        contrib = _idf(self.n_docs, df) * cnt * self.factor[np.frombuffer(tfdl, dtype=">u2").astype(np.intp)]
+        sids = np.repeat(first, rec["n"].astype(np.int64))
+        sids += np.frombuffer(ids, dtype=">u4")
+        # the weighted factors of the tf the chunk can hold (tf <= its blocks' max_tf): a
+        # table of ~1-2k entries, one gather per posting and no product (the same floats)
+        top = (int(rec["max_tf"].max()) + 1) << 8 if len(rec) else 0
+        table = self.factor[:top] * (_idf(self.n_docs, df) * cnt)
+        contrib = table[np.frombuffer(tfdl, dtype=">u2").astype(np.intp)]
+        if len(rec) and (rec["first"][0] < self.lo or rec["last"][-1] > self.hi):  # a range's edge row
+            keep = (sids >= 0) & (sids <= self.hi - self.lo)
+            sids, contrib = sids[keep], contrib[keep]
+        t1 = time.perf_counter()
         if self.dense:
             self.sums[sids] += contrib  # a token's ids are distinct: no two writes to one cell
         else:
             self.parts.append((sids, contrib))
+        t2 = time.perf_counter()
+        st.ms["decode"] = st.ms.get("decode", 0.0) + 1000 * (t1 - t0)
+        st.ms["sum"] = st.ms.get("sum", 0.0) + 1000 * (t2 - t1)
         st.postings += len(sids)
         st.blocks += len(rec)
         st.bytes += len(meta) + len(ids) + len(tfdl)
@@ -313,7 +346,7 @@ class _AllLists:
         if not self.dense:
             sids = np.concatenate([p[0] for p in self.parts]) if self.parts else np.zeros(0, np.int64)
             contrib = np.concatenate([p[1] for p in self.parts]) if self.parts else np.zeros(0)
-            cand, self.sums = _sums(sids, contrib) if len(sids) else (sids, contrib)
+            cand, self.sums = _sums(sids, contrib)
             self.cand, self.parts = cand + self.lo, []
 
     def head(self, k: int) -> tuple[np.ndarray, np.ndarray, float | None]:
@@ -357,10 +390,110 @@ def _stream_all(cur: psycopg.Cursor, lang: str, tokens: list[str], read_all: int
     rows = cur.stream(SQL["blocks_stream"], {"lang": lang, "tokens": tokens, "read_all": read_all, "chunk": CHUNK,
                                              "rec": DIR.itemsize})
     st.round_trips += 1
-    known, out = sum_chunks(rows, k1, b, st)
+    with closing(rows):  # an error while summing must not leave the stream holding the connection
+        known, out = sum_chunks(rows, k1, b, st)
     if out is not None:  # what a bound on unseen sentences' scores needs (scoi.lookup)
         st.extra.update(terms=out.terms, ka=out.ka, kc=out.kc)
     return known, out
+
+
+def read_parts(cur: psycopg.Cursor, helpers: Sequence[psycopg.Connection], lang: str, tokens: list[str],
+               read_all: int, k1: float, b: float, st: Stats) -> tuple[bool, _Parts | None]:
+    """:func:`_stream_all` split by sentence id over ``cur``'s connection and ``helpers``:
+    ``blocks_split`` exports the snapshot of ``cur``'s transaction and cuts the ids into
+    as many ranges as connections; each connection imports the snapshot, streams its
+    range's postings (``blocks_stream_range``) and sums them on a thread of its own, so the
+    servers' reading and numpy's summing of the ranges run side by side. A sentence's
+    postings all fall in one range, so each range's sums are complete scores and the
+    ranges' best sentences merge exactly (:func:`merge_heads`). Same results as one
+    connection, as every connection reads the same snapshot."""
+    snapshot, total, cuts = cur.execute(SQL["blocks_split"], {
+        "lang": lang, "tokens": tokens, "parts": len(helpers) + 1, "rec": DIR.itemsize}).fetchone()
+    st.round_trips += 1
+    if total is None:
+        return False, None
+    if total > read_all:
+        return True, None
+    bounds = [0, *cuts, 2**62]
+    with ThreadPoolExecutor(len(helpers)) as pool:
+        jobs = [pool.submit(_read_part_on, h, snapshot, lang, tokens, bounds[i + 1], bounds[i + 2], k1, b)
+                for i, h in enumerate(helpers)]
+        own = _stream_range(cur, lang, tokens, bounds[0], bounds[1], k1, b, st)
+        parts = [job.result() for job in jobs]
+    for _, part_st in parts:
+        st.postings += part_st.postings
+        st.blocks += part_st.blocks
+        st.blocks_total += part_st.blocks_total
+        st.bytes += part_st.bytes
+        st.round_trips += part_st.round_trips
+    read = _Parts([own, *(p for p, _ in parts)])
+    st.extra.update(terms=read.terms, ka=read.ka, kc=read.kc)
+    return True, read
+
+
+def _read_part_on(helper: psycopg.Connection, snapshot: str, lang: str, tokens: list[str], lo: int, hi: int,
+                  k1: float, b: float) -> tuple[_AllLists, Stats]:
+    """One range's sums on ``helper``, in the exported ``snapshot`` (one round trip to
+    import it, one to stream, one to end the transaction)."""
+    if not helper.autocommit:
+        raise ValueError("preselect_blocks: helper connections must be in autocommit mode")
+    st = Stats()
+    helper.execute(sql.SQL("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; SET TRANSACTION SNAPSHOT {}").format(
+        sql.Literal(snapshot)))
+    try:
+        return _stream_range(helper.cursor(binary=True), lang, tokens, lo, hi, k1, b, st), st
+    finally:
+        helper.execute("ROLLBACK")
+
+
+def _stream_range(cur: psycopg.Cursor, lang: str, tokens: list[str], lo: int, hi: int, k1: float, b: float,
+                  st: Stats) -> _AllLists:
+    """The sums of the sentences with ids in [``lo``, ``hi``) (``blocks_stream_range``)."""
+    rows = cur.stream(SQL["blocks_stream_range"], {"lang": lang, "tokens": tokens, "from": lo, "to": hi,
+                                                   "chunk": CHUNK, "rec": DIR.itemsize, "grp": GROUP, "block": BLOCK})
+    st.round_trips += 1
+    with closing(rows):
+        _, out = sum_chunks(rows, k1, b, st)
+    assert out is not None  # every known token gives a row in every range
+    return out
+
+
+class _Parts:
+    """The sums of several sentence-id ranges read as one (:func:`read_parts`)."""
+
+    def __init__(self, parts: list[_AllLists]) -> None:
+        self.parts = parts
+        self.ka, self.kc, self.terms = parts[0].ka, parts[0].kc, parts[0].terms
+
+    def head(self, k: int) -> tuple[np.ndarray, np.ndarray, float | None]:
+        """As :meth:`_AllLists.head`, over every range."""
+        return merge_heads([p.head(k) for p in self.parts], k)
+
+    def all_scores(self) -> tuple[np.ndarray, np.ndarray]:
+        got = [p.all_scores() for p in self.parts]
+        return np.concatenate([g[0] for g in got]), np.concatenate([g[1] for g in got])
+
+
+def merge_heads(heads: list[tuple[np.ndarray, np.ndarray, float | None]], k: int
+                ) -> tuple[np.ndarray, np.ndarray, float | None]:
+    """The best ``k`` sentences of several disjoint ranges (ids, rounded scores, and a bound
+    on every sentence left out: None if none is) from each range's own best ``k`` (the same
+    triple; ties with a range's k-th included): the k best of the union, every one tied
+    with the k-th, and as the bound the largest of the ranges' bounds and of the scores
+    dropped. Exact: a sentence missing from its range's head scores at most that range's
+    bound. What ranges on other connections or servers send back (docs/replicas.md)."""
+    ids = np.concatenate([h[0] for h in heads]) if heads else np.zeros(0, np.int64)
+    scores = np.concatenate([h[1] for h in heads]) if heads else np.zeros(0)
+    bounds = [h[2] for h in heads if h[2] is not None]
+    rest = max(bounds) if bounds else None
+    if len(scores) > k:
+        kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+        top = scores >= kth - SLACK
+        if not top.all():
+            dropped = float(scores[~top].max())
+            rest = dropped if rest is None else max(rest, dropped)
+        ids, scores = ids[top], scores[top]
+    return ids, scores, rest
 
 
 def sum_chunks(rows: Iterable[tuple[Any, ...]], k1: float, b: float, st: Stats) -> tuple[bool, _AllLists | None]:
@@ -370,6 +503,7 @@ def sum_chunks(rows: Iterable[tuple[Any, ...]], k1: float, b: float, st: Stats) 
     known, out = False, None
     waiting: dict[tuple[int, int], tuple[Any, ...]] = {}
     at = (1, 0)
+    start = time.perf_counter()
     for row in rows:
         known = True
         rank, n_tokens, chunk = row[0], row[1], row[2]
@@ -387,7 +521,10 @@ def sum_chunks(rows: Iterable[tuple[Any, ...]], k1: float, b: float, st: Stats) 
             at = (at[0], at[1] + 1) if at[1] + 1 < r[3] else (at[0] + 1, 0)
     if out is not None:
         st.blocks_total = st.blocks
+        t0 = time.perf_counter()
+        st.ms["wait"] = 1000 * (t0 - start) - st.ms.get("decode", 0.0) - st.ms.get("sum", 0.0)
         out.finish()
+        st.ms["sum"] = st.ms.get("sum", 0.0) + 1000 * (time.perf_counter() - t0)
     return known, out
 
 
@@ -464,35 +601,28 @@ def _read(tok: _Token, ids: bytes, tfdl: bytes, factor: np.ndarray, st: Stats) -
 
 def _accumulate(terms: list[_Token], lengths: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Sentence ids met in the lists read (ascending), the sum of their contributions
-    there and (``lengths``) their lengths: a bincount over the id range when it is dense
-    enough, else a sort. Every contribution is > 0, so a sentence is met iff its sum is."""
+    there (:func:`_sums`) and (``lengths``) their lengths."""
     read = [t for t in terms if t.sids is not None]
     if not read:
         return np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0, dtype=np.int64)
     sids = np.concatenate([t.sids for t in read]) if len(read) > 1 else read[0].sids
     contrib = np.concatenate([t.contrib for t in read]) if len(read) > 1 else read[0].contrib
+    cand, sums = _sums(sids, contrib)
     if not lengths:
-        return (*_sums(sids, contrib), None)
-    lo, hi = int(sids.min()), int(sids.max())
-    if hi - lo < 8 * len(sids):
-        sums = np.bincount(sids - lo, weights=contrib, minlength=hi - lo + 1)
-        met = np.flatnonzero(sums)
-        length = np.zeros(hi - lo + 1, dtype=np.int64)
-        length[sids - lo] = np.concatenate([t.dl for t in read])
-        return met + lo, sums[met], length[met]
-    cand, inv = np.unique(sids, return_inverse=True)
+        return cand, sums, None
     length = np.zeros(len(cand), dtype=np.int64)
-    length[inv] = np.concatenate([t.dl for t in read])
-    return cand, np.bincount(inv, weights=contrib, minlength=len(cand)), length
+    length[np.searchsorted(cand, sids)] = np.concatenate([t.dl for t in read])
+    return cand, sums, length
 
 
-def _sums(sids: np.ndarray, contrib: np.ndarray, lo: int | None = None, hi: int | None = None
-          ) -> tuple[np.ndarray, np.ndarray]:
-    """Sentence ids met (ascending) and the sum of their contributions: a bincount over the
-    id range (``lo``..``hi`` when the caller knows it) when it is dense enough, else a sort
-    (every contribution is > 0)."""
-    if lo is None or hi is None:
-        lo, hi = int(sids.min()), int(sids.max())
+def _sums(sids: np.ndarray, contrib: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sentence ids met (ascending) and the sum of their contributions: the one rule by
+    which the lists read are added up (the MaxScore path, and the read-all path's sparse
+    case): a bincount over the id range when it is dense enough, else a sort. Every
+    contribution is > 0, so a sentence is met iff its sum is."""
+    if not len(sids):
+        return sids.astype(np.int64), contrib
+    lo, hi = int(sids.min()), int(sids.max())
     if hi - lo < 8 * len(sids):
         sums = np.bincount(sids - lo, weights=contrib, minlength=hi - lo + 1)
         met = np.flatnonzero(sums)
@@ -549,4 +679,4 @@ def _walk(sids: np.ndarray, scores: np.ndarray, pairs: dict[int, list[int]], n: 
     return out
 
 
-__all__ = ["pair_filter", "preselect_blocks", "preselect_many", "Stats"]
+__all__ = ["merge_heads", "pair_filter", "preselect_blocks", "preselect_many", "read_parts", "Stats"]

@@ -35,6 +35,7 @@ from scoi.core.names import is_language_code, printable
 from scoi.core.polynomial import LabelSpace, TermTable, expand
 from scoi.core.rbm25 import check_variant, ctq_tokens
 from scoi.core.signature import corpora_part, method_parts, signature
+from scoi.db import connect
 from scoi.db.queries import load
 from scoi.db.reads import ReadRoute, ReadStatus
 from scoi.preselect import pair_filter
@@ -116,6 +117,9 @@ class Bm25Params:
     read_all: int = 2**62
     rare: int = 200_000        # blocks: else, postings of the rarest tokens read before theta is known
     probe: int = 0             # blocks: sentences scored exactly to find theta (0: max(2 pool, 50))
+    #: blocks: connections that each read and sum one range of sentence ids in parallel, in
+    #: one exported snapshot (docs/replicas.md, "Scoring on several connections"); same pools
+    connections: int = 1
 
     def signature(self) -> str:
         """The settings that change a pool: all of them, or k1 and b for the exact pools."""
@@ -273,6 +277,8 @@ class Selector:
         if methods.method(method).embeddings:
             self.embedder_row()  # fail now, not at the first sentence, when nothing is embedded
         self._thread: futures.ThreadPoolExecutor | None = None
+        self._helper_conns: list[psycopg.Connection] = []  # bm25.connections > 1 (self._helpers)
+        self._helper_dsn = ""
         self._pools: dict[tuple[str, ...], list[CandidateRow]] = {}  # prepare_pools: pools ready for select
 
     # ------------------------------------------------------------------ pieces
@@ -413,7 +419,8 @@ class Selector:
         block reads (numpy scores between them, scoi/preselect.py) or the one statement."""
         if self.bm25.engine == "blocks":
             return "\n\n".join(f"-- {name}\n{SQL[name]}" for name in
-                                ("blocks_stream", "blocks_top", "blocks_terms", "blocks_read", "blocks_fetch",
+                                ("blocks_stream", "blocks_top", "blocks_split", "blocks_stream_range", "blocks_terms",
+                                 "blocks_read", "blocks_fetch",
                                  "blocks_exact", "fetch_candidates"))
         return PRESELECT_FETCH.as_string(self.conn)
 
@@ -438,7 +445,7 @@ class Selector:
                                          corpora=self.corpus_ids, k1=self.bm25.k1, b=self.bm25.b,
                                          read_all=self.bm25.read_all, budget=self.bm25.rare,
                                          probe=self.bm25.probe, stats=stats, details=details, where=self.where,
-                                         **blocks)
+                                         helpers=self._helpers(), **blocks)
             self.certified = True if found else None
             return found
         rows = self.conn.execute(SQL["preselect"], self.preselect_params(tokens, n)).fetchall()
@@ -741,7 +748,25 @@ class Selector:
         finally:
             self.where, self._pools = before, {}
 
+    def _helpers(self) -> list[psycopg.Connection]:
+        """``bm25.connections`` - 1 more connections to the server ``self.conn`` reads from
+        (opened on first use, again when the route moves to another server)."""
+        want = self.bm25.connections - 1
+        if want < 1:
+            return []
+        dsn = self.conn.info.dsn
+        if self._helper_dsn != dsn or len(self._helper_conns) != want:
+            for c in self._helper_conns:
+                c.close()
+            self._helper_conns = [connect(dsn, password=self.conn.info.password, autocommit=True)
+                                  for _ in range(want)]
+            self._helper_dsn = dsn
+        return self._helper_conns
+
     def close(self) -> None:
+        for c in self._helper_conns:
+            c.close()
+        self._helper_conns = []
         if self._thread is not None:
             self._thread.shutdown(wait=True)
             self._thread = None

@@ -5,6 +5,8 @@ ranks by match % and finds the brute-force best match."""
 
 from __future__ import annotations
 
+import time
+
 import psycopg
 import pytest
 
@@ -174,3 +176,33 @@ def test_lookup_keeps_only_pairs_whose_metadata_holds_the_filter(job_db: str) ->
             assert all(m.meta == {"client": "acme"} for m in got.matches)
     with Selector("fr", "en", url=job_db, method="bm25") as sel:  # unfiltered, the best are others
         assert {m.pair_id for m in lookup(sel, QUERY, n=5, pool=40).matches} - {r[0] for r in tagged}
+
+
+def test_lookup_and_selection_on_two_connections_return_what_one_returns(job_db: str) -> None:
+    """``Bm25Params(connections=2)``: the selector opens one helper connection to its
+    server, the lookup (small first pool, then widened) and the selection's pool are the
+    same as on one connection, and closing the selector closes the helper too."""
+    from scoi.selector import Bm25Params
+
+    def backends() -> int:
+        with psycopg.connect(job_db) as c:
+            return c.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                             "AND pid <> pg_backend_pid()").fetchone()[0]
+
+    sources = list(stored_sources(job_db).values())
+    queries = [QUERY, "Le chat dort sur le canapé rouge ."] + [" ".join(t[1:]) for t in sources[:4] if len(t) > 3]
+    with Selector("fr", "en", url=job_db, method="bm25") as one:
+        alone = backends()
+        with Selector("fr", "en", url=job_db, method="bm25", bm25=Bm25Params(connections=2)) as two:
+            for q in queries:
+                for first in (3, 40):
+                    a, b = (lookup(sel, q, n=3, pool=40, first=first) for sel in (one, two))
+                    assert [(m.pair_id, m.match, m.score) for m in a.matches] == \
+                        [(m.pair_id, m.match, m.score) for m in b.matches], q
+                tokens = one.analyzer.tokenize(q)
+                assert one.preselect(tokens) == two.preselect(tokens) and two.certified
+            assert backends() == alone + 2  # its own connection and one helper
+        deadline = time.monotonic() + 10  # a backend leaves a moment after its client
+        while backends() != alone and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert backends() == alone

@@ -282,3 +282,86 @@ def test_streamed_chunks_sum_the_same_in_any_order(server_url, template_url):
             random.Random(seed).shuffle(shuffled)
             _, again = sum_chunks(shuffled, 1.5, 0.75, Stats())
             assert again.sums.tobytes() == ordered.sums.tobytes()
+
+
+def snapshot_of(conn: psycopg.Connection):
+    """``conn`` inside one REPEATABLE READ, read-only transaction (the selector's), so
+    that its snapshot can be exported to the helper connections."""
+    from contextlib import contextmanager
+
+    @contextmanager
+    def held():
+        conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        try:
+            yield
+        finally:
+            conn.execute("ROLLBACK")
+    return held()
+
+
+@SETTINGS
+@given(batches=st.lists(batch, min_size=1, max_size=3), queries=st.lists(query, min_size=1, max_size=3),
+       n=st.integers(1, 12), helpers=st.integers(1, 3), read_all=st.sampled_from([0, 10**9, 10**9]))
+def test_ranges_on_several_connections_equal_python_bm25(server_url, template_url, batches, queries, n, helpers,
+                                                         read_all):
+    """Sentence-id ranges read and summed on 2-4 connections (one exported snapshot) and
+    merged: the same pools as plain-Python BM25, for every filter; above read_all the
+    MaxScore path runs on the first connection alone."""
+    with corpus(server_url) as c:
+        extra = [psycopg.connect(c.url, autocommit=True) for _ in range(helpers)]
+        try:
+            for frs, name, tgt in batches:
+                c.add(frs + frs[: len(frs) // 5], corpus=name, tgt=tgt)
+                c.tag_pairs()
+                for q in queries:
+                    for tgt_, corpora, where in FILTERS:
+                        docs, pairs_of = c.truth(tgt_, corpora, where)
+                        exp = reference(docs, pairs_of, q, n)
+                        with snapshot_of(c.conn):
+                            got = blocks(c.conn, q, n, tgt_, c.corpus_ids(corpora), where=where, helpers=extra,
+                                         read_all=read_all, budget=0)
+                        assert same(got, exp), (q, tgt_, corpora, where, got, exp)
+        finally:
+            for h in extra:
+                h.close()
+
+
+def test_ranges_cut_grouped_rows_and_read_one_snapshot(server_url, template_url):
+    """Lists of grouped and open rows cut into 2-5 ranges: each range reads its rows (an
+    edge row at most twice), the merged pools equal one connection's and plain-Python
+    BM25; and a batch committed after the snapshot was taken is invisible to every range,
+    the helpers' included (it holds the best matches, all in the last range), until the
+    next transaction."""
+    frs = [["de", f"w{i % 11}", f"u{i % 401}"] + ["la"] * (i % 4 == 0) + ["de"] * (i % 5 == 0) for i in range(2700)]
+    queries = [(["de", "la", "w3", "de", "u17"], 40), (["la", "w5"], 100), (["u3", "w1"], 7), (["w2", "de"], 300)]
+    with corpus(server_url) as c:
+        c.add(frs[:1400])
+        c.add(frs[1400:])
+        docs, pairs_of = c.truth()
+        extra = [psycopg.connect(c.url, autocommit=True) for _ in range(4)]
+        reader = psycopg.connect(c.url, autocommit=True)
+        try:
+            for q, n in queries:
+                exp = reference(docs, pairs_of, q, n)
+                one = Stats()
+                with snapshot_of(reader):
+                    assert same(blocks(reader, q, n, stats=one), exp), q
+                for k in (1, 2, 4):
+                    st_k = Stats()
+                    with snapshot_of(reader):
+                        assert same(blocks(reader, q, n, helpers=extra[:k], stats=st_k), exp), (q, k)
+                    assert one.postings <= st_k.postings <= one.postings + 2 * k * len(set(q)) * 8 * 128, (q, k)
+            q = ["w7", "u9", "la"]
+            before = reference(docs, pairs_of, q, 20)
+            with snapshot_of(reader):
+                blocks(reader, ["de"], 1)  # the snapshot is taken here
+                c.add([["w7", "u9", "la"]] * 1 + [["w7", "u9", "la", f"v{i}"] for i in range(30)])
+                assert same(blocks(reader, q, 20, helpers=extra[:2]), before)
+            docs, pairs_of = c.truth()
+            after = reference(docs, pairs_of, q, 20)
+            assert not same(after, before)
+            with snapshot_of(reader):
+                assert same(blocks(reader, q, 20, helpers=extra[:2]), after)
+        finally:
+            for h in [*extra, reader]:
+                h.close()

@@ -214,6 +214,84 @@ UNION ALL
 SELECT q.rank, q.n_tokens, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, q.total, NULL, NULL
 FROM q WHERE q.rank = 1 AND q.total > %(read_all)s;
 
+-- name: blocks_split
+-- Scoring sentence-id ranges on several connections (scoi/preselect.py, docs/replicas.md,
+-- "Scoring on several connections"): this transaction's snapshot, for the other
+-- connections to import (SET TRANSACTION SNAPSHOT), the postings of the query's tokens in
+-- all (NULL: none is in the index), and `parts` - 1 ascending sentence ids that cut the
+-- largest of their lists into parts of about equal size (the first id of its block at each
+-- k/parts of its blocks). Any cut gives the same result; an even one the shortest wait.
+WITH q AS (
+    SELECT v.df, d.meta, d.n_blocks, sum(v.df) OVER () AS total
+    FROM (SELECT DISTINCT tok FROM unnest(%(tokens)s::text[]) AS tok) qt
+    JOIN vocab v ON v.lang = %(lang)s AND v.token = qt.tok AND v.df > 0
+    JOIN bm25_dir d ON d.token_id = v.id
+    ORDER BY v.df DESC, v.id LIMIT 1
+)
+SELECT pg_export_snapshot(), q.total,
+       ARRAY(SELECT ('x' || encode(substr(q.meta, 1 + (q.n_blocks * k / %(parts)s) * %(rec)s, 8), 'hex'))::bit(64)::bigint
+             FROM generate_series(1, %(parts)s - 1) AS k ORDER BY k)
+FROM (SELECT 1) AS one LEFT JOIN q ON true;
+
+-- name: blocks_stream_range
+-- blocks_stream's rows for the sentences with ids in [`from`, `to`) only: one connection's
+-- part when ranges are scored on several (blocks_split). Per token, a binary search of its
+-- directory finds the first block whose last id reaches `from` and the first whose first
+-- id reaches `to`; the rows between them are read, widened to whole rows (multiples of
+-- `grp`, bm25blocks.GROUP), so a row is never cut; the reader drops the postings outside
+-- the range (at most a row's worth per token and end; the open blocks after the last full
+-- group are one row each: bm25blocks.open_from). A token with no block in the range
+-- gives one row without postings (its idf still counts). `lo`, `hi`: the ids the range's
+-- postings can have; `total`: postings of the blocks read.
+WITH RECURSIVE st AS (SELECT n_docs, total_len FROM bm25_stats WHERE lang = %(lang)s),
+q AS MATERIALIZED (
+    SELECT v.id, v.df, qt.cnt, d.meta, d.n_blocks,
+           %(grp)s * ((d.n_blocks - (d.tail_n < %(block)s)::int) / %(grp)s) AS open,  -- bm25blocks.open_from
+           row_number() OVER (ORDER BY v.df, v.id) AS rank, count(*) OVER () AS n_tokens
+    FROM (SELECT tok, count(*) AS cnt FROM unnest(%(tokens)s::text[]) AS tok GROUP BY tok) qt
+    JOIN vocab v ON v.lang = %(lang)s AND v.token = qt.tok AND v.df > 0
+    JOIN bm25_dir d ON d.token_id = v.id
+),
+-- which = 0: the first block whose last id >= from; which = 1: the first whose first id >= to
+s(id, which, a, b) AS (
+    SELECT q.id, w.which, 0, q.n_blocks FROM q CROSS JOIN (VALUES (0), (1)) AS w(which)
+    UNION ALL
+    SELECT s.id, s.which, CASE WHEN m.key < m.target THEN m.mid + 1 ELSE s.a END,
+           CASE WHEN m.key < m.target THEN s.b ELSE m.mid END
+    FROM s JOIN q ON q.id = s.id
+    CROSS JOIN LATERAL (SELECT (s.a + s.b) / 2 AS mid) h
+    CROSS JOIN LATERAL (
+        SELECT h.mid, ('x' || encode(substr(q.meta, 1 + h.mid * %(rec)s + 8 * (1 - s.which), 8), 'hex'))::bit(64)::bigint AS key,
+               CASE s.which WHEN 0 THEN %(from)s::bigint ELSE %(to)s::bigint END AS target) m
+    WHERE s.a < s.b
+),
+r AS MATERIALIZED (
+    SELECT q.*, CASE WHEN x.j0 < x.j1 AND x.j0 < q.open THEN x.j0 / %(grp)s * %(grp)s ELSE x.j0 END AS b0,
+           CASE WHEN x.j0 >= x.j1 THEN x.j0 WHEN x.j1 < q.open THEN (x.j1 + %(grp)s - 1) / %(grp)s * %(grp)s
+                ELSE x.j1 END AS b1
+    FROM q JOIN (SELECT id, max(a) FILTER (WHERE which = 0) AS j0, max(a) FILTER (WHERE which = 1) AS j1
+                 FROM s WHERE a = b GROUP BY id) x ON x.id = q.id
+),
+e AS (
+    SELECT greatest(%(from)s::bigint, min(('x' || encode(substr(r.meta, 1 + r.b0 * %(rec)s, 8), 'hex'))::bit(64)::bigint)) AS lo,
+           least(%(to)s::bigint - 1, max(('x' || encode(substr(r.meta, 1 + (r.b1 - 1) * %(rec)s + 8, 8), 'hex'))::bit(64)::bigint)) AS hi,
+           coalesce(sum(r.b1 - r.b0) * %(block)s, 0) AS total
+    FROM r WHERE r.b1 > r.b0
+)
+SELECT r.rank, r.n_tokens, c.c, greatest(0, (r.b1 - r.b0 - 1) / %(chunk)s) + 1, r.df, r.cnt,
+       substr(r.meta, 1 + (r.b0 + c.c * %(chunk)s) * %(rec)s,
+              greatest(0, least(%(chunk)s, r.b1 - r.b0 - c.c * %(chunk)s)) * %(rec)s),
+       st.n_docs, st.total_len, e.lo, e.hi, e.total, b.ids, b.tfdl
+FROM r CROSS JOIN st CROSS JOIN e
+CROSS JOIN LATERAL generate_series(0, greatest(0, (r.b1 - r.b0 - 1) / %(chunk)s)) AS c(c)
+CROSS JOIN LATERAL (
+    SELECT coalesce(string_agg(b.ids, ''::bytea ORDER BY b.block_no), ''::bytea) AS ids,
+           coalesce(string_agg(b.tfdl, ''::bytea ORDER BY b.block_no), ''::bytea) AS tfdl
+    FROM bm25_block b
+    WHERE b.token_id = r.id AND b.block_no >= r.b0 + c.c * %(chunk)s
+      AND b.block_no < least(r.b1, r.b0 + (c.c + 1) * %(chunk)s)
+) b;
+
 -- name: blocks_terms
 -- The block preselection's first round trip when not every list is read (MaxScore, below
 -- `read_all`), and the batches' read (preselect_many; scoi/preselect.py, docs/preselection.md):
