@@ -91,6 +91,7 @@ def sentence_gaps(sel: Selector, sentences: Sequence[str], *, scope: str, k: int
         results.append(sel.select(t, k=k, method=method, analysis=a))
         if progress is not None:
             progress(1)
-    with sel.conn.transaction(force_rollback=True):
-        ids = record_selections(sel.conn, [(r, sel.labels) for r in results])
-        return rank(sel.conn, ids, scope, limit)
+    primary = sel.reads.primary  # never the replica the selections read: recording writes
+    with primary.transaction(force_rollback=True):
+        ids = record_selections(primary, [(r, sel.labels) for r in results])
+        return rank(primary, ids, scope, limit)

@@ -264,3 +264,19 @@ def test_a_database_of_another_cluster_is_refused_by_select_and_worker(dbs, serv
     assert len(rows) == 4 and all(sel is not None for sel, _, _ in rows)
     first_item = [pair for sel, pair, _ in rows[:2]]
     assert first_item == picks(select(url, "-k", "2"))
+
+
+def test_gaps_of_a_file_records_on_the_primary_while_reading_the_replica(servers, dbs, tmp_path):
+    """``scoi gaps --file`` records its sentences' selections (rolled back) on the primary:
+    the replica is read-only, and the gaps are the same as without a replica."""
+    url, replica = dbs
+    sentences = tmp_path / "sentences.txt"
+    sentences.write_text(f"{QUERY}\nUn homme joue de la guitare.\n", encoding="utf-8")
+    args = ("gaps", "--file", str(sentences), "--src", "fr", "--tgt", "en", "-k", "2", "--json")
+    on_primary = last_json(scoi(url, *args))
+    servers.wait_replayed()
+    on_replica = last_json(scoi(url, *args, read_url=replica))
+
+    assert on_replica == on_primary and on_replica["selections"] == 2
+    with psycopg.connect(url) as conn:  # rolled back: nothing of them stays
+        assert conn.execute("SELECT count(*) FROM selection").fetchone()[0] == 0
