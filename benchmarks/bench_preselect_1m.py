@@ -109,7 +109,7 @@ def main() -> None:
 
     from scoi.db.engine import create_database, get_engine, resolve_database, server_url
     from scoi.db.queries import load
-    from scoi.preselect import Stats
+    from scoi.selection.preselect import Stats
     from scoi.selector import Bm25Params, Selector
 
     base = resolve_database().url

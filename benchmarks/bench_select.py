@@ -112,7 +112,7 @@ def picks(sel, tokens: list[str], terms: dict[str, int], rows) -> list[int]:
 
 def run_set(sel, queries: list[str]) -> dict:
     """Time and check one query set (after the caller's warm-up)."""
-    from scoi.preselect import Stats
+    from scoi.selection.preselect import Stats
 
     timings, runs, stats = [], [], []
     for q in queries:

@@ -20,7 +20,7 @@ from scoi.core import defaults
 from scoi.core.limits import LIMITS
 from scoi.core.match import check_min_match, least_bm25_at, match_all
 from scoi.db.queries import load
-from scoi.preselect import Stats
+from scoi.selection.preselect import Stats
 from scoi.selector import SelectionError, Selector
 
 SQL = load("lookup")

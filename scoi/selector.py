@@ -37,7 +37,7 @@ from scoi.core.rbm25 import check_variant, ctq_tokens
 from scoi.core.signature import corpora_part, method_parts, signature
 from scoi.db.queries import load
 from scoi.db.reads import ReadRoute, ReadStatus
-from scoi.preselect import pair_filter
+from scoi.selection.preselect import pair_filter
 
 if TYPE_CHECKING:
     import psycopg
@@ -108,7 +108,7 @@ class Bm25Params:
     certify: int = 5000        # postings the certification may read at most
     certify_frac: float = 0.0  # ... or this share of N, whichever is larger
     exact: bool = False        # always certify, whatever it reads: exact BM25's top n
-    #: "blocks": exact BM25 top n from the posting blocks, scored in numpy (scoi/preselect.py,
+    #: "blocks": exact BM25 top n from the posting blocks, scored in numpy (scoi/selection/preselect.py,
     #: always exact and certified; the fields above are the "sql" statement's settings)
     engine: str = "blocks"
     #: blocks: read every list (no bounds) when the query's tokens have at most this many
@@ -410,7 +410,7 @@ class Selector:
 
     def preselect_sql(self) -> str:
         """The SQL :meth:`select` runs to preselect and fetch the candidates, as text: the
-        block reads (numpy scores between them, scoi/preselect.py) or the one statement."""
+        block reads (numpy scores between them, scoi/selection/preselect.py) or the one statement."""
         if self.bm25.engine == "blocks":
             return "\n\n".join(f"-- {name}\n{SQL[name]}" for name in
                                 ("blocks_stream", "blocks_top", "blocks_terms", "blocks_read", "blocks_fetch",
@@ -423,15 +423,15 @@ class Selector:
         """(pair_id, score) of the top ``n`` (default ``pool``) pairs by BM25, best first,
         before the pool keeps one pair per source sentence (:meth:`pool_candidates`). Sets
         :attr:`certified` (whether they are proven to be exact BM25's top ``n``).
-        ``stats``: a scoi.preselect.Stats to fill; ``details``: filled with the candidates'
+        ``stats``: a scoi.selection.preselect.Stats to fill; ``details``: filled with the candidates'
         texts and terms when the last round trip brought them (blocks engine); ``blocks``:
-        more of scoi.preselect.preselect_blocks' options (the lookup's)."""
+        more of scoi.selection.preselect.preselect_blocks' options (the lookup's)."""
         n = n or self.pool
         if not tokens:
             self.certified = True
             return []
         if self.bm25.engine == "blocks":
-            from scoi.preselect import preselect_blocks
+            from scoi.selection.preselect import preselect_blocks
 
             with _snapshot(self.conn):
                 found = preselect_blocks(self.conn, lang=self.src, tgt=self.tgt, tokens=tokens, n=n,
@@ -494,7 +494,7 @@ class Selector:
         For batches: ``scoi select --file``, job preparation."""
         if self.bm25.engine != "blocks":
             return
-        from scoi.preselect import preselect_many
+        from scoi.selection.preselect import preselect_many
 
         lists = [toks for toks in dict.fromkeys(tuple(t.lower() for t in toks) for toks in token_lists) if toks]
         if not lists:

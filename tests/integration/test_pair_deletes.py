@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from ingest.delete import remove_corpus, remove_pairs
 from scoi.db.check import run_checks
 from scoi.db.queries import load
-from scoi.preselect import preselect_blocks
+from scoi.selection.preselect import preselect_blocks
 from scoi.selector import Bm25Params
 from tests.helpers.bm25 import Corpus, blocks_equal_postings, corpus, reference, same
 
