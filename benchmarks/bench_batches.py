@@ -30,7 +30,7 @@ BATCH = 64  # what scoi select --file and job preparation use
 def throughput(url: str, queries: list[str], batched: bool, start: float | None = None) -> tuple[float, float]:
     """(queries per second, end time) of selecting ``queries`` (k = 4, pool 100, SCOI) in
     this process; ``start``: a wall-clock time to wait for, so that processes start together."""
-    from scoi.selector import Selector
+    from scoi.selection.selector import Selector
 
     sel = Selector("fr", "en", url=url, k=4, pool=100)
     warm_up(lambda q: sel.select(q))

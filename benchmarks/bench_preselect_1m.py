@@ -110,7 +110,7 @@ def main() -> None:
     from scoi.db.engine import create_database, get_engine, resolve_database, server_url
     from scoi.db.queries import load
     from scoi.selection.preselect import Stats
-    from scoi.selector import Bm25Params, Selector
+    from scoi.selection.selector import Bm25Params, Selector
 
     base = resolve_database().url
     name = "scoi_bench_1m" if args.pairs == 1_000_000 else f"scoi_bench_{args.pairs // 1000}k"
@@ -149,9 +149,9 @@ def main() -> None:
                  for k, v in (kv.split("=", 1) for kv in args.set)}
     params = Bm25Params(**overrides)
     sel = Selector("fr", "en", url=url, k=4, pool=100, bm25=params)
-    warm_up(lambda q: sel.preselect(sel.analyze(q)[0]))
-    sets = {"long": recombined([sel.analyze(q)[0] for q in long_queries(args.queries + 1)])[:args.queries],
-            "short": [sel.analyze(q)[0] for q in held_out_queries(args.queries)]}
+    warm_up(lambda q: sel.preselect(sel.query.analyze(q)[0]))
+    sets = {"long": recombined([sel.query.analyze(q)[0] for q in long_queries(args.queries + 1)])[:args.queries],
+            "short": [sel.query.analyze(q)[0] for q in held_out_queries(args.queries)]}
     rows, exact_rows, reads = [], [], []
     for name, toks in sets.items():
         times, got, certified, stats = [], [], [], []
@@ -162,15 +162,15 @@ def main() -> None:
             times.append(1000 * (time.perf_counter() - t0))
             certified.append(bool(sel.certified))
             stats.append(st)
-        exact = [[] for _ in toks] if args.no_overlap else exact_bm25_top(sel.conn, toks, 100)
+        exact = [[] for _ in toks] if args.no_overlap else exact_bm25_top(sel.reader, toks, 100)
         overlap = [len(set(g) & set(e)) / len(e) for g, e in zip(got, exact) if e] or [float("nan")]
         rows.append((name, *pct(times), float(np.mean(overlap)), min(overlap), float(np.mean(certified))))
         reads.append((name, *(pct([getattr(s, k) for s in stats]) for k in ("postings", "blocks", "blocks_total", "bytes"))))
         if args.exact_queries:
             sql = dataclasses.replace(params, engine="sql", exact=True)
             exact_rows.append((name, *exact_mode(sel, toks[:args.exact_queries], exact[:args.exact_queries], sql)))
-    pairs = sel.conn.execute("SELECT count(*) FROM pair").fetchone()[0]
-    print(f"{describe(sel.conn)} (recombined sentences, see docstring); {args.queries} queries per set "
+    pairs = sel.reader.execute("SELECT count(*) FROM pair").fetchone()[0]
+    print(f"{describe(sel.reader)} (recombined sentences, see docstring); {args.queries} queries per set "
           f"(after 200 other short held-out queries as warm-up); {params}; load average {load_average()}")
     print()
     print("| queries | preselection p50 ms | p95 ms | overlap@100 mean (min) | certified exact |")
@@ -184,7 +184,7 @@ def main() -> None:
         print(f"| {name} | {post[0]:,.0f} ({post[1]:,.0f}) | {blk[0]:,.0f} ({blk[1]:,.0f}) | {total[0]:,.0f} | "
               f"{nbytes[0] / 1000:,.0f} ({nbytes[1] / 1000:,.0f}) |")
     print()
-    print(index_size(sel.conn, pairs))
+    print(index_size(sel.reader, pairs))
     if exact_rows:
         print()
         print(f"plain-SQL statement, exact mode (Bm25Params(engine='sql', exact=True)), first {args.exact_queries} "

@@ -104,7 +104,7 @@ def picks(sel, tokens: list[str], terms: dict[str, int], rows) -> list[int]:
     """SCOI's k=4 picks (pair ids) from a pool, as ``Selector.select`` makes them."""
     from scoi.core.greedy import select as greedy_select
 
-    q, q_ids, cands, table = sel.coverage_inputs(terms, rows)
+    q, q_ids, cands, table = sel.query.coverage_inputs(terms, rows)
     chosen = greedy_select(q, tokens, cands, k=4, method="scoi", similarity=sel.similarity,
                            word_overlap=sel.word_overlap, seed=sel.seed, term_table=table, query_term_ids=q_ids)
     return [rows[p.index].pair_id for p in chosen]
@@ -124,10 +124,10 @@ def run_set(sel, queries: list[str]) -> dict:
         timings.append({**r.timings_ms, "preselect": 1000 * (time.perf_counter() - t0)})
         runs.append((r, certified))
         stats.append(st)
-    from scoi.core.greedy import source_key
+    from scoi.core.pool import source_key
     from tests.reference import distinct_pool
 
-    deep = exact_bm25_top(sel.conn, [r.query_tokens for r, _ in runs], 300)  # room for the repeats
+    deep = exact_bm25_top(sel.reader, [r.query_tokens for r, _ in runs], 300)  # room for the repeats
     exact, overlaps, same, authors, repeated_pool, repeated_pick = [], [], [], [], [], []
     for (r, _), ranked in zip(runs, deep):
         if not ranked:
@@ -175,7 +175,7 @@ def coverage_speedup(sel, runs, n: int) -> tuple[float, float, float]:
 
     fast_t, ref_t = [], []
     for r, _ in runs[:n]:
-        q, q_ids, cs, table = sel.coverage_inputs(r.query_terms, r.candidates)
+        q, q_ids, cs, table = sel.query.coverage_inputs(r.query_terms, r.candidates)
         t0 = time.perf_counter()
         a = fast_select(q, r.query_tokens, cs, k=4, method="scoi", term_table=table, query_term_ids=q_ids)
         t1 = time.perf_counter()
@@ -228,7 +228,7 @@ def main() -> None:
     args = ap.parse_args()
     if not available():
         sys.exit(MISSING)
-    from scoi.selector import Selector
+    from scoi.selection.selector import Selector
 
     url = bench_url(args.database, "scoi_bench_select" if args.build else None)
     sel = Selector("fr", "en", url=url, k=4, pool=100)
@@ -240,7 +240,7 @@ def main() -> None:
     exact = {k: exact_mode(sel, [r.query_tokens for r, _ in v["runs"][:n]], v["exact"][:n], sql)
              for k, v in sets.items()} if n else {}
 
-    print(f"{describe(sel.conn)}; {args.queries} queries per set (after 200 other short held-out queries as "
+    print(f"{describe(sel.reader)}; {args.queries} queries per set (after 200 other short held-out queries as "
           f"warm-up); k=4, pool=100; {sel.bm25}; load average {load_average()}")
     print()
     print("| step | long p50 ms | long p95 ms | short p50 ms | short p95 ms |")
@@ -269,8 +269,8 @@ def main() -> None:
         cells = [f"{pct([getattr(s, key) for s in sets[name]['stats']])[0]:,.0f}" for name in ("long", "short")]
         print(f"| {label}, p50 | {' | '.join(cells)} |")
     print()
-    pairs = sel.conn.execute("SELECT count(*) FROM pair").fetchone()[0]
-    print(index_size(sel.conn, pairs))
+    pairs = sel.reader.execute("SELECT count(*) FROM pair").fetchone()[0]
+    print(index_size(sel.reader, pairs))
     if exact:
         print()
         print(f"plain-SQL statement, exact mode (Bm25Params(engine='sql', exact=True)), first {n} queries per set:")

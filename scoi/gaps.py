@@ -10,15 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
 
 from scoi.db.queries import load
-
-if TYPE_CHECKING:
-    from scoi.selector import Selector
+from scoi.selection.recording import record_selections
+from scoi.selection.selector import Selector
 
 SQL = load("gaps")
 KINDS = ("word", "term")
@@ -81,17 +80,15 @@ def sentence_gaps(sel: Selector, sentences: Sequence[str], *, scope: str, k: int
     """Gaps of sentences selected now with ``sel``: their selections are recorded inside a
     transaction that is rolled back, so the same view ranks them and nothing is kept.
     ``progress`` gets 1 per sentence selected (a file of thousands takes minutes)."""
-    from scoi.recording import record_selections
-
     texts = [s.strip() for s in sentences if s.strip()]
     if not texts:
         raise GapError(f"{scope}: no sentence")
     results = []
-    for t, a in zip(texts, sel.analyze_batch(texts)):
-        results.append(sel.select(t, k=k, method=method, analysis=a))
+    for result in sel.select_many(texts, k=k, method=method):
+        results.append(result)
         if progress is not None:
             progress(1)
-    primary = sel.reads.primary  # never the replica the selections read: recording writes
-    with primary.transaction(force_rollback=True):
-        ids = record_selections(primary, [(r, sel.labels) for r in results])
-        return rank(primary, ids, scope, limit)
+    # On the primary, never the replica the selections read: recording writes.
+    with sel.primary.transaction(force_rollback=True):
+        ids = record_selections(sel.primary, [(r, sel.query.labels) for r in results])
+        return rank(sel.primary, ids, scope, limit)

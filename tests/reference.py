@@ -23,7 +23,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from scoi.core.coverage import argmax_first, improves
-from scoi.core.greedy import Candidate, Pick, check_args
+from scoi.core.greedy import check_args
+from scoi.core.pool import Candidate, Pick
 
 from tests import reference_baselines as baselines
 

@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from scoi.core.dpp import RESIDUAL_TOL, TIE_TOL
-from scoi.core.greedy import Pick
+from scoi.core.pool import Pick
 
 
 # ------------------------------------------------------------------ R-BM25 (§7.1)

@@ -16,7 +16,7 @@ construction (docs/preselection.md, "Block preselection"):
   reads fewer postings, but it measured slower up to 1M pairs (see the doc).
 
 All round trips run in one REPEATABLE READ transaction (the caller's, see
-``scoi.selector._snapshot``): one snapshot of counters, directories, blocks, forward rows
+``scoi.selection.preselector.snapshot``): one snapshot of counters, directories, blocks, forward rows
 and pairs, whatever ingest commits meanwhile.
 """
 

@@ -37,7 +37,7 @@ from scoi.core import defaults
 from scoi.db.queries import load
 from scoi.jobs.spec import JobError
 from scoi.jobs.store import connect
-from scoi.selector import SelectionError
+from scoi.selection.selector import SelectionError
 from scoi.service.config import TEMPLATES, TOKEN_ENV, ModelConfig, ServeConfig
 from scoi.service.guard import Guard, redact, send_json
 from scoi.service.selectors import Busy, SelectorPool

@@ -134,14 +134,14 @@ def test_recording_writes_to_the_primary_and_the_replica_refuses_writes(dbs):
     with psycopg.connect(replica, autocommit=True) as conn, pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
         conn.execute("DELETE FROM selection")
 
-    from scoi.selector import Selector
+    from scoi.selection.selector import Selector
 
     with Selector("fr", "en", url=url, read_url=replica) as sel:
-        assert sel.conn.execute("SELECT pg_is_in_recovery()").fetchone()[0]  # it reads on the replica
+        assert sel.reader.execute("SELECT pg_is_in_recovery()").fetchone()[0]  # it reads on the replica
         result = sel.select(QUERY, record=True)  # and records on the primary
         assert result.read.server == "replica" and result.selection_id > recorded["selection_id"]
         with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
-            sel.conn.execute("UPDATE selection SET k = 0")
+            sel.reader.execute("UPDATE selection SET k = 0")
 
 
 def test_a_lagging_replica_serves_its_snapshot_or_the_primary_past_the_max_lag(servers, dbs, tmp_path):
@@ -187,7 +187,7 @@ def test_lag_is_bounded_by_an_earlier_check_the_replica_has_replayed(servers, db
     """A long-lived selector's lag: at most the time since a check whose primary position the
     replica has replayed (here the first, when it was caught up), however old its last
     replayed transaction is."""
-    from scoi.selector import Selector
+    from scoi.selection.selector import Selector
 
     url, replica = dbs
     with Selector("fr", "en", url=url, read_url=replica) as sel:

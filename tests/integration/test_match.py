@@ -10,7 +10,7 @@ import pytest
 
 from scoi import lookup as lookup_mod
 from scoi.lookup import lookup
-from scoi.selector import SelectionError, Selector
+from scoi.selection.selector import SelectionError, Selector
 from tests import reference as ref
 
 QUERY = "Bonjour, comment allez-vous ce soir ?"  # the demo's first source with two words added

@@ -20,7 +20,6 @@ from ingest.delete import remove_corpus, remove_pairs
 from scoi.db.check import run_checks
 from scoi.db.queries import load
 from scoi.selection.preselect import preselect_blocks
-from scoi.selector import Bm25Params
 from tests.helpers.bm25 import Corpus, blocks_equal_postings, corpus, reference, same
 
 SELECT = load("select")
@@ -105,11 +104,6 @@ def index_is_exact(c: Corpus, model: set[tuple[str, str, str]], queries: list[li
             exp = reference(docs, pairs_of, q, n)
             got = preselect_blocks(c.conn, lang="fr", tgt=tgt, tokens=q, n=n, corpora=None)
             assert same(got, exp), (q, tgt, got, exp)
-            rows = c.conn.execute(SELECT["preselect"], {"lang": "fr", "tgt": tgt, "tokens": q, "n": n, "corpora": None,
-                                                        "meta": None,
-                                                        **Bm25Params(engine="sql", exact=True).sql_params(n)}).fetchall()
-            assert same([(p, s) for p, s, _ in rows], exp), (q, tgt, rows, exp)
-            assert (rows[0][2] if rows else None) is (True if exp else None)
 
 
 @SETTINGS

@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from scoi.core.dpp import dpp_kernel, greedy_map, pool_bm25_weights
-from scoi.core.greedy import Candidate, Pick, pad_in_pool_order, select
+from scoi.core.greedy import select
+from scoi.core.pool import Candidate, Pick, pad_in_pool_order
 from scoi.core.rbm25 import rbm25_ctq
 from tests import reference as ref
 from tests import reference_baselines as slow

@@ -21,7 +21,9 @@ from scoi.core.coverage import (
     term_similarity,
     word_set_cov,
 )
-from scoi.core.greedy import EMBEDDING_METHODS, METHODS, Candidate, PackedPool, Pick, select
+from scoi.core.greedy import select
+from scoi.core.methods import EMBEDDING_METHODS, METHODS
+from scoi.core.pool import Candidate, PackedPool, Pick
 from tests import reference as ref
 from tests.helpers.hypothesis import examples
 

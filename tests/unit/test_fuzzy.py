@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from scoi.core.fuzzy import cosines, fuzzy_rank
-from scoi.core.greedy import Candidate, select
+from scoi.core.greedy import select
+from scoi.core.pool import Candidate
 from tests import reference as ref, reference_baselines as slow
 
 
