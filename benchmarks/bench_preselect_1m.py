@@ -27,7 +27,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from bench_select import describe, exact_bm25_top, exact_mode, index_size, load_average, pct  # noqa: E402
+from bench_select import describe, exact_bm25_top, index_size, load_average, pct  # noqa: E402
 from shared_data import held_out_queries, long_queries, warm_up  # noqa: E402
 
 BUILD_SQL = """
@@ -97,13 +97,11 @@ def main() -> None:
     ap.add_argument("--rebuild", action="store_true")
     ap.add_argument("--build-only", action="store_true", help="build the database, run no queries")
     ap.add_argument("--queries", type=int, default=200)
-    ap.add_argument("--exact-queries", type=int, default=0,
-                    help="queries per set also run through the plain-SQL statement's exact mode (slow: seconds each)")
     ap.add_argument("--json", action="store_true", help="also print one JSON object per query set")
     ap.add_argument("--no-overlap", action="store_true",
                     help="skip the comparison with bm25s (its in-memory index of every sentence is the slow part at 4M)")
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                    help="override a Bm25Params field, e.g. --set budget_frac=0.01 (repeatable)")
+                    help="override a Bm25Params field, e.g. --set read_all=0 (repeatable)")
     args = ap.parse_args()
     import psycopg
 
@@ -152,23 +150,21 @@ def main() -> None:
     warm_up(lambda q: sel.preselect(sel.query.analyze(q)[0]))
     sets = {"long": recombined([sel.query.analyze(q)[0] for q in long_queries(args.queries + 1)])[:args.queries],
             "short": [sel.query.analyze(q)[0] for q in held_out_queries(args.queries)]}
-    rows, exact_rows, reads = [], [], []
+    rows, reads = [], []
     for name, toks in sets.items():
         times, got, certified, stats = [], [], [], []
         for t in toks:
             st = Stats()
             t0 = time.perf_counter()
-            got.append([p for p, _ in sel.preselect(t, st)])
+            found = sel.preselect(t, stats=st)
+            got.append([p for p, _ in found])
             times.append(1000 * (time.perf_counter() - t0))
-            certified.append(bool(sel.certified))
+            certified.append(bool(found))  # the block preselection is exact BM25's top n
             stats.append(st)
         exact = [[] for _ in toks] if args.no_overlap else exact_bm25_top(sel.reader, toks, 100)
         overlap = [len(set(g) & set(e)) / len(e) for g, e in zip(got, exact) if e] or [float("nan")]
         rows.append((name, *pct(times), float(np.mean(overlap)), min(overlap), float(np.mean(certified))))
         reads.append((name, *(pct([getattr(s, k) for s in stats]) for k in ("postings", "blocks", "blocks_total", "bytes"))))
-        if args.exact_queries:
-            sql = dataclasses.replace(params, engine="sql", exact=True)
-            exact_rows.append((name, *exact_mode(sel, toks[:args.exact_queries], exact[:args.exact_queries], sql)))
     pairs = sel.reader.execute("SELECT count(*) FROM pair").fetchone()[0]
     print(f"{describe(sel.reader)} (recombined sentences, see docstring); {args.queries} queries per set "
           f"(after 200 other short held-out queries as warm-up); {params}; load average {load_average()}")
@@ -185,15 +181,6 @@ def main() -> None:
               f"{nbytes[0] / 1000:,.0f} ({nbytes[1] / 1000:,.0f}) |")
     print()
     print(index_size(sel.reader, pairs))
-    if exact_rows:
-        print()
-        print(f"plain-SQL statement, exact mode (Bm25Params(engine='sql', exact=True)), first {args.exact_queries} "
-              "queries per set:")
-        print()
-        print("| queries | preselection p50 ms | p95 ms | overlap@100 with bm25s | certified |")
-        print("| --- | --- | --- | --- | --- |")
-        for name, p50, p95, ov, cert in exact_rows:
-            print(f"| {name} | {p50:.1f} | {p95:.1f} | {ov:.3f} | {cert:.2f} |")
     if args.json:
         for name, p50, p95, mean, low, cert in rows:
             print(json.dumps({"name": name, "pairs": pairs, "p50_ms": round(p50, 2), "p95_ms": round(p95, 2),

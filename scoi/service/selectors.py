@@ -106,8 +106,7 @@ class SelectorPool:
 
 def connection_lost(sel: Selector) -> bool:
     """Whether the selector's database connection is gone (server restarted or killed)."""
-    conn = sel.reads.primary
-    return conn.closed or conn.broken
+    return sel.primary.closed or sel.primary.broken
 
 
 def warm_all(pools: SelectorPool, directions: list[tuple[str, str]], log: Callable[[str], Any]) -> None:
