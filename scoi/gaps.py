@@ -16,6 +16,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from scoi.db.queries import load
+from scoi.jobs.store import get_job
 from scoi.selection.recording import record_selections
 from scoi.selection.selector import Selector
 
@@ -52,8 +53,6 @@ def rank(conn: psycopg.Connection, selection_ids: Sequence[int], scope: str, lim
 
 def job_gaps(conn: psycopg.Connection, refs: Sequence[str | int], limit: int = 50) -> GapReport:
     """Gaps of the recorded selections of jobs given by id or name."""
-    from scoi.jobs.store import get_job
-
     jobs = [get_job(conn, r) for r in refs]
     ids = [r[0] for r in conn.execute(SQL["job_selection_ids"], {"job_ids": [j.id for j in jobs]})]
     scope = ", ".join(j.label for j in jobs)

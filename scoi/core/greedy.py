@@ -22,7 +22,7 @@ import numpy as np
 from scoi.core.coverage import argmax_first, as_terms, improves, l1_to_rows, term_similarity
 from scoi.core.limits import check_range
 from scoi.core.methods import METHODS, method as registry_entry
-from scoi.core.pool import Candidate, PackedPool, Pick, Ranking, candidate_term_rows, token_lists
+from scoi.core.pool import Features, PackedPool, Choice, Ranking, candidate_term_rows, token_lists
 from scoi.core.rbm25 import DEFAULT_RBM25_VARIANT, check_variant
 
 SIMILARITIES = ("distance", "cosine")
@@ -61,7 +61,7 @@ class _Covers:
         self,
         query_terms: np.ndarray,
         query_tokens: Sequence[str],
-        candidates: Sequence[Candidate],
+        candidates: Sequence[Features],
         similarity: str,
         word_overlap: str,
         need_syntax: bool,
@@ -142,7 +142,7 @@ class _Covers:
         return np.maximum(self.cur_hits[:, None], self.hits).sum(axis=0) / len(self.qcount)
 
 
-def greedy_cover(covers: _Covers, n: int, k: int, method: str) -> list[Pick]:
+def greedy_cover(covers: _Covers, n: int, k: int, method: str) -> list[Choice]:
     """docs/method.md §4 loop: alternate criteria, accept strict improvements, otherwise reset.
 
     A reset empties Z_cur and sets only this criterion's best to -inf; selected candidates
@@ -151,7 +151,7 @@ def greedy_cover(covers: _Covers, n: int, k: int, method: str) -> list[Pick]:
     """
     best = {"syntax": -np.inf, "word": -np.inf}
     selected = np.zeros(n, dtype=bool)
-    picks: list[Pick] = []
+    picks: list[Choice] = []
     while len(picks) < min(k, n):
         crit = criterion_at(method, len(picks))
         scores = np.where(selected, -np.inf, covers.scores(crit))
@@ -161,7 +161,7 @@ def greedy_cover(covers: _Covers, n: int, k: int, method: str) -> list[Pick]:
             selected[z] = True
             covers.add(z)
             best[crit] = top
-            picks.append(Pick(z, crit, top))
+            picks.append(Choice(z, crit, top))
         else:
             covers.reset()
             best[crit] = -np.inf
@@ -171,7 +171,7 @@ def greedy_cover(covers: _Covers, n: int, k: int, method: str) -> list[Pick]:
 def select(
     query_terms: np.ndarray,
     query_tokens: Sequence[str],
-    candidates: Sequence[Candidate],
+    candidates: Sequence[Features],
     k: int = 4,
     method: str = "scoi",
     similarity: str = "distance",
@@ -181,7 +181,7 @@ def select(
     query_term_ids: np.ndarray | None = None,
     rbm25_variant: str = DEFAULT_RBM25_VARIANT,
     embeddings: tuple[np.ndarray, np.ndarray] | None = None,
-) -> list[Pick]:
+) -> list[Choice]:
     """Select up to k candidates for one query with ``method`` (one of :data:`METHODS`).
 
     Pools smaller than k return every candidate (except ``rbm25`` with ``rbm25_variant``
@@ -207,7 +207,7 @@ def select(
     return registry_entry(method).rank(ranking, k)
 
 
-def cover(r: Ranking, k: int) -> list[Pick]:
+def cover(r: Ranking, k: int) -> list[Choice]:
     """The SCOI methods (scoi, scoi-word-first, syntax, word): docs/method.md §4's greedy
     cover of the query's terms and words."""
     covers = _Covers(r.query_terms, r.query_tokens, r.candidates, r.similarity, r.word_overlap,

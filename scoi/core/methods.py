@@ -62,7 +62,7 @@ class Method:
         return self.candidates == POOL
 
     def rank(self, ranking: Any, k: int) -> list[Any]:
-        """Up to ``k`` picks of ``ranking``'s pool (scoi.core.pool.Ranking -> Pick list)."""
+        """Up to ``k`` picks of ``ranking``'s pool (scoi.core.pool.Ranking -> Choice list)."""
         return _function(self.ranker)(ranking, k)
 
     def tokenizer(self, **settings: Any) -> Callable[[str], list[str]] | None:

@@ -1,8 +1,9 @@
 """A pool as the methods read it, shared by the SCOI cover (scoi.core.greedy) and the
-baselines (scoi.core.baselines): candidates (:class:`Candidate`, :class:`PackedPool`), a
-method's choice (:class:`Pick`), what a ranking function is given (:class:`Ranking`), and
-the pieces several methods use (polynomial distances, pool-order padding, one candidate
-per source sentence)."""
+baselines (scoi.core.baselines): each candidate's terms and tokens (:class:`Features`, or
+a whole :class:`PackedPool`), a method's choice of one by index (:class:`Choice`; the
+selection layer turns it into a scoi.selection.types.Pick), what a ranking function is
+given (:class:`Ranking`), and the pieces several methods use (polynomial distances,
+pool-order padding, one candidate per source sentence)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ from scoi.core.coverage import as_terms, l1_to_rows, poly_distance
 from scoi.core.defaults import RBM25_VARIANT
 
 
-class Candidate(NamedTuple):
-    """One candidate example: its term multiset (n_terms, d) and its Moses tokens.
+class Features(NamedTuple):
+    """What a method reads of one candidate: its term multiset (n_terms, d) and its tokens.
 
     (A NamedTuple: the selector builds a hundred per query, and a tuple is the cheapest.)
     """
@@ -30,12 +31,12 @@ class Candidate(NamedTuple):
     term_ids: np.ndarray | None = None
 
 
-class PackedPool(Sequence[Candidate]):
+class PackedPool(Sequence[Features]):
     """A pool's candidates as flat arrays: every candidate's terms as rows of one term
     table (``term_ids``, candidate i's being ``term_ids[offsets[i]:offsets[i + 1]]``,
     repeats kept) and its tokens.
 
-    The selector's form of a pool. As a sequence it yields :class:`Candidate` s (built on
+    The selector's form of a pool. As a sequence it yields :class:`Features` s (built on
     demand), so every method and the reference read it like a list; the SCOI methods and
     poly distances read the arrays instead, with no per-candidate work (a long query's
     pool: 100 candidates, ~2,700 terms). ``norms``: the L1 norm of every table row, when
@@ -66,9 +67,9 @@ class PackedPool(Sequence[Candidate]):
         if not 0 <= i < len(self):
             raise IndexError(i)
         ids = self.term_ids[self.offsets[i]:self.offsets[i + 1]]
-        return Candidate(self.table[ids], self.tokens[i], ids)
+        return Features(self.table[ids], self.tokens[i], ids)
 
-    def __iter__(self) -> Iterator[Candidate]:
+    def __iter__(self) -> Iterator[Features]:
         return (self[i] for i in range(len(self)))
 
     def with_tokens(self, tokens: Sequence[Sequence[str]]) -> PackedPool:
@@ -76,14 +77,14 @@ class PackedPool(Sequence[Candidate]):
         return PackedPool(self.table, self.term_ids, self.offsets, tokens, self.norms)
 
 
-def token_lists(candidates: Sequence[Candidate]) -> Sequence[Sequence[str]]:
+def token_lists(candidates: Sequence[Features]) -> Sequence[Sequence[str]]:
     """Every candidate's tokens (a packed pool's without building candidates)."""
     return candidates.tokens if isinstance(candidates, PackedPool) else [c.tokens for c in candidates]
 
 
 @dataclass(frozen=True)
-class Pick:
-    """One selected example.
+class Choice:
+    """A method's choice: the candidate's index in the pool, the criterion, its score.
 
     ``coverage``: for syntax/word picks, the criterion's running best after the pick (the
     accepted maximum); for poly picks, the polynomial distance; for rbm25 picks, the
@@ -98,7 +99,7 @@ class Pick:
 
 
 def candidate_term_rows(
-    candidates: Sequence[Candidate], d: int, term_table: np.ndarray | None = None
+    candidates: Sequence[Features], d: int, term_table: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray, np.ndarray, np.ndarray]:
     """Deduplicated terms of all candidates, for computing each distinct term pair once.
 
@@ -132,7 +133,7 @@ def candidate_term_rows(
     return source, uniq_ids, None, inv.reshape(-1), starts, nonempty
 
 
-def poly_distances(query_terms: np.ndarray, candidates: Sequence[Candidate],
+def poly_distances(query_terms: np.ndarray, candidates: Sequence[Features],
                    term_table: np.ndarray | None = None) -> np.ndarray:
     """:func:`poly_distance` of the query to every candidate, sharing the distance matrix."""
     q = as_terms(query_terms)
@@ -171,11 +172,11 @@ def distinct_sources(sources: Sequence[str]) -> list[int]:
     return keep
 
 
-def pad_in_pool_order(picks: list[Pick], n: int, k: int) -> list[Pick]:
+def pad_in_pool_order(picks: list[Choice], n: int, k: int) -> list[Choice]:
     """``picks`` followed by the unpicked candidates in pool (BM25) order, up to k in all."""
     taken = {p.index for p in picks}
     rest = (i for i in range(n) if i not in taken)
-    return picks + [Pick(i, "bm25", None) for _, i in zip(range(k - len(picks)), rest)]
+    return picks + [Choice(i, "bm25", None) for _, i in zip(range(k - len(picks)), rest)]
 
 
 @dataclass(frozen=True)
@@ -186,7 +187,7 @@ class Ranking:
     method: str
     query_terms: np.ndarray
     query_tokens: Sequence[str]
-    candidates: Sequence[Candidate]
+    candidates: Sequence[Features]
     similarity: str = "distance"
     word_overlap: str = "set"
     seed: int = 0

@@ -19,7 +19,7 @@ import numpy as np
 import psycopg
 import pytest
 
-from scoi.core.pool import Candidate
+from scoi.core.pool import Features
 from scoi.core.polynomial import LabelSpace, expand, parse_key
 from scoi.selection.selector import Bm25Params, SelectionError, Selector
 from tests import reference as ref
@@ -347,7 +347,7 @@ def reference_picks(result, method: str, similarity: str, word_overlap: str, see
     for key in q_keys + [k for keys in cand_keys for k in keys]:
         labels.register(key)
     width = len(labels.index)
-    cands = [Candidate(terms=labels.matrix(keys, width), tokens=list(c.tokens))
+    cands = [Features(terms=labels.matrix(keys, width), tokens=list(c.tokens))
              for keys, c in zip(cand_keys, result.candidates)]
     picks = ref.select(labels.matrix(q_keys, width), list(result.query_tokens), cands, k=result.k,
                        method=method, similarity=similarity, word_overlap=word_overlap, seed=seed)

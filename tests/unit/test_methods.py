@@ -13,19 +13,19 @@ import pytest
 from scoi import __version__
 from scoi.core import defaults
 from scoi.core.greedy import select
-from scoi.core.pool import Candidate
+from scoi.core.pool import Features
 from scoi.core.methods import EMBEDDING_METHODS, METHODS, REGISTRY, TREELESS_METHODS, Method, method, method_settings
-from scoi.core.pool import Pick, Ranking
+from scoi.core.pool import Choice, Ranking
 from scoi.core.rbm25 import ctq_tokens, tokens_13a
 from scoi.core.signature import PARTS, corpora_part, method_parts, signature
 
 TERM = np.array([[1, 0]])
 
 
-def _pool(n: int, tokens: list[list[str]] | None = None) -> list[Candidate]:
+def _pool(n: int, tokens: list[list[str]] | None = None) -> list[Features]:
     """n candidates, each one term, with distinct tokens (or ``tokens``)."""
     tokens = tokens or [[f"w{i}", "x"] for i in range(n)]
-    return [Candidate(TERM + i, toks) for i, toks in enumerate(tokens)]
+    return [Features(TERM + i, toks) for i, toks in enumerate(tokens)]
 
 
 def _embeddings(n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -47,7 +47,7 @@ def test_a_short_pool_is_given_whole_by_every_method_that_picks(name: str) -> No
 def test_pool_order_padding_fills_with_bm25_picks(name: str) -> None:
     """A criterion that stops short (no candidate shares a token, or identical candidates)
     is padded with the pool's next candidates in BM25 order."""
-    cands = [Candidate(TERM, ["a"]) for _ in range(4)]
+    cands = [Features(TERM, ["a"]) for _ in range(4)]
     picks = select(TERM, ["zzz"], cands, k=3, method=name)
     assert len(picks) == 3 and picks[-1].criterion == "bm25"
     assert [p.index for p in picks if p.criterion == "bm25"] == sorted(p.index for p in picks if p.criterion == "bm25")
@@ -66,7 +66,7 @@ def test_the_embedding_methods_need_embeddings_and_only_they() -> None:
 def test_treeless_methods_select_without_terms() -> None:
     """A source stored without trees gives empty term arrays: the treeless methods still pick."""
     empty = np.zeros((0, 2))
-    cands = [Candidate(empty, [f"w{i}", "x"]) for i in range(4)]
+    cands = [Features(empty, [f"w{i}", "x"]) for i in range(4)]
     for name in TREELESS_METHODS:
         picks = select(empty, ["w1", "x"], cands, k=2, method=name, embeddings=_embeddings(4))
         assert len(picks) == (0 if name == "zero" else 2)
@@ -89,9 +89,9 @@ def test_the_seeded_and_exampleless_methods() -> None:
     assert [m for m in METHODS if not REGISTRY[m].bm25_pool] == ["fuzzy-ann", "zero"]
 
 
-def first_two(r: Ranking, k: int) -> list[Pick]:
+def first_two(r: Ranking, k: int) -> list[Choice]:
     """A method for the registry test: the pool's first min(k, 2) candidates."""
-    return [Pick(i, "first", None) for i in range(min(k, 2, len(r.candidates)))]
+    return [Choice(i, "first", None) for i in range(min(k, 2, len(r.candidates)))]
 
 
 def test_a_method_is_one_registry_entry_naming_its_ranking_function() -> None:
