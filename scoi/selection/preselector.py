@@ -22,7 +22,7 @@ from scoi.core.pool import distinct_sources
 from scoi.db.queries import load
 from scoi.db.reads import ReadStatus
 from scoi.selection.preselect import Stats, pair_filter, preselect_blocks, preselect_many
-from scoi.selection.types import Candidate, PoolResult
+from scoi.selection.types import Candidate, PoolResult, SelectionError
 
 SQL = load("select")
 #: Pairs preselected beyond the pool, as a share of it: the pool drops the pairs of a
@@ -85,6 +85,17 @@ def fetch(conn: psycopg.Connection, lang: str, tgt: str, scored: list[tuple[int,
         "pair_ids": [p for p, _ in scored], "lang": lang, "tgt": tgt}).fetchall()
     scores = dict(scored)
     return [Candidate(r[0], scores.get(r[0], 0.0), *r[1:6]) for r in rows]
+
+
+def corpus_ids(conn: psycopg.Connection, names: list[str] | None) -> list[int] | None:
+    """The ids of the corpora named (None: every corpus); SelectionError naming unknown ones."""
+    if not names:
+        return None
+    rows = dict((n, i) for i, n in conn.execute(SQL["corpus_ids"], {"names": names}).fetchall())
+    missing = [n for n in names if n not in rows]
+    if missing:
+        raise SelectionError(f"unknown corpus {', '.join(missing)}; see `scoi corpora`")
+    return [rows[n] for n in names]
 
 
 class Preselector(Protocol):
@@ -186,4 +197,4 @@ class BlockPreselector:
                 "rare": self.bm25.rare}
 
 
-__all__ = ["Bm25Params", "BlockPreselector", "Preselector", "SPARE", "depth", "fetch", "snapshot"]
+__all__ = ["Bm25Params", "BlockPreselector", "Preselector", "SPARE", "corpus_ids", "depth", "fetch", "snapshot"]

@@ -5,6 +5,7 @@ and its pool in one term table."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from functools import cache
 from itertools import chain
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from scoi.analysis import Analyzer, Scheme
+from scoi.analysis import Analyzer, Scheme, import_spacy, load_trees, needs_torch
 from scoi.core.pool import PackedPool
 from scoi.core.polynomial import LabelSpace, TermTable, expand
 from scoi.selection import scheme as schemes
@@ -68,6 +69,16 @@ class QueryAnalysis:
             print(f"note: the stored {self.src} sentences are now analysed with {self.scheme} (was {before}): "
                   "parsing queries with it", file=sys.stderr, flush=True)
         return True
+
+    def preload(self, step: Callable[[str], object]) -> None:
+        """Load what the first analysis would, calling ``step`` after each part (timed by
+        the CLI): spaCy, the stored scheme's pipeline, the Moses tables."""
+        import_spacy(with_torch=needs_torch(self.scheme.name))
+        step("spaCy import")
+        load_trees(self.scheme.name)
+        step(f"pipeline load ({self.scheme})")
+        self.analyzer  # noqa: B018 - builds the Moses normaliser and tokeniser
+        step("Moses set-up")
 
     @property
     def analyzer(self) -> Analyzer:

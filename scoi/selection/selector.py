@@ -23,23 +23,20 @@ from typing import Any
 
 import psycopg
 
-from scoi.analysis import import_spacy, load_trees, needs_torch
 from scoi.config import read_max_lag_from_env
 from scoi.core import defaults, methods
 from scoi.core.greedy import check_args, select as rank
 from scoi.db.engine import ensure_migrated, resolve_database, resolve_read_url
-from scoi.db.queries import load
 from scoi.db.reads import ReadRoute, ReadStatus
 from scoi.selection.embedding import Embeddings
 from scoi.selection.fill import keep_matching, random_fill
 from scoi.selection.options import Options, check_direction, checked_min_match, checked_where
-from scoi.selection.preselector import BlockPreselector, Bm25Params, fetch
+from scoi.selection.preselector import BlockPreselector, Bm25Params, corpus_ids, fetch
 from scoi.selection.query import Analysis, QueryAnalysis, one_blas_thread
 from scoi.selection.recording import record_selection
 from scoi.selection.scheme import direction_exists, no_trees
 from scoi.selection.types import BLANK_QUERY, Candidate, PoolResult, SelectionError, SelectionResult
 
-SQL = load("select")
 BATCH = 64  # select_many: sentences parsed (nlp.pipe) and preselected together
 
 
@@ -74,7 +71,7 @@ class Selector:
         if not direction_exists(conn, self.src, self.tgt):
             raise SelectionError(f"no corpus holds {self.src}-{self.tgt} pairs; load one first: "
                                  f"scoi ingest FILE --src {self.src} --tgt {self.tgt}")
-        self.engine = BlockPreselector(self.src, self.tgt, self._corpus_ids(conn, corpora), self.options.where,
+        self.engine = BlockPreselector(self.src, self.tgt, corpus_ids(conn, corpora), self.options.where,
                                        self.options.bm25)
         # Terms are comparable only within one analysis scheme: queries are parsed with the
         # stored sentences' (checked here, before anything is parsed).
@@ -83,15 +80,6 @@ class Selector:
         if methods.method(method).embeddings:
             self.embeddings.row(conn)  # fail now, not at the first sentence, when nothing is embedded
         self._thread: futures.ThreadPoolExecutor | None = None
-
-    def _corpus_ids(self, conn: psycopg.Connection, names: list[str] | None) -> list[int] | None:
-        if not names:
-            return None
-        rows = dict((n, i) for i, n in conn.execute(SQL["corpus_ids"], {"names": names}).fetchall())
-        missing = [n for n in names if n not in rows]
-        if missing:
-            raise SelectionError(f"unknown corpus {', '.join(missing)}; see `scoi corpora`")
-        return [rows[n] for n in names]
 
     # ------------------------------------------------------------------ what callers read
     @property
@@ -103,10 +91,6 @@ class Selector:
     def analyzer(self) -> Any:
         """The query analyser (scoi.analysis.Analyzer): the stored sentences' pipeline."""
         return self.query.analyzer
-
-    def analyze_batch(self, texts: list[str]) -> list[Analysis]:
-        """Many sentences' (Moses tokens, terms) in one spaCy call; each for ``select(analysis=)``."""
-        return self.query.analyze_batch(texts)
 
     def fetch(self, scored: list[tuple[int, float]]) -> list[Candidate]:
         """Texts, tokens and terms of scored pairs, in their order (scoi.selection.preselector.fetch)."""
@@ -142,12 +126,7 @@ class Selector:
         method = method or self.options.method
         if not texts:
             step = step or (lambda _: None)
-            import_spacy(with_torch=needs_torch(self.query.scheme.name))
-            step("spaCy import")
-            load_trees(self.query.scheme.name)
-            step(f"pipeline load ({self.query.scheme})")
-            self.query.analyzer  # noqa: B018 - builds the Moses normaliser and tokeniser
-            step("Moses set-up")
+            self.query.preload(step)
             if methods.method(method).embeddings:
                 self.embeddings.embedder(self.primary)  # a model that cannot load fails before any query
                 step("embedder load")

@@ -33,7 +33,7 @@ def pipeline_dir(tmp_path_factory) -> str:
 def test_a_running_selector_parses_with_the_parser_reanalyze_switched_to(small_db, pipeline_dir, capsys):
     with Selector("fr", "en", url=small_db) as running:
         before = running.select(QUERY)
-        batch = running.analyze_batch([QUERY])  # parsed before the switch
+        batch = running.query.analyze_batch([QUERY])  # parsed before the switch
         assert f"parser:{PIPELINES['fr']}==" in before.signature
         reanalyze(ReanalyzeOptions(langs=["fr"], parsers={"fr": pipeline_dir}), small_db)
         after = running.select(QUERY)
