@@ -63,7 +63,7 @@ class WorkerCaches:
             from scoi.selection.selector import Selector
 
             sel = Selector(url=self.url, read_url=self.read_url, **settings)
-            sel.analyzer  # noqa: B018 - load the parser now, not inside the first item's timing
+            sel.warm()  # load the parser now, not inside the first item's timing
             self._selectors[key] = sel
             self.setup_seconds += time.perf_counter() - t0
         return sel, key

@@ -51,7 +51,7 @@ class SelectorPool:
                     # The server's bound on any one statement, whatever a request asks for.
                     sel.reader.execute("SELECT set_config('statement_timeout', %s, false)",
                                      (str(self.statement_timeout_ms),))
-                    sel.analyzer  # noqa: B018 - loads spaCy and the Moses tables now, not in a request
+                    sel.warm()  # loads spaCy, the pipeline and the Moses tables now, not in a request
                     entry = self._entries[key] = (sel, threading.Lock())
         return entry
 
