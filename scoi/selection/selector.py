@@ -193,7 +193,8 @@ class Selector:
         rows, embeddings = pool.rows, None
         if query_vec is not None:
             ts = time.perf_counter()
-            rows, embeddings = self.embeddings.inputs(conn, self.engine, query_vec, rows if entry.bm25_pool else None, k)
+            rows, embeddings = self.embeddings.inputs(conn, self.engine, query_vec,
+                                                      rows if entry.bm25_pool else None, k)
             pool_ms = round(pool_ms + _ms(time.perf_counter() - ts), 3)
         offered, embeddings = keep_matching(tokens, rows, embeddings, min_match)
         t2 = time.perf_counter()
@@ -204,8 +205,7 @@ class Selector:
         picks = rank(q, pick_tokens, cands, k=k, method=method, similarity=self.options.similarity,
                      word_overlap=self.options.word_overlap, seed=self.options.seed, term_table=table,
                      query_term_ids=q_ids, rbm25_variant=self.options.rbm25_variant, embeddings=embeddings)
-        from_pool = [offered[p.index] for p in picks]
-        selected = [r.pick(p.criterion, p.coverage) for r, p in zip(from_pool, picks)]
+        selected = [offered[p.index].pick(p.criterion, p.coverage) for p in picks]
         t3 = time.perf_counter()
         if self.options.fill == "random" and entry.examples and len(selected) < k:
             selected += random_fill(conn, self.engine, k - len(selected), selected, tokens, self.options.seed,
