@@ -10,7 +10,7 @@ Reads go to ``reads.choose()`` (a streaming replica when one is set and fresh en
 scoi.db.reads), chosen once per selection and passed down; writes (recording) go to
 ``primary``, always. The pieces: options and signature (options), the stored scheme and
 query analysis (scheme, query), preselection (preselector), embeddings (embedding),
-match % and random fill (fill), the method (scoi.core.methods' registry, scoi.core.greedy).
+match %, the method's step (its registry entry, scoi.core.methods) and random fill (fill).
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ import psycopg
 
 from scoi.config import read_max_lag_from_env
 from scoi.core import defaults, methods
-from scoi.core.greedy import check_args, select as rank
+from scoi.core.greedy import check_args
 from scoi.db.engine import ensure_migrated, resolve_database, resolve_read_url
 from scoi.db.reads import ReadRoute, ReadStatus
 from scoi.selection.embedding import Embeddings
-from scoi.selection.fill import keep_matching, random_fill
+from scoi.selection.fill import keep_matching, random_fill, run_method
 from scoi.selection.options import Options, check_direction, checked_min_match, checked_where
 from scoi.selection.preselector import BlockPreselector, Bm25Params, corpus_ids, fetch
 from scoi.selection.query import Analysis, QueryAnalysis, one_blas_thread
@@ -198,14 +198,7 @@ class Selector:
             pool_ms = round(pool_ms + _ms(time.perf_counter() - ts), 3)
         offered, embeddings = keep_matching(tokens, rows, embeddings, min_match)
         t2 = time.perf_counter()
-        q, q_ids, cands, table = self.query.coverage_inputs(terms, offered)
-        pick_tokens = tokens
-        if (tokenize := entry.tokenizer(rbm25_variant=self.options.rbm25_variant)) is not None:
-            pick_tokens, cands = tokenize(text), cands.with_tokens([tokenize(r.src) for r in offered])
-        picks = rank(q, pick_tokens, cands, k=k, method=method, similarity=self.options.similarity,
-                     word_overlap=self.options.word_overlap, seed=self.options.seed, term_table=table,
-                     query_term_ids=q_ids, rbm25_variant=self.options.rbm25_variant, embeddings=embeddings)
-        selected = [offered[p.index].pick(p.criterion, p.coverage) for p in picks]
+        selected = run_method(self.query, self.options, method, k, text, tokens, terms, offered, embeddings)
         t3 = time.perf_counter()
         if self.options.fill == "random" and entry.examples and len(selected) < k:
             selected += random_fill(conn, self.engine, k - len(selected), selected, tokens, self.options.seed,
