@@ -24,13 +24,11 @@ sys.path.insert(0, str(HERE))
 from bench_select import describe, load_average  # noqa: E402
 from shared_data import long_queries, warm_up  # noqa: E402
 
-BATCH = 64  # what scoi select --file and job preparation use
-
 
 def throughput(url: str, queries: list[str], batched: bool, start: float | None = None) -> tuple[float, float]:
     """(queries per second, end time) of selecting ``queries`` (k = 4, pool 100, SCOI) in
     this process; ``start``: a wall-clock time to wait for, so that processes start together."""
-    from scoi.selector import Selector
+    from scoi.selection.selector import Selector
 
     sel = Selector("fr", "en", url=url, k=4, pool=100)
     warm_up(lambda q: sel.select(q))
@@ -38,12 +36,8 @@ def throughput(url: str, queries: list[str], batched: bool, start: float | None 
         time.sleep(max(0.0, start - time.time()))
     t0 = time.perf_counter()
     if batched:
-        for i in range(0, len(queries), BATCH):
-            chunk = queries[i:i + BATCH]
-            analyses = sel.analyze_batch(chunk)
-            sel.prepare_pools([tokens for tokens, _ in analyses])
-            for q, a in zip(chunk, analyses):
-                sel.select(q, analysis=a)
+        for _ in sel.select_many(queries):  # BATCH at a time
+            pass
     else:
         for q in queries:
             sel.select(q)

@@ -73,16 +73,16 @@ def recall(sel, queries: list[str], ks: tuple[int, ...], efs: tuple[int, ...]) -
     same statement, index scans off), and the HNSW statement's p50/p95 ms."""
     from scoi.embedding.embeddings import nearest
 
-    row = sel.embedder_row()
-    vecs = [sel.embed_query(q) for q in queries]
-    exact = [nearest(sel.conn, row, v, lang="fr", tgt="en", corpora=None, n=max(ks), exact=True) for v in vecs]
+    row = sel.embeddings.row(sel.reader)
+    vecs = [sel.embeddings.embed(sel.reader, q) for q in queries]
+    exact = [nearest(sel.reader, row, v, lang="fr", tgt="en", corpora=None, n=max(ks), exact=True) for v in vecs]
     out = {}
     for ef in efs:
         for k in ks:
             hits, ms = [], []
             for v, ex in zip(vecs, exact):
                 t0 = time.perf_counter()
-                approx = nearest(sel.conn, row, v, lang="fr", tgt="en", corpora=None, n=k, ef_search=ef)
+                approx = nearest(sel.reader, row, v, lang="fr", tgt="en", corpora=None, n=k, ef_search=ef)
                 ms.append((time.perf_counter() - t0) * 1000)
                 # by cosine distance, not ids: sentences tied with the exact k-th are equally right
                 cutoff = ex[:k][-1][1] + 1e-6 if ex else 0.0
@@ -104,7 +104,7 @@ def main() -> None:
     from bench_select import bench_url, describe
 
     from scoi.embedding.embeddings import embed_missing
-    from scoi.selector import Selector
+    from scoi.selection.selector import Selector
 
     url = bench_url(args.database, "scoi_bench_embed" if args.build else None)
     embedder, note = load_model(args.model, url)
@@ -121,11 +121,11 @@ def main() -> None:
             if method == "fuzzy-ann":
                 from scoi.embedding.embeddings import ann_plan
 
-                conn = sel.conn
+                conn = sel.reader
                 caption = describe(conn)
-                plan = ann_plan(conn, sel.embedder_row(), sel.embed_query(sets["short"][0]), lang="fr", tgt="en",
+                plan = ann_plan(conn, sel.embeddings.row(sel.reader), sel.embeddings.embed(sel.reader, sets["short"][0]), lang="fr", tgt="en",
                                 n=args.k)
-                uses_index = sel.embedder_row().index_name in plan
+                uses_index = sel.embeddings.row(sel.reader).index_name in plan
                 rec = {}
                 for name, qs in sets.items():
                     for (ef, k), value in recall(sel, qs, (args.k, 10), (40, 100)).items():

@@ -50,7 +50,7 @@ def measure(sel, queries: list[str]) -> dict[str, list[float]]:
     """Per query: each step's ms, and the postings of its tokens."""
     out: dict[str, list[float]] = {k: [] for k in ("parse", "coverage", "preselect", "whole", "rows", "scan", "us_row", "rtt")}
     an = sel.analyzer
-    conn = sel.conn
+    conn = sel.reader
     for q in queries:
         out["parse"].append(timed(an.analyze, [q]))
         t0 = time.perf_counter()
@@ -79,13 +79,13 @@ def main() -> None:
     from bench_select import describe  # noqa: E402 - the same caption as bench_select
 
     from scoi.db.engine import resolve_database, server_url
-    from scoi.selector import Selector
+    from scoi.selection.selector import Selector
 
     sel = Selector("fr", "en", url=server_url(resolve_database().url, args.database))
     warm_up(lambda q: sel.select(q, k=4))
     sets = {"long": long_queries(args.queries), "short": held_out_queries(args.queries)}
     res = {name: measure(sel, qs) for name, qs in sets.items()}
-    print(describe(sel.conn) + f"; {args.queries} queries per set; k=4, pool=100")
+    print(describe(sel.reader) + f"; {args.queries} queries per set; k=4, pool=100")
     print()
     print("| step | long p50 | long p95 | short p50 | short p95 |")
     print("| --- | --- | --- | --- | --- |")

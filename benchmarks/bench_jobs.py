@@ -68,7 +68,7 @@ def database(name: str | None = None) -> tuple[str, callable]:
 
     from scoi.db.engine import (create_database, dispose_engines, drop_database, get_engine, resolve_database,
                                 server_url)
-    from scoi.selector import direction_exists
+    from scoi.selection.scheme import direction_exists
 
     if name:
         url = server_url(resolve_database().url, name)

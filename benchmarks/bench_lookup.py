@@ -36,7 +36,7 @@ from shared_data import held_out_queries, long_queries  # noqa: E402
 from scoi.core import defaults  # noqa: E402
 from scoi.core.match import normalise  # noqa: E402
 from scoi.lookup import candidates, lookup, rank  # noqa: E402
-from scoi.selector import Selector  # noqa: E402
+from scoi.selection.selector import Selector  # noqa: E402
 
 THRESHOLD = 70.0
 POOLS = (100, 200, 500, 1000)

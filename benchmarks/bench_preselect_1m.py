@@ -36,7 +36,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from bench_select import describe, exact_mode, index_size, load_average, pct  # noqa: E402
+from bench_select import describe, index_size, load_average, pct  # noqa: E402
 from shared_data import held_out_queries, long_queries, warm_up  # noqa: E402
 
 BUILD_SQL = """
@@ -100,20 +100,18 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=100, help="queries per set")
     ap.add_argument("--profile", action="store_true",
                     help="also time scoi's steps apart (server read alone, read + transfer, decode + sum, top n)")
-    ap.add_argument("--exact-queries", type=int, default=0,
-                    help="queries per set also run through the plain-SQL statement's exact mode (slow: seconds each)")
     ap.add_argument("--json", action="store_true", help="also print one JSON object per query set")
     ap.add_argument("--no-overlap", action="store_true",
                     help="skip bm25s (its in-memory index of every sentence is the slow part at 4M): scoi alone")
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                    help="override a Bm25Params field, e.g. --set budget_frac=0.01 (repeatable)")
+                    help="override a Bm25Params field, e.g. --set read_all=0 (repeatable)")
     args = ap.parse_args()
     import psycopg
 
     from scoi.db.engine import create_database, get_engine, resolve_database, server_url
     from scoi.db.queries import load
-    from scoi.preselect import Stats
-    from scoi.selector import Bm25Params, Selector
+    from scoi.selection.preselect import Stats
+    from scoi.selection.selector import Bm25Params, Selector
 
     base = resolve_database().url
     name = "scoi_bench_1m" if args.pairs == 1_000_000 else f"scoi_bench_{args.pairs // 1000}k"
@@ -152,11 +150,11 @@ def main() -> None:
                  for k, v in (kv.split("=", 1) for kv in args.set)}
     params = Bm25Params(**overrides)
     sel = Selector("fr", "en", url=url, k=4, pool=100, bm25=params)
-    warm_up(lambda q: sel.preselect(sel.analyze(q)[0]))
-    sets = {"long": recombined([sel.analyze(q)[0] for q in long_queries(args.queries + 1)])[:args.queries],
-            "short": [sel.analyze(q)[0] for q in held_out_queries(args.queries)]}
-    ref = None if args.no_overlap else Bm25sIndex(sel.conn)
-    rows, exact_rows, reads, profiles = [], [], [], []
+    warm_up(lambda q: sel.preselect(sel.query.analyze(q)[0]))
+    sets = {"long": recombined([sel.query.analyze(q)[0] for q in long_queries(args.queries + 1)])[:args.queries],
+            "short": [sel.query.analyze(q)[0] for q in held_out_queries(args.queries)]}
+    ref = None if args.no_overlap else Bm25sIndex(sel.reader)
+    rows, reads, profiles = [], [], [], []
     for name, toks in sets.items():
         times, ref_times, got, certified, stats = [], [], [], [], []
         for i, t in enumerate(toks):
@@ -164,11 +162,12 @@ def main() -> None:
             if ref is not None and i % 2:  # alternate which engine goes first
                 ref_times.append(ref.timed(t))
             t0 = time.perf_counter()
-            got.append([p for p, _ in sel.preselect(t, st)])
+            found = sel.preselect(t, stats=st)
+            got.append([p for p, _ in found])
             times.append(1000 * (time.perf_counter() - t0))
             if ref is not None and not i % 2:
                 ref_times.append(ref.timed(t))
-            certified.append(bool(sel.certified))
+            certified.append(bool(found))  # the block preselection is exact BM25's top n
             stats.append(st)
         exact = [[] for _ in toks] if ref is None else [ref.top_pairs(t, 100) for t in toks]
         overlap = [len(set(g) & set(e)) / len(e) for g, e in zip(got, exact) if e] or [float("nan")]
@@ -177,11 +176,8 @@ def main() -> None:
         reads.append((name, *(pct([getattr(s, k) for s in stats]) for k in ("postings", "blocks", "blocks_total", "bytes"))))
         if args.profile:
             profiles.append((name, profile(sel, toks)))
-        if args.exact_queries:
-            sql = dataclasses.replace(params, engine="sql", exact=True)
-            exact_rows.append((name, *exact_mode(sel, toks[:args.exact_queries], exact[:args.exact_queries], sql)))
-    pairs = sel.conn.execute("SELECT count(*) FROM pair").fetchone()[0]
-    print(f"{describe(sel.conn)} (recombined sentences, see docstring); {args.queries} queries per set "
+    pairs = sel.reader.execute("SELECT count(*) FROM pair").fetchone()[0]
+    print(f"{describe(sel.reader)} (recombined sentences, see docstring); {args.queries} queries per set "
           f"(after 200 other short held-out queries as warm-up); {params}; load average {load_average()}")
     print()
     if ref is not None:
@@ -209,16 +205,7 @@ def main() -> None:
         print(f"| {name} | {post[0]:,.0f} ({post[1]:,.0f}) | {blk[0]:,.0f} ({blk[1]:,.0f}) | {total[0]:,.0f} | "
               f"{nbytes[0] / 1000:,.0f} ({nbytes[1] / 1000:,.0f}) |")
     print()
-    print(index_size(sel.conn, pairs))
-    if exact_rows:
-        print()
-        print(f"plain-SQL statement, exact mode (Bm25Params(engine='sql', exact=True)), first {args.exact_queries} "
-              "queries per set:")
-        print()
-        print("| queries | preselection p50 ms | p95 ms | overlap@100 with bm25s | certified |")
-        print("| --- | --- | --- | --- | --- |")
-        for name, p50, p95, ov, cert in exact_rows:
-            print(f"| {name} | {p50:.1f} | {p95:.1f} | {ov:.3f} | {cert:.2f} |")
+    print(index_size(sel.reader, pairs))
     if args.json:
         for name, p50, p95, r50, r95, mean, low, cert in rows:
             print(json.dumps({"name": name, "pairs": pairs, "p50_ms": round(p50, 2), "p95_ms": round(p95, 2),
@@ -246,12 +233,12 @@ def profile(sel, token_lists: list[list[str]]) -> dict[str, list[float]]:
     kept undecoded (read + transfer), then the whole preselection with its own step
     timings (Stats.ms: waiting for rows, decoding, summing, the top 2n, pair mapping)."""
     from scoi.db.queries import load
-    from scoi.preselect import CHUNK, Stats
+    from scoi.selection.preselect import CHUNK, Stats
     from scoi.core.bm25blocks import DIR
 
     stream_sql = load("select")["blocks_stream"].strip().rstrip(";")
     out: dict[str, list[float]] = {k: [] for k in PROFILE_STEPS}
-    cur = sel.conn.cursor(binary=True)
+    cur = sel.reader.cursor(binary=True)
     for toks in token_lists:
         params = {"lang": sel.src, "tokens": [t.lower() for t in toks], "read_all": 2**62, "chunk": CHUNK,
                   "rec": DIR.itemsize}
@@ -266,7 +253,7 @@ def profile(sel, token_lists: list[list[str]]) -> dict[str, list[float]]:
         del kept
         st = Stats()
         t0 = time.perf_counter()
-        sel.preselect(toks, st)
+        sel.preselect(toks, stats=st)
         out["whole"].append(1000 * (time.perf_counter() - t0))
         for k in ("wait", "decode", "sum", "head", "top"):
             out[k].append(st.ms.get(k, 0.0))

@@ -22,7 +22,6 @@ over the straightforward docs/method.md §4 implementation (tests/reference.py) 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import sys
@@ -104,30 +103,31 @@ def picks(sel, tokens: list[str], terms: dict[str, int], rows) -> list[int]:
     """SCOI's k=4 picks (pair ids) from a pool, as ``Selector.select`` makes them."""
     from scoi.core.greedy import select as greedy_select
 
-    q, q_ids, cands, table = sel.coverage_inputs(terms, rows)
-    chosen = greedy_select(q, tokens, cands, k=4, method="scoi", similarity=sel.similarity,
-                           word_overlap=sel.word_overlap, seed=sel.seed, term_table=table, query_term_ids=q_ids)
+    q, q_ids, cands, table = sel.query.coverage_inputs(terms, rows)
+    chosen = greedy_select(q, tokens, cands, k=4, method="scoi", similarity=sel.options.similarity,
+                           word_overlap=sel.options.word_overlap, seed=sel.options.seed, term_table=table,
+                           query_term_ids=q_ids)
     return [rows[p.index].pair_id for p in chosen]
 
 
 def run_set(sel, queries: list[str]) -> dict:
     """Time and check one query set (after the caller's warm-up)."""
-    from scoi.preselect import Stats
+    from scoi.selection.preselect import Stats
 
     timings, runs, stats = [], [], []
     for q in queries:
         r = sel.select(q)
-        certified = sel.certified
+        certified = r.certified
         st = Stats()
         t0 = time.perf_counter()
-        sel.preselect(r.query_tokens, st)
+        sel.preselect(r.query_tokens, stats=st)
         timings.append({**r.timings_ms, "preselect": 1000 * (time.perf_counter() - t0)})
         runs.append((r, certified))
         stats.append(st)
-    from scoi.core.greedy import source_key
+    from scoi.core.pool import source_key
     from tests.reference import distinct_pool
 
-    deep = exact_bm25_top(sel.conn, [r.query_tokens for r, _ in runs], 300)  # room for the repeats
+    deep = exact_bm25_top(sel.reader, [r.query_tokens for r, _ in runs], 300)  # room for the repeats
     exact, overlaps, same, authors, repeated_pool, repeated_pick = [], [], [], [], [], []
     for (r, _), ranked in zip(runs, deep):
         if not ranked:
@@ -150,24 +150,6 @@ def run_set(sel, queries: list[str]) -> dict:
             "certified": [bool(c) for _, c in runs], "runs": runs, "exact": exact}
 
 
-def exact_mode(sel, token_lists: list[list[str]], exact: list[list[int]], params) -> tuple[float, float, float, float]:
-    """``params`` (e.g. the plain-SQL statement's exact mode) on the same queries: p50,
-    p95 ms, overlap with bm25s (1.0 unless something is wrong) and the share certified."""
-    default, sel.bm25 = sel.bm25, params
-    try:
-        times, overlaps, certified = [], [], []
-        for toks, ref in zip(token_lists, exact):
-            t0 = time.perf_counter()
-            got = {p for p, _ in sel.preselect(toks)}
-            times.append(1000 * (time.perf_counter() - t0))
-            certified.append(bool(sel.certified))
-            if ref:
-                overlaps.append(len(got & set(ref)) / len(ref))
-    finally:
-        sel.bm25 = default
-    return (*pct(times), float(np.mean(overlaps)), float(np.mean(certified)))
-
-
 def coverage_speedup(sel, runs, n: int) -> tuple[float, float, float]:
     """Fast coverage vs the docs/method.md §4 reference on the same pools: (speed-up, fast ms, reference ms)."""
     from scoi.core.greedy import select as fast_select
@@ -175,7 +157,7 @@ def coverage_speedup(sel, runs, n: int) -> tuple[float, float, float]:
 
     fast_t, ref_t = [], []
     for r, _ in runs[:n]:
-        q, q_ids, cs, table = sel.coverage_inputs(r.query_terms, r.candidates)
+        q, q_ids, cs, table = sel.query.coverage_inputs(r.query_terms, r.candidates)
         t0 = time.perf_counter()
         a = fast_select(q, r.query_tokens, cs, k=4, method="scoi", term_table=table, query_term_ids=q_ids)
         t1 = time.perf_counter()
@@ -222,26 +204,20 @@ def main() -> None:
     ap.add_argument("--database", help="an existing database on the configured server (e.g. scoi_bench_select, "
                                        "which --build makes)")
     ap.add_argument("--reference-queries", type=int, default=50, help="queries timed with the slow reference")
-    ap.add_argument("--exact-queries", type=int, default=0,
-                    help="queries per set also run through the plain-SQL statement's exact mode")
     ap.add_argument("--json", action="store_true", help="also print one JSON object per query set")
     args = ap.parse_args()
     if not available():
         sys.exit(MISSING)
-    from scoi.selector import Selector
+    from scoi.selection.selector import Selector
 
     url = bench_url(args.database, "scoi_bench_select" if args.build else None)
     sel = Selector("fr", "en", url=url, k=4, pool=100)
     warm_up(sel.select)
     sets = {"long": run_set(sel, long_queries(args.queries)), "short": run_set(sel, held_out_queries(args.queries))}
     speedup, fast_ms, ref_ms = coverage_speedup(sel, sets["short"]["runs"], args.reference_queries)
-    n = args.exact_queries
-    sql = dataclasses.replace(sel.bm25, engine="sql", exact=True)
-    exact = {k: exact_mode(sel, [r.query_tokens for r, _ in v["runs"][:n]], v["exact"][:n], sql)
-             for k, v in sets.items()} if n else {}
 
-    print(f"{describe(sel.conn)}; {args.queries} queries per set (after 200 other short held-out queries as "
-          f"warm-up); k=4, pool=100; {sel.bm25}; load average {load_average()}")
+    print(f"{describe(sel.reader)}; {args.queries} queries per set (after 200 other short held-out queries as "
+          f"warm-up); k=4, pool=100; {sel.options.bm25}; load average {load_average()}")
     print()
     print("| step | long p50 ms | long p95 ms | short p50 ms | short p95 ms |")
     print("| --- | --- | --- | --- | --- |")
@@ -269,17 +245,8 @@ def main() -> None:
         cells = [f"{pct([getattr(s, key) for s in sets[name]['stats']])[0]:,.0f}" for name in ("long", "short")]
         print(f"| {label}, p50 | {' | '.join(cells)} |")
     print()
-    pairs = sel.conn.execute("SELECT count(*) FROM pair").fetchone()[0]
-    print(index_size(sel.conn, pairs))
-    if exact:
-        print()
-        print(f"plain-SQL statement, exact mode (Bm25Params(engine='sql', exact=True)), first {n} queries per set:")
-        print()
-        print("| queries | preselection p50 ms | p95 ms | overlap@100 with bm25s | certified |")
-        print("| --- | --- | --- | --- | --- |")
-        for name in ("long", "short"):
-            p50, p95, ov, cert = exact[name]
-            print(f"| {name} | {p50:.1f} | {p95:.1f} | {ov:.3f} | {cert:.2f} |")
+    pairs = sel.reader.execute("SELECT count(*) FROM pair").fetchone()[0]
+    print(index_size(sel.reader, pairs))
     print()
     print(f"coverage speed-up over the docs/method.md §4 reference (short set): {speedup:.0f}x "
           f"(fast {fast_ms:.2f} ms vs reference {ref_ms:.0f} ms per query, {args.reference_queries} pools)")

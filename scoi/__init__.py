@@ -3,7 +3,7 @@
 The public API, importable from here (``from scoi import Selector``):
 
 - :class:`Selector`, :class:`SelectionResult`, :class:`Bm25Params`, :class:`SelectionError`
-  — pick in-context examples for a sentence (scoi.selector);
+  — pick in-context examples for a sentence (scoi.selection.selector);
 - :class:`Analyzer`, :class:`Scheme` — Moses tokens and dependency-tree terms of a
   sentence, and the analysis scheme they follow (scoi.analysis);
 - :func:`render_prompt`, :class:`Example`, :func:`extract_answer` — prompts and answers
@@ -26,10 +26,10 @@ from typing import Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "Selector": ("scoi.selector", "Selector"),
-    "SelectionResult": ("scoi.selector", "SelectionResult"),
-    "SelectionError": ("scoi.selector", "SelectionError"),
-    "Bm25Params": ("scoi.selector", "Bm25Params"),
+    "Selector": ("scoi.selection.selector", "Selector"),
+    "SelectionResult": ("scoi.selection.selector", "SelectionResult"),
+    "SelectionError": ("scoi.selection.selector", "SelectionError"),
+    "Bm25Params": ("scoi.selection.selector", "Bm25Params"),
     "Analyzer": ("scoi.analysis", "Analyzer"),
     "Scheme": ("scoi.analysis", "Scheme"),
     "render_prompt": ("scoi.core.prompt", "render_prompt"),

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
 
 from scoi.db.queries import load
-
-if TYPE_CHECKING:
-    from scoi.selector import Selector
+from scoi.jobs.store import get_job
+from scoi.selection.recording import record_selections
+from scoi.selection.selector import Selector
 
 SQL = load("gaps")
 KINDS = ("word", "term")
@@ -53,8 +53,6 @@ def rank(conn: psycopg.Connection, selection_ids: Sequence[int], scope: str, lim
 
 def job_gaps(conn: psycopg.Connection, refs: Sequence[str | int], limit: int = 50) -> GapReport:
     """Gaps of the recorded selections of jobs given by id or name."""
-    from scoi.jobs.store import get_job
-
     jobs = [get_job(conn, r) for r in refs]
     ids = [r[0] for r in conn.execute(SQL["job_selection_ids"], {"job_ids": [j.id for j in jobs]})]
     scope = ", ".join(j.label for j in jobs)
@@ -81,16 +79,15 @@ def sentence_gaps(sel: Selector, sentences: Sequence[str], *, scope: str, k: int
     """Gaps of sentences selected now with ``sel``: their selections are recorded inside a
     transaction that is rolled back, so the same view ranks them and nothing is kept.
     ``progress`` gets 1 per sentence selected (a file of thousands takes minutes)."""
-    from scoi.recording import record_selections
-
     texts = [s.strip() for s in sentences if s.strip()]
     if not texts:
         raise GapError(f"{scope}: no sentence")
     results = []
-    for t, a in zip(texts, sel.analyze_batch(texts)):
-        results.append(sel.select(t, k=k, method=method, analysis=a))
+    for result in sel.select_many(texts, k=k, method=method):
+        results.append(result)
         if progress is not None:
             progress(1)
-    with sel.conn.transaction(force_rollback=True):
-        ids = record_selections(sel.conn, [(r, sel.labels) for r in results])
-        return rank(sel.conn, ids, scope, limit)
+    # On the primary, never the replica the selections read: recording writes.
+    with sel.primary.transaction(force_rollback=True):
+        ids = record_selections(sel.primary, [(r, sel.query.labels) for r in results])
+        return rank(sel.primary, ids, scope, limit)

@@ -16,12 +16,14 @@ from dataclasses import dataclass, field
 from collections.abc import Callable
 from typing import Any
 
+import psycopg
+
 from scoi.core import defaults
 from scoi.core.limits import LIMITS
 from scoi.core.match import check_min_match, least_bm25_at, match_all
 from scoi.db.queries import load
-from scoi.preselect import Stats
-from scoi.selector import SelectionError, Selector
+from scoi.selection.preselect import Stats
+from scoi.selection.selector import SelectionError, Selector
 
 SQL = load("lookup")
 
@@ -64,24 +66,26 @@ Candidate = tuple[int, float, list[str]]
 
 
 def candidates(sel: Selector, tokens: list[str], pool: int, *, first: int = 0,
-               settle: Callable[[list[Candidate]], bool] | None = None, stats: Stats | None = None
-               ) -> list[Candidate]:
+               settle: Callable[[list[Candidate]], bool] | None = None, stats: Stats | None = None,
+               conn: psycopg.Connection | None = None) -> list[Candidate]:
     """The exact BM25 top ``pool`` of ``tokens`` in ``sel``'s direction (its corpora), with
     each pair's source tokens, from the preselection's last round trip (``lookup_top``).
     ``first``, ``settle``: the top ``first`` only, when ``settle`` accepts them (the posting
-    lists are read once either way); ``stats``: filled by the preselection."""
+    lists are read once either way); ``stats``: filled by the preselection; ``conn``: the
+    connection to read (default: the one ``sel`` would read now)."""
+    conn = conn or sel.reader
     details: dict[int, tuple[Any, ...]] = {}
 
     def with_tokens(found: list[tuple[int, float]]) -> list[Candidate]:
         missing = [p for p, _ in found if p not in details]  # not mapped by lookup_top (a tie, another engine)
         if missing:
-            details.update((p, (t,)) for p, t in sel.conn.cursor(binary=True).execute(SQL["lookup_tokens"], {
+            details.update((p, (t,)) for p, t in conn.cursor(binary=True).execute(SQL["lookup_tokens"], {
                 "pair_ids": missing, "lang": sel.src}))
         return [(p, score, details[p][0]) for p, score in found]
 
     blocks: dict[str, Any] = {"first": first, "settle": lambda found: settle(with_tokens(found))} if settle else {}
-    return with_tokens(sel.preselect(tokens, n=pool, stats=stats, details=details, top_sql=SQL["lookup_top"],
-                                     **blocks))
+    return with_tokens(sel.engine.top(conn, tokens, pool, stats=stats, details=details, top_sql=SQL["lookup_top"],
+                                      **blocks))
 
 
 def rank(tokens: list[str], pool: list[Candidate], *, n: int, min_match: float) -> list[tuple[int, float, float]]:
@@ -130,16 +134,16 @@ def lookup(sel: Selector, text: str, *, n: int = defaults.LOOKUP_N, min_match: f
     cannot change the result (the same matches, at a fraction of the pool's cost)."""
     check_lookup_args(n, min_match, pool)
     t0 = time.perf_counter()
-    sel.conn, sel.read_status = sel.reads.choose()  # the replica, or the primary (scoi.db.reads)
+    conn, _ = sel.reads.choose()  # the replica, or the primary (scoi.db.reads)
     tokens = sel.analyzer.tokenize(text)
     t1 = time.perf_counter()
     stats = Stats()
     pooled = candidates(sel, tokens, pool, first=first, settle=lambda found: settled(
-        tokens, found, n=n, min_match=min_match, size=first, stats=stats), stats=stats) if tokens else []
+        tokens, found, n=n, min_match=min_match, size=first, stats=stats), stats=stats, conn=conn) if tokens else []
     best = rank(tokens, pooled, n=n, min_match=min_match)
-    certified = sel.certified if pooled else None
+    certified = True if pooled else None  # the block preselection is exact BM25's top n
     t2 = time.perf_counter()
-    about = {r[0]: r[1:] for r in sel.conn.execute(SQL["lookup_pairs"], {
+    about = {r[0]: r[1:] for r in conn.execute(SQL["lookup_pairs"], {
         "pair_ids": [p for p, _, _ in best], "lang": sel.src}).fetchall()} if best else {}
     matches = [Match(p, m, score, *about[p]) for p, m, score in best]
     t3 = time.perf_counter()

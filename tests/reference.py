@@ -23,7 +23,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from scoi.core.coverage import argmax_first, improves
-from scoi.core.greedy import Candidate, Pick, check_args
+from scoi.core.greedy import check_args
+from scoi.core.pool import Features, Choice
 
 from tests import reference_baselines as baselines
 
@@ -99,7 +100,7 @@ def poly_distance(p, q) -> float:
 def select(
     query_terms: np.ndarray,
     query_tokens: Sequence[str],
-    candidates: Sequence[Candidate],
+    candidates: Sequence[Features],
     k: int = 4,
     method: str = "scoi",
     similarity: str = "distance",
@@ -108,7 +109,7 @@ def select(
     *,
     rbm25_variant: str = "ctq",
     embeddings: tuple[np.ndarray, np.ndarray] | None = None,
-) -> list[Pick]:
+) -> list[Choice]:
     """Same contract as :func:`scoi.core.greedy.select`, computed the slow way (R-BM25, DPP
     and Fuzzy in ``tests/reference_baselines.py``)."""
     check_args(method, similarity, word_overlap, k)
@@ -118,26 +119,26 @@ def select(
     if method in ("fuzzy", "fuzzy-ann"):
         if embeddings is None:
             raise ValueError(f"method {method!r} ranks by sentence embeddings; none were given")
-        return [Pick(i, "fuzzy", c) for i, c in baselines.fuzzy(embeddings[0], embeddings[1], k)]
+        return [Choice(i, "fuzzy", c) for i, c in baselines.fuzzy(embeddings[0], embeddings[1], k)]
     if method in ("rbm25", "dpp"):
         dists = [poly_distance(query_terms, c.terms) for c in candidates]
         return baselines.select(dists, query_tokens, candidates, k, method, rbm25_variant)
     if method == "bm25":
-        return [Pick(i, "bm25", None) for i in range(min(k, n))]
+        return [Choice(i, "bm25", None) for i in range(min(k, n))]
     if method == "random":
         order = np.random.default_rng(seed).permutation(n)[:k]
-        return [Pick(int(i), "random", None) for i in order]
+        return [Choice(int(i), "random", None) for i in order]
     if method == "poly-topk":
         dists = [poly_distance(query_terms, c.terms) for c in candidates]
         order = sorted(range(n), key=lambda i: (dists[i], i))[:k]
-        return [Pick(i, "poly", dists[i]) for i in order]
+        return [Choice(i, "poly", dists[i]) for i in order]
 
     def coverage(criterion: str, cover: list[int]) -> float:
         if criterion == "syntax":
             return syn_set_cov(query_terms, [candidates[i].terms for i in cover], similarity)
         return word_set_cov(query_tokens, [list(candidates[i].tokens) for i in cover], word_overlap)
 
-    picks: list[Pick] = []
+    picks: list[Choice] = []
     chosen: list[int] = []  # Z
     cover: list[int] = []  # Z_cur
     best = {"syntax": -math.inf, "word": -math.inf}
@@ -156,7 +157,7 @@ def select(
             chosen.append(winner)
             cover.append(winner)
             best[criterion] = top
-            picks.append(Pick(winner, criterion, top))
+            picks.append(Choice(winner, criterion, top))
         else:
             cover = []
             best[criterion] = -math.inf

@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from scoi.core.dpp import RESIDUAL_TOL, TIE_TOL
-from scoi.core.greedy import Pick
+from scoi.core.pool import Choice
 
 
 # ------------------------------------------------------------------ R-BM25 (§7.1)
@@ -159,20 +159,20 @@ def dpp(distances, query_tokens, candidates, k: int) -> list[tuple[int, float]]:
     return greedy_map(kernel(distances, bm25_vectors(query_tokens, [c.tokens for c in candidates])), k)
 
 
-def select(distances, query_tokens, candidates, k: int, method: str, rbm25_variant: str = "ctq") -> list[Pick]:
+def select(distances, query_tokens, candidates, k: int, method: str, rbm25_variant: str = "ctq") -> list[Choice]:
     """The ``rbm25`` and ``dpp`` branches of :func:`scoi.core.greedy.select` (``distances``:
     the polynomial distances of the candidates, for DPP): the picks, then (except for
     Agrawal's R-BM25) the other candidates in pool order, labelled bm25."""
     if method == "rbm25":
         impl = rbm25_agrawal if rbm25_variant == "agrawal" else rbm25_ctq  # moses and ctq differ in tokens only
-        picks = [Pick(i, "rbm25", s) for i, s in impl(query_tokens, [list(c.tokens) for c in candidates], k)]
+        picks = [Choice(i, "rbm25", s) for i, s in impl(query_tokens, [list(c.tokens) for c in candidates], k)]
         if rbm25_variant == "agrawal":
             return picks
     else:
-        picks = [Pick(i, "dpp", g) for i, g in dpp(distances, query_tokens, candidates, k)]
+        picks = [Choice(i, "dpp", g) for i, g in dpp(distances, query_tokens, candidates, k)]
     for i in range(len(candidates)):
         if len(picks) < k and i not in [p.index for p in picks]:
-            picks.append(Pick(i, "bm25", None))
+            picks.append(Choice(i, "bm25", None))
     return picks
 
 

@@ -41,7 +41,7 @@ def run_demo(url: str, *, model: str | None = None, k: int = 4, say: Callable[[s
     from ingest.pipeline import IngestOptions, ingest_files
     from scoi.core.coverage import syn_set_cov, word_set_cov
     from scoi.core.prompt import Example, render_prompt
-    from scoi.selector import Selector
+    from scoi.selection.selector import Selector
 
     corpus = data_file("demo.fr-en.tsv")
     tests = read_tsv(data_file("demo_test.fr-en.tsv"))
@@ -57,7 +57,7 @@ def run_demo(url: str, *, model: str | None = None, k: int = 4, say: Callable[[s
             syn, word = [], []
             for i, (src, _) in enumerate(tests):
                 r = sel.select(src, method=method, record=True)
-                q, _, cands, _ = sel.coverage_inputs(r.query_terms, r.candidates)
+                q, _, cands, _ = sel.query.coverage_inputs(r.query_terms, r.candidates)
                 chosen = [next(c for c, row in zip(cands, r.candidates) if row.pair_id == p.pair_id)
                           for p in r.selected]
                 syn.append(syn_set_cov(q, [c.terms for c in chosen]))

@@ -37,10 +37,10 @@ def gaps(
     url = database_url()
     try:
         if file is not None:
-            from scoi.cli.select_cmd import _selector
+            from scoi.cli.select_cmd import open_selector
 
             sentences = read_lines(file)
-            sel = _selector(src, tgt, k, method, defaults.POOL, defaults.SIMILARITY, defaults.WORD_OVERLAP,
+            sel = open_selector(src, tgt, k, method, defaults.POOL, defaults.SIMILARITY, defaults.WORD_OVERLAP,
                             defaults.FILL, defaults.SEED, [], Steps())
             with sel, rate_bar("gaps", "sentences", not json_out and sys.stdout.isatty()) as (advance, set_total):
                 if set_total is not None:

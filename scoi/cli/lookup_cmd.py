@@ -26,7 +26,7 @@ def lookup(
     distance), best first: source, target, corpus and metadata. Ties: BM25, then pair id."""
     from scoi.analysis import ParserNotAvailable
     from scoi.lookup import lookup as find
-    from scoi.selector import SelectionError, Selector
+    from scoi.selection.selector import SelectionError, Selector
 
     from scoi.db.engine import resolve_read_url
 

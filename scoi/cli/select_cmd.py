@@ -13,8 +13,6 @@ from scoi.core import defaults
 from scoi.core.limits import LIMITS
 from scoi.core.methods import INDEX, REGISTRY
 
-BATCH = 64  # --file: queries parsed (nlp.pipe) and preselected together
-
 EF_HELP = "fuzzy-ann: HNSW candidates searched per query (pgvector hnsw.ef_search; larger: better recall, slower)."
 
 
@@ -51,38 +49,29 @@ def _glossary_terms(name: str | None, src: str, tgt: str, texts: list[str]) -> l
     return [[m.to_dict() for m in ms] for ms in match(found, texts, src.lower())]
 
 
-def _selector(src: str, tgt: str, k: int, method: str, pool: int, similarity: str, word_overlap: str,
-              fill: str, seed: int, corpus: list[str], steps: Steps, rbm25_variant: str = defaults.RBM25_VARIANT,
-              embedder: str | None = None, ef_search: int = defaults.EF_SEARCH, parser: list[str] | None = None,
-              where: list[str] | None = None, min_match: float | None = None):
-    """A Selector with its analyser loaded, each start-up step timed in ``steps``."""
-    from scoi.analysis import ParserNotAvailable, import_spacy, load_trees, needs_torch
+def open_selector(src: str, tgt: str, k: int, method: str, pool: int, similarity: str, word_overlap: str,
+                  fill: str, seed: int, corpus: list[str], steps: Steps, rbm25_variant: str = defaults.RBM25_VARIANT,
+                  embedder: str | None = None, ef_search: int = defaults.EF_SEARCH, parser: list[str] | None = None,
+                  where: list[str] | None = None, min_match: float | None = None):
+    """A Selector warmed up (its parser, Moses tables and model loaded), each start-up step
+    timed in ``steps``; one line and exit 1 when it cannot be built."""
+    from scoi.analysis import ParserNotAvailable
+    from scoi.db.engine import resolve_read_url
     from scoi.embedding.embedder import EmbedderError
     from scoi.embedding.embeddings import EmbeddingError
-    from scoi.selector import SelectionError, Selector
-
-    from scoi.db.engine import resolve_read_url
+    from scoi.selection.selector import SelectionError, Selector
 
     steps.step("imports")
     url = database_url(steps)
     try:
         # Reads from SCOI_READ_DATABASE_URL's replica when set; --record writes to the primary.
-        sel = Selector(src, tgt, url=url, read_url=resolve_read_url(), corpora=corpus or None, k=k, method=method, pool=pool,
-                       similarity=similarity, word_overlap=word_overlap, fill=fill, seed=seed,
+        sel = Selector(src, tgt, url=url, read_url=resolve_read_url(), corpora=corpus or None, k=k, method=method,
+                       pool=pool, similarity=similarity, word_overlap=word_overlap, fill=fill, seed=seed,
                        rbm25_variant=rbm25_variant, embedder=embedder, ef_search=ef_search,
                        parser=parser_options(parser or []).get(src.lower()), where=given_where(where or []),
                        min_match=min_match)
         steps.step("selector set-up (SQL)")
-        # What the first query would load anyway, loaded here step by step to time it.
-        import_spacy(with_torch=needs_torch(sel.scheme.name))
-        steps.step("spaCy import")
-        load_trees(sel.scheme.name)
-        steps.step(f"pipeline load ({sel.scheme})")
-        sel.analyzer  # noqa: B018 - builds the Moses normaliser and tokeniser
-        steps.step("Moses set-up")
-        if method in REGISTRY and REGISTRY[method].embeddings:
-            sel.embedder()  # loads the model now: a model that cannot load fails before any query
-            steps.step("embedder load")
+        sel.warm(step=steps.step)  # what the first query would load anyway, step by step to time it
     except (SelectionError, ValueError, ParserNotAvailable, EmbedderError, EmbeddingError) as e:
         fail(str(e))
     return sel
@@ -129,7 +118,7 @@ def select(
     record: bool = typer.Option(False, "--record", help="Store the selection for inspection in SQL."),
     explain: bool = typer.Option(False, "--explain", help="JSON candidates as objects with score and text."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
-    show_sql: bool = typer.Option(False, "--sql", help="Print the SQL that preselects and fetches the candidates (one statement) and its parameters; run nothing else."),
+    show_sql: bool = typer.Option(False, "--sql", help="Print the SQL statements that preselect and fetch the candidates, and their parameters; run nothing else."),
     glossary: str | None = GLOSSARY,
     verbose: bool = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP),
 ) -> None:
@@ -147,28 +136,26 @@ def select(
             queries = [line.strip() for line in read_lines(file)]
         except TextFileError as e:
             fail(str(e))
-    sel = _selector(src, tgt, k, method, pool, similarity, word_overlap, fill, seed, corpus, steps, rbm25_variant,
+    sel = open_selector(src, tgt, k, method, pool, similarity, word_overlap, fill, seed, corpus, steps, rbm25_variant,
                     embedder, ef_search, parser, where, min_match)
     if show_sql and REGISTRY[method].candidates == INDEX:  # the HNSW search, not a BM25 pool
         from scoi.embedding.embeddings import ann_sql
 
-        console.print(ann_sql(sel.conn, sel.embedder_row()), highlight=False, markup=False)
+        console.print(ann_sql(sel.reader, sel.embeddings.row(sel.reader)), highlight=False, markup=False)
         return
     if show_sql:
-        tokens, _ = sel.analyze(text or "")
-        console.print(sel.preselect_sql(), highlight=False, markup=False)
-        console.print("-- parameters:", sel.preselect_params(tokens), highlight=False, markup=False)
+        from scoi.selection.preselector import depth
+
+        tokens, _ = sel.query.analyze(text or "")
+        console.print(sel.engine.statements(), highlight=False, markup=False)
+        console.print("-- parameters:", sel.engine.params(tokens, depth(pool)), highlight=False, markup=False)
         return
     if file is not None:
         lines = [query for query in queries if query]  # read and checked once, above
-        for start in range(0, len(lines), BATCH):  # parsed with nlp.pipe and preselected together
-            chunk = lines[start:start + BATCH]
-            analyses = sel.analyze_batch(chunk)
-            sel.prepare_pools([tokens for tokens, _ in analyses])
-            terms = _glossary_terms(glossary, src, tgt, chunk) or [None] * len(chunk)
-            for line, analysis, found in zip(chunk, analyses, terms):
-                out = sel.select(line, record=record, analysis=analysis).to_dict(explain=explain)
-                emit_json(out if found is None else {**out, "glossary": found})
+        terms = _glossary_terms(glossary, src, tgt, lines) or [None] * len(lines)
+        for out, found in zip(sel.select_many(lines, record=record), terms):  # parsed and preselected in batches
+            out = out.to_dict(explain=explain)
+            emit_json(out if found is None else {**out, "glossary": found})
         if verbose:
             steps.step("queries")
             steps.print()
@@ -239,7 +226,7 @@ def prompt(
 
     _refuse_blank(text)
     steps = Steps()
-    sel = _selector(src, tgt, k, method, pool, defaults.SIMILARITY, defaults.WORD_OVERLAP, defaults.FILL, seed, corpus,
+    sel = open_selector(src, tgt, k, method, pool, defaults.SIMILARITY, defaults.WORD_OVERLAP, defaults.FILL, seed, corpus,
                     steps, rbm25_variant, embedder, where=where, min_match=min_match)
     result = sel.select(text)
     _query_steps(steps, result)

@@ -44,7 +44,7 @@ def match_all(query: Sequence[str], candidates: Iterable[Sequence[str]]) -> list
 
 
 def least_bm25_at(match: float, query_len: int, terms: Sequence[tuple[float, int]], ka: float, kc: float) -> float:
-    """A lower bound of the BM25 score (scoi.preselect's: sum of idf * query count *
+    """A lower bound of the BM25 score (scoi.selection.preselect's: sum of idf * query count *
     tf / (tf + ka + kc * dl)) of any stored sentence whose rounded match % against a query
     of ``query_len`` tokens is at least ``match``; ``terms``: (idf, count in the query) of
     the query's indexed tokens (the others are in no stored sentence). Why it holds: with

@@ -1,27 +1,29 @@
-"""The selection methods, apart from their code: one registry that says, per method, what
-it reads (dependency trees, a BM25 pool, sentence embeddings), the settings only it takes,
-and how it pads a short selection. The selector, the jobs layer, the CLI and the service
-ask it instead of testing method names; the ranking itself is scoi.core.greedy's.
+"""The selection methods: one registry that says, per method, what it reads (dependency
+trees, a BM25 pool, sentence embeddings), the settings only it takes, its ranking function
+and how its tokens are prepared. The selector, the jobs layer, the CLI and the service ask
+it instead of testing method names.
+
+Adding a method: one :class:`Method` entry in :data:`REGISTRY` naming its ranking function
+(``module:function``, a function of a scoi.core.pool.Ranking and k returning picks, e.g.
+in scoi.core.baselines) and, when it reads other tokens than Moses', its token preparation.
 
 Importable without numpy: the CLI builds its choices and help from it (a one-off
-``scoi`` command stays fast).
+``scoi`` command stays fast), so the functions are named here and imported on first use.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
+from importlib import import_module
+from typing import Any
 
 from scoi.core import defaults
 
 #: Where a method's candidates come from: the BM25 preselected pool, the HNSW index of the
 #: sentence embeddings over the whole database, or nowhere (no examples).
 POOL, INDEX, NOTHING = "pool", "index", "nothing"
-#: How a method pads when its own criterion stops short of k: ``EVERY`` it ranks the whole
-#: pool, so it gives min(k, pool) picks; ``POOL_ORDER`` its picks, then the rest of the
-#: pool in BM25 order up to k (criterion ``bm25``; rbm25's agrawal variant excepted, which
-#: stops at its threshold); ``NONE`` it picks nothing. ``--fill random`` then tops any
-#: short selection up with random pairs.
-EVERY, POOL_ORDER, NONE = "every", "pool-order", "none"
 #: The R-BM25 variants (scoi.core.rbm25): scoi's, CTQ Scorer's as released, Agrawal et al.'s.
 RBM25_VARIANTS = ("moses", "ctq", "agrawal")
 
@@ -31,6 +33,8 @@ class Method:
     """What a selection method needs and does (the registry's entries)."""
 
     name: str
+    #: its ranking function, ``module:function``: (scoi.core.pool.Ranking, k) -> picks
+    ranker: str
     #: reads the dependency trees of the query and the candidates: a source language
     #: stored without trees (no parser installed) cannot serve it
     trees: bool = True
@@ -41,7 +45,9 @@ class Method:
     #: the settings only this method reads, in the order params and signatures name them
     #: (``rbm25_variant``, ``embedder``, ``ef_search``); the other methods' omit them
     settings: tuple[str, ...] = ()
-    pads: str = EVERY
+    #: its token preparation, ``module:function``: the method's settings -> a tokenizer of
+    #: the query and candidates (None: the Moses tokens as stored)
+    tokens: str | None = None
     #: its picks depend on the seed: an experiment runs it with several and averages
     seeded: bool = False
 
@@ -55,21 +61,40 @@ class Method:
         """Whether it ranks a BM25 preselected pool (which the worker prepares per batch)."""
         return self.candidates == POOL
 
+    def rank(self, ranking: Any, k: int) -> list[Any]:
+        """Up to ``k`` picks of ``ranking``'s pool (scoi.core.pool.Ranking -> Choice list)."""
+        return _function(self.ranker)(ranking, k)
 
-_EMBEDDED = dict(trees=False, embeddings=True)
+    def tokenizer(self, **settings: Any) -> Callable[[str], list[str]] | None:
+        """How this method tokenizes the query and candidates with these settings, or None
+        when it reads the stored Moses tokens."""
+        return None if self.tokens is None else _function(self.tokens)(**settings)
+
+
+@cache
+def _function(ref: str) -> Callable[..., Any]:
+    """The function a registry entry names (``module:function``), imported on first use."""
+    module, name = ref.split(":")
+    return getattr(import_module(module), name)
+
+
+_COVER = "scoi.core.greedy:cover"
+_BASE = "scoi.core.baselines:"
+_EMBEDDED: dict[str, Any] = dict(trees=False, embeddings=True, ranker=_BASE + "fuzzy_picks")
 REGISTRY: dict[str, Method] = {m.name: m for m in (
-    Method("scoi"),
-    Method("scoi-word-first"),
-    Method("syntax"),
-    Method("word"),
-    Method("poly-topk"),
-    Method("bm25", trees=False),
-    Method("rbm25", trees=False, settings=("rbm25_variant",), pads=POOL_ORDER),
-    Method("dpp", pads=POOL_ORDER),
+    Method("scoi", _COVER),
+    Method("scoi-word-first", _COVER),
+    Method("syntax", _COVER),
+    Method("word", _COVER),
+    Method("poly-topk", _BASE + "poly_topk"),
+    Method("bm25", _BASE + "bm25_order", trees=False),
+    Method("rbm25", _BASE + "rbm25_picks", trees=False, settings=("rbm25_variant",),
+           tokens="scoi.core.rbm25:tokenizer"),
+    Method("dpp", _BASE + "dpp_picks"),
     Method("fuzzy", settings=("embedder",), **_EMBEDDED),
     Method("fuzzy-ann", candidates=INDEX, settings=("embedder", "ef_search"), **_EMBEDDED),
-    Method("random", trees=False, seeded=True),
-    Method("zero", trees=False, candidates=NOTHING, pads=NONE),
+    Method("random", _BASE + "random_picks", trees=False, seeded=True),
+    Method("zero", _BASE + "nothing", trees=False, candidates=NOTHING),
 )}
 
 METHODS = tuple(REGISTRY)

@@ -24,6 +24,8 @@ import re
 import string
 from collections import Counter
 from collections.abc import Callable, Sequence
+from functools import cache
+from typing import Any
 
 import numpy as np
 
@@ -70,6 +72,26 @@ def ctq_tokens(text: str) -> list[str]:
     """A sentence's tokens as CTQ Scorer's R-BM25 reads it: the trivial tokenizer's,
     without ``.``, ``,`` and ``?``."""
     return [t for t in trivial_tokenize(text) if t not in CTQ_DROPPED]
+
+
+@cache
+def _tokenizer_13a() -> Any:
+    """sacreBLEU's 13a tokenizer, imported on first use (sacrebleu takes ~0.25 s to import)."""
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+
+    return Tokenizer13a()
+
+
+def tokens_13a(text: str) -> list[str]:
+    """A sentence's tokens as Agrawal et al.'s R-BM25 reads it: 13a, after rstrip."""
+    return _tokenizer_13a()(text.rstrip()).split()
+
+
+def tokenizer(rbm25_variant: str = DEFAULT_RBM25_VARIANT) -> Callable[[str], list[str]] | None:
+    """The tokens a variant reads (docs/method.md §7.1), for the method registry: the stored
+    Moses tokens for ``moses`` (None), CTQ Scorer's for ``ctq``, 13a for ``agrawal``."""
+    check_variant(rbm25_variant)
+    return {"moses": None, "ctq": ctq_tokens, "agrawal": tokens_13a}[rbm25_variant]
 
 
 def ngram_counts(tokens: Sequence[str], n: int) -> Counter[Gram]:

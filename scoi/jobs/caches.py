@@ -50,7 +50,7 @@ class WorkerCaches:
         return job
 
     def selector(self, job: Job) -> tuple[Any, tuple]:
-        """The job's selector (scoi.selector.Selector, its parser loaded) and its cache key."""
+        """The job's selector (scoi.selection.selector.Selector, its parser loaded) and its cache key."""
         settings = selector_settings(job)
         # The treeless methods share one selector per settings (its method is only the
         # first job's: each selection names its own).
@@ -60,10 +60,10 @@ class WorkerCaches:
         sel = self._selectors.get(key)
         if sel is None:
             t0 = time.perf_counter()
-            from scoi.selector import Selector
+            from scoi.selection.selector import Selector
 
             sel = Selector(url=self.url, read_url=self.read_url, **settings)
-            sel.analyzer  # noqa: B018 - load the parser now, not inside the first item's timing
+            sel.warm()  # load the parser now, not inside the first item's timing
             self._selectors[key] = sel
             self.setup_seconds += time.perf_counter() - t0
         return sel, key

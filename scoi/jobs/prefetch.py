@@ -13,19 +13,19 @@ from __future__ import annotations
 
 import time
 from concurrent import futures
-from typing import TYPE_CHECKING
+from typing import Any
 
 from scoi.jobs import store
 
-if TYPE_CHECKING:
-    from scoi.jobs.worker import Claimed, PrepareResult, Worker
+#: scoi.jobs.worker.Worker (which imports this module: typed loosely, no import circle)
+Worker = Any
 
 
 def run_pipelined(worker: Worker) -> None:
     """Claim, prepare, generate and store batches until the worker stops or the queue is
     done (``Worker.run`` with ``prefetch``)."""
     with futures.ThreadPoolExecutor(1, thread_name_prefix="scoi-prepare") as pool:
-        current: tuple[list[Claimed], list[PrepareResult], float] | None = None
+        current: tuple[list[Any], list[Any], float] | None = None
         # Batches grow 1, 2, 4, ... up to batch_size: the first batch has no generation
         # to hide its selection behind (all of it is its items' overhead), so it is one
         # item, and each next batch's selection runs behind a batch half its size.
@@ -74,7 +74,7 @@ def run_pipelined(worker: Worker) -> None:
                 store.release_items(worker.conn, worker.id, uncount=True, error=None)
 
 
-def _submit_prepare(worker: Worker, pool: futures.ThreadPoolExecutor, items: list[Claimed]) -> futures.Future:
+def _submit_prepare(worker: Worker, pool: futures.ThreadPoolExecutor, items: list[Any]) -> futures.Future:
     """Start step 1 of a batch in the prepare thread; its job rows are read here first,
     so that thread never uses the worker's connection."""
     worker.read_jobs(items)

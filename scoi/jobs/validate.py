@@ -23,7 +23,7 @@ def validate(conn: psycopg.Connection, spec: JobSpec) -> None:
     from scoi.core.methods import RBM25_VARIANTS, method
     from scoi.core.names import check_name
     from scoi.core.prompt import ORDERS, TEMPLATE_NAMES, language_name
-    from scoi.selector import FILLS
+    from scoi.selection.options import FILLS
 
     try:
         language_name(spec.src)
@@ -76,7 +76,7 @@ def validate(conn: psycopg.Connection, spec: JobSpec) -> None:
     except BackendSpecError as e:
         raise JobError(f"--backend-opt: {e}") from None
     if entry.examples and spec.k > 0:
-        from scoi.selector import direction_exists, trees_missing
+        from scoi.selection.scheme import direction_exists, trees_missing
 
         if not direction_exists(conn, spec.src, spec.tgt):
             raise JobError(f"no corpus holds {spec.src}-{spec.tgt} pairs to pick examples from; load one first: "

@@ -31,7 +31,7 @@ loads. With ``prefetch`` the next batch is claimed and prepared while this one g
 (scoi.jobs.prefetch).
 
 Per-item cost is kept low by working per batch: the batch's sentences are parsed in one
-spaCy call, and the batch's selections are recorded (scoi.recording) in the same
+spaCy call, and the batch's selections are recorded (scoi.selection.recording) in the same
 transaction that stores the results — one commit per batch, and a selection is stored
 only together with the item result that used it.
 """
@@ -58,9 +58,11 @@ from scoi.core.prompt import Example, PromptTooLong, extract_answer, fit_prompt,
 from scoi.jobs import store
 from scoi.jobs.caches import WorkerCaches
 from scoi.jobs.liveness import Liveness
+from scoi.jobs.prefetch import run_pipelined
 from scoi.jobs.spec import Job, job_order, job_reuse, job_template, storable_text
 from scoi.jobs.store import listen_for_items
 from scoi.reuse import exact_matches
+from scoi.selection.recording import record_selections
 
 MAX_ERROR_CHARS = 4000
 #: What writing a value PostgreSQL cannot hold raises: DataError from the server (NUL, a
@@ -453,9 +455,8 @@ class Worker:
             ts = time.perf_counter()
             unique = list(dict.fromkeys(it.source for it in group if it.source))
             try:
-                analyses = dict(zip(unique, selector.analyze_batch(unique)))
-                if method(job.method).bm25_pool:  # the group's pools in a few round trips
-                    selector.prepare_pools([a[0] for a in analyses.values()])
+                # parsed in one spaCy call, their pools preselected in a few round trips
+                analyses = dict(zip(unique, selector.warm(unique, job.method)))
             except Exception:  # noqa: BLE001 - each item is then parsed (and fails) on its own
                 pass
             shared_ms = (time.perf_counter() - ts) * 1000 / len(group)
@@ -493,7 +494,7 @@ class Worker:
         prompt = _render(job, item.masked or item.source, examples, terms)
         self.stats.add_phase("select", (tp - ts) * 1000)
         self.stats.add_phase("prompt", (time.perf_counter() - tp) * 1000)
-        return Prepared(item, res, selector.labels if selector is not None else None, prompt, select_ms,
+        return Prepared(item, res, selector.query.labels if selector is not None else None, prompt, select_ms,
                         examples=examples, examples_used=len(examples), terms=terms)
 
     def generate(self, job: Job, prepared: list[Prepared]) -> GenerateResult:
@@ -635,8 +636,6 @@ class Worker:
         """Store the batch's selections in one go (inside the caller's transaction, in a
         savepoint); if that fails, each on its own savepoint, so a selection that cannot
         be stored costs only its link, never the result."""
-        from scoi.recording import record_selections
-
         todo = [p for p in prepared if p.selection is not None and p.selection_id is None]
         try:
             for p, sel_id in zip(todo, record_selections(self.conn, [(p.selection, p.labels) for p in todo])):
@@ -733,8 +732,6 @@ class Worker:
     def _loop(self) -> None:
         """Claim and process batches until stopped or, with ``burst``, the queue is done."""
         if self.opts.prefetch:
-            from scoi.jobs.prefetch import run_pipelined
-
             run_pipelined(self)
             return
         while not self._stop.is_set():

@@ -19,7 +19,8 @@ from scoi.core.coverage import distance_similarity, is_word
 from scoi.core.polynomial import ROOT, parse_key, term_key
 
 if TYPE_CHECKING:
-    from scoi.selector import CandidateRow, SelectionResult, Selector
+    from scoi.selection.selector import SelectionResult, Selector
+    from scoi.selection.types import Candidate
 
 
 def term_similarity(a: dict[str, int], b: dict[str, int]) -> float:
@@ -35,7 +36,7 @@ def explain(sel: Selector, result: SelectionResult, *, tree: bool = True) -> dic
     missing = [p.pair_id for p in result.selected if p.pair_id not in rows]
     if missing:  # random fills are outside the pool
         rows.update({r.pair_id: r for r in sel.fetch([(i, 0.0) for i in missing])})
-    picks: list[CandidateRow | None] = [rows.get(p.pair_id) for p in result.selected]
+    picks: list[Candidate | None] = [rows.get(p.pair_id) for p in result.selected]
     pick_tokens = [set(r.tokens) if r else set() for r in picks]
     pool_tokens = set().union(*(c.tokens for c in result.candidates)) if result.candidates else set()
     words = []

@@ -19,7 +19,7 @@ import psycopg
 from scoi.core import defaults
 from scoi.embedding.embedder import EmbedderError
 from scoi.embedding.embeddings import EmbeddingError
-from scoi.selector import SelectionError, Selector
+from scoi.selection.selector import SelectionError, Selector
 
 T = TypeVar("T")
 
@@ -49,9 +49,9 @@ class SelectorPool:
                     sel = Selector(key[0], key[1], url=self.url, pool=self.pool,  # SelectionError: not cached
                                    embedder=self.embedder)
                     # The server's bound on any one statement, whatever a request asks for.
-                    sel.conn.execute("SELECT set_config('statement_timeout', %s, false)",
+                    sel.reader.execute("SELECT set_config('statement_timeout', %s, false)",
                                      (str(self.statement_timeout_ms),))
-                    sel.analyzer  # noqa: B018 - loads spaCy and the Moses tables now, not in a request
+                    sel.warm()  # loads spaCy, the pipeline and the Moses tables now, not in a request
                     entry = self._entries[key] = (sel, threading.Lock())
         return entry
 
@@ -60,7 +60,7 @@ class SelectorPool:
         an ``embedder`` named, load its model too (the fuzzy methods' first request)."""
         sel = self._entry(src, tgt)[0]
         if self.embedder:
-            sel.embedder()
+            sel.embeddings.embedder(sel.reader)
         return sel
 
     def run(self, src: str, tgt: str, work: Callable[[Selector], T], *, wait_s: float) -> T:
@@ -106,8 +106,7 @@ class SelectorPool:
 
 def connection_lost(sel: Selector) -> bool:
     """Whether the selector's database connection is gone (server restarted or killed)."""
-    conn = sel.reads.primary
-    return conn.closed or conn.broken
+    return sel.primary.closed or sel.primary.broken
 
 
 def warm_all(pools: SelectorPool, directions: list[tuple[str, str]], log: Callable[[str], Any]) -> None:

@@ -21,7 +21,7 @@ from scoi.backends.spec import parse_spec
 from scoi.db.queries import load
 from scoi.jobs.spec import JobError
 from scoi.jobs.store import connect
-from scoi.selector import SelectionError
+from scoi.selection.types import SelectionError
 from scoi.service.config import ModelConfig, ServeConfig
 from scoi.service.guard import redact
 from scoi.service.models import BIGINT_MAX

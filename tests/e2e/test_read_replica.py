@@ -134,14 +134,14 @@ def test_recording_writes_to_the_primary_and_the_replica_refuses_writes(dbs):
     with psycopg.connect(replica, autocommit=True) as conn, pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
         conn.execute("DELETE FROM selection")
 
-    from scoi.selector import Selector
+    from scoi.selection.selector import Selector
 
     with Selector("fr", "en", url=url, read_url=replica) as sel:
-        assert sel.conn.execute("SELECT pg_is_in_recovery()").fetchone()[0]  # it reads on the replica
+        assert sel.reader.execute("SELECT pg_is_in_recovery()").fetchone()[0]  # it reads on the replica
         result = sel.select(QUERY, record=True)  # and records on the primary
         assert result.read.server == "replica" and result.selection_id > recorded["selection_id"]
         with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
-            sel.conn.execute("UPDATE selection SET k = 0")
+            sel.reader.execute("UPDATE selection SET k = 0")
 
 
 def test_a_lagging_replica_serves_its_snapshot_or_the_primary_past_the_max_lag(servers, dbs, tmp_path):
@@ -187,7 +187,7 @@ def test_lag_is_bounded_by_an_earlier_check_the_replica_has_replayed(servers, db
     """A long-lived selector's lag: at most the time since a check whose primary position the
     replica has replayed (here the first, when it was caught up), however old its last
     replayed transaction is."""
-    from scoi.selector import Selector
+    from scoi.selection.selector import Selector
 
     url, replica = dbs
     with Selector("fr", "en", url=url, read_url=replica) as sel:
@@ -264,3 +264,19 @@ def test_a_database_of_another_cluster_is_refused_by_select_and_worker(dbs, serv
     assert len(rows) == 4 and all(sel is not None for sel, _, _ in rows)
     first_item = [pair for sel, pair, _ in rows[:2]]
     assert first_item == picks(select(url, "-k", "2"))
+
+
+def test_gaps_of_a_file_records_on_the_primary_while_reading_the_replica(servers, dbs, tmp_path):
+    """``scoi gaps --file`` records its sentences' selections (rolled back) on the primary:
+    the replica is read-only, and the gaps are the same as without a replica."""
+    url, replica = dbs
+    sentences = tmp_path / "sentences.txt"
+    sentences.write_text(f"{QUERY}\nUn homme joue de la guitare.\n", encoding="utf-8")
+    args = ("gaps", "--file", str(sentences), "--src", "fr", "--tgt", "en", "-k", "2", "--json")
+    on_primary = last_json(scoi(url, *args))
+    servers.wait_replayed()
+    on_replica = last_json(scoi(url, *args, read_url=replica))
+
+    assert on_replica == on_primary and on_replica["selections"] == 2
+    with psycopg.connect(url) as conn:  # rolled back: nothing of them stays
+        assert conn.execute("SELECT count(*) FROM selection").fetchone()[0] == 0

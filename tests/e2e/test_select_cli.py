@@ -10,7 +10,7 @@ import psycopg
 import pytest
 from typer.testing import CliRunner
 
-from scoi.selector import SelectionError, Selector
+from scoi.selection.selector import SelectionError, Selector
 from tests.helpers.cli import run_scoi
 from tests.helpers.database import scratch_database
 from tests.helpers.ingest import DEMO, DEMO_TEST, demo_pairs, ingest_inprocess, write_tsv

@@ -36,6 +36,13 @@ def reference(docs: dict[int, list[str]], pairs_of: dict[int, list[int]], q: lis
     return sorted(out, key=lambda x: (-x[1], x[0]))[:n]
 
 
+def reference_pool(docs: dict[int, list[str]], pairs_of: dict[int, list[int]], q: list[str], n: int
+                   ) -> list[tuple[int, float]]:
+    """The selector's pool: the top n source sentences by :func:`reference`, each by its
+    best-ranked pair (the same score for all its pairs: the lowest pair id)."""
+    return reference(docs, {sid: [min(pids)] for sid, pids in pairs_of.items() if pids}, q, n)
+
+
 class Corpus:
     """French sentences (random token lists) paired with unique English or German filler,
     written batch by batch through ``BatchWriter``, in one or more corpora. The same

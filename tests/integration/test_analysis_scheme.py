@@ -12,7 +12,7 @@ import pytest
 
 from scoi.analysis import Scheme, analyzer
 from scoi.core.polynomial import ROOT, term_key
-from scoi.selector import SelectionError, Selector
+from scoi.selection.selector import SelectionError, Selector
 from tests.helpers.ingest import (
     PIPELINES,
     assert_consistent,
@@ -111,10 +111,10 @@ def small_db(db_url, tmp_path):
 def test_selection_uses_the_stored_scheme_and_names_it(small_db):
     with Selector("fr", "en", url=small_db) as sel:
         version = analyzer("fr", PIPELINES["fr"]).nlp.meta["version"]
-        assert sel.scheme == Scheme(PIPELINES["fr"], version, "spacy")
+        assert sel.query.scheme == Scheme(PIPELINES["fr"], version, "spacy")
         assert f"parser:{PIPELINES['fr']}=={version}/spacy-tokens" in sel.signature("scoi", 4).split("|")
         assert sel.analyzer.nlp.meta["name"] == "core_news_sm"
-        assert Counter(sel.analyze(QUESTION)[1]) == Counter(QUESTION_TERMS)
+        assert Counter(sel.query.analyze(QUESTION)[1]) == Counter(QUESTION_TERMS)
     # the same pipeline named explicitly is fine
     Selector("fr", "en", url=small_db, parser=PIPELINES["fr"]).close()
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from scoi.core.greedy import source_key
+from scoi.core.pool import source_key
 from scoi.core.methods import REGISTRY
 from scoi.embedding.embedder import Embedder
 from scoi.embedding.embeddings import embed_missing
-from scoi.selector import Selector
+from scoi.selection.selector import Selector
 from tests import reference
 from tests.helpers.database import scratch_database
 from tests.helpers.ingest import ingest_inprocess, write_tsv
@@ -96,6 +96,6 @@ def test_reference_pool_rule_reads_spaces_and_composition_as_one_sentence():
     ranked = [Row("Un café."), Row("Un cafe\u0301."), Row(" Un  café. "), Row("Un thé."), Row("Un café !")]
     assert [r.src for r in reference.distinct_pool(ranked, 5)] == ["Un café.", "Un thé.", "Un café !"]
     assert [r.src for r in reference.distinct_pool(ranked, 2)] == ["Un café.", "Un thé."]
-    from scoi.core.greedy import distinct_sources
+    from scoi.core.pool import distinct_sources
 
     assert distinct_sources([r.src for r in ranked]) == [0, 3, 4]

@@ -12,7 +12,7 @@ import pytest
 
 from scoi.embedding.embedder import Embedder, EmbedderError
 from scoi.embedding.embeddings import EmbeddingError, embed_missing, find_embedder, nearest
-from scoi.selector import SelectionError, Selector
+from scoi.selection.selector import SelectionError, Selector
 from tests import reference_baselines as slow
 from tests.helpers.database import scalar, scratch_database
 from tests.helpers.ingest import DEMO, DEMO_TEST, demo_pairs, ingest_inprocess
@@ -102,7 +102,7 @@ def test_fuzzy_and_fuzzy_ann_selection(server_url, template_url, model_dir) -> N
                               (res.selection_id,)) == 6
             bm25.close()
         with Selector("fr", "en", url=url, method="fuzzy-ann", embedder=model_dir, ef_search=100) as sel:
-            row = find_embedder(sel.conn, emb.name)
+            row = find_embedder(sel.reader, emb.name)
             with psycopg.connect(url) as conn:
                 eligible = dict(conn.execute("""SELECT s.text, min(e.pair_id) FROM sentence s
                                                 JOIN example e ON e.src_id = s.id AND e.tgt_lang = 'en'
@@ -112,7 +112,7 @@ def test_fuzzy_and_fuzzy_ann_selection(server_url, template_url, model_dir) -> N
             for q in queries:
                 res = sel.select(q, k=5)
                 qv = emb.encode([q])[0]
-                exact = nearest(sel.conn, row, qv, lang="fr", tgt="en", corpora=None, n=5, exact=True)
+                exact = nearest(sel.reader, row, qv, lang="fr", tgt="en", corpora=None, n=5, exact=True)
                 sims = all_vecs @ qv
                 top = np.sort(sims)[::-1][:5]
                 # exact search by SQL = numpy over every eligible sentence (cosine values)

@@ -12,7 +12,7 @@ from scoi.gaps import GapError, job_gaps, rank, schedule_gaps, sentence_gaps
 from scoi.jobs.create import submit
 from scoi.jobs.spec import JobSpec
 from scoi.jobs.worker import Worker, WorkerOptions
-from scoi.selector import Selector
+from scoi.selection.selector import Selector
 from tests.helpers.cli import cli, last_json
 from tests.helpers.jobs import ok_server
 

@@ -13,7 +13,7 @@ from scoi.core.prompt import Example, render_prompt
 from scoi.jobs.create import submit
 from scoi.jobs.spec import JobSpec
 from scoi.jobs.worker import Worker, WorkerOptions
-from scoi.selector import Selector
+from scoi.selection.selector import Selector
 from tests.helpers.cli import last_json, refused, scoi_cli
 from tests.helpers.fake_openai import FakeOpenAI, ok_length
 from tests.helpers.jobs import items, submit_lines

@@ -12,7 +12,7 @@ import pytest
 
 from scoi import lookup as lookup_mod
 from scoi.lookup import lookup
-from scoi.selector import SelectionError, Selector
+from scoi.selection.selector import SelectionError, Selector
 from tests import reference as ref
 
 QUERY = "Bonjour, comment allez-vous ce soir ?"  # the demo's first source with two words added
@@ -182,7 +182,7 @@ def test_lookup_and_selection_on_two_connections_return_what_one_returns(job_db:
     """``Bm25Params(connections=2)``: the selector opens one helper connection to its
     server, the lookup (small first pool, then widened) and the selection's pool are the
     same as on one connection, and closing the selector closes the helper too."""
-    from scoi.selector import Bm25Params
+    from scoi.selection.preselector import Bm25Params
 
     def backends() -> int:
         with psycopg.connect(job_db) as c:

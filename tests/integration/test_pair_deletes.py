@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from ingest.delete import remove_corpus, remove_pairs
 from scoi.db.check import run_checks
-from scoi.preselect import preselect_blocks
+from scoi.db.queries import load
+from scoi.selection.preselect import preselect_blocks
 from tests.helpers.bm25 import Corpus, blocks_equal_postings, corpus, reference, same
 
 VOCAB = ["de", "la", ",", "le", "et"] + [f"w{i}" for i in range(25)]

@@ -15,7 +15,7 @@ import pytest
 from ingest.pipeline import IngestOptions, ingest_files
 from ingest.reanalyze import ReanalyzeOptions, reanalyze
 from scoi.analysis import NATASHA, ParserNotAvailable, analyzer, choose_parser
-from scoi.selector import SelectionError, Selector
+from scoi.selection.selector import SelectionError, Selector
 from tests.helpers.database import scalar
 from tests.helpers.ingest import assert_consistent
 from tests.helpers.parsers import VERSION, german_parser  # noqa: F401 - a fixture

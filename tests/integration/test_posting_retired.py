@@ -8,7 +8,7 @@ from collections import Counter
 from scoi.db.check import run_checks
 from scoi.db.engine import get_engine
 from scoi.db.migrate import downgrade, upgrade
-from scoi.preselect import preselect_blocks
+from scoi.selection.preselect import preselect_blocks
 from tests.helpers.bm25 import blocks_equal_postings, corpus, reference, same
 
 BASE = [["de", "la", "de", "w1"], ["w2", ",", ",", ","], ["la"], ["w1", "w1", "w3", "de", "de", "de"]]

@@ -1,4 +1,4 @@
-"""Block preselection (migration 0016, scoi/preselect.py): exact BM25 top n, proven.
+"""Block preselection (migration 0016, scoi/selection/preselect.py): exact BM25 top n, proven.
 
 Random corpora go through the real ingest writer in several batches (each appends to
 the tokens' last blocks), into several corpora and two directions (fr-en, fr-de), with
@@ -13,7 +13,7 @@ import psycopg
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scoi.preselect import Stats, preselect_blocks
+from scoi.selection.preselect import Stats, preselect_blocks
 from tests.helpers.bm25 import blocks_equal_postings, corpus, reference, same
 
 # A skewed vocabulary: a few tokens in most sentences, many rare ones.
@@ -122,7 +122,7 @@ def test_full_groups_of_blocks_are_one_row_and_read_the_same(server_url, templat
         # the statement MaxScore reads single blocks with, for every block: cut from its row
         from scoi.core.bm25blocks import BLOCK
         from scoi.db.literals import int_array
-        from scoi.preselect import SQL
+        from scoi.selection.preselect import SQL
 
         want = c.conn.execute("SELECT token_id, block_no, ids, tfdl FROM bm25_block_unpacked "
                               "ORDER BY token_id, block_no DESC").fetchall()
@@ -208,7 +208,7 @@ def test_kill_9_mid_maintenance_leaves_the_index_whole(server_url, template_url)
 def test_many_queries_at_once_equal_one_by_one(server_url, template_url):
     """preselect_many (batches: select --file, job preparation) returns what
     preselect_blocks returns query by query, on the read-all and the per-query paths."""
-    from scoi.preselect import preselect_many
+    from scoi.selection.preselect import preselect_many
 
     frs = [["de", "la", f"w{i % 11}", f"u{i % 50}"] + ["la"] * (i % 4) for i in range(400)]
     queries = [["de", "w1", "u3"], ["la", "la", "w2"], [], ["inconnu"], ["u7", "de", "de", "w10", "la"]]
@@ -267,7 +267,7 @@ def test_streamed_chunks_sum_the_same_in_any_order(server_url, template_url):
     import random
 
     from scoi.core.bm25blocks import DIR
-    from scoi.preselect import SQL, sum_chunks
+    from scoi.selection.preselect import SQL, sum_chunks
 
     frs = [["de", f"w{i % 13}", f"u{i}"] + ["la"] * (i % 3 == 0) for i in range(2600)]
     with corpus(server_url) as c:

@@ -1,11 +1,13 @@
-"""Certified BM25 preselection (migration 0008, docs/preselection.md "Certified top n").
+"""Certified BM25 preselection (docs/preselection.md "Certified top n"): the block
+preselector's pools are exact BM25's top n, and say so.
 
 Random corpora are written through the real ingest writer (``BatchWriter``: COPY,
-df, token bounds, in one transaction per batch) and queried with the real statement;
-the reference is BM25 computed here in plain Python from its definition. Checked: the
-exact mode equals the reference, ``certified`` is never true on a result that differs
-from it (whatever the budgets), and the token bounds stay exact extremes, so valid,
-after a second batch adds sentences.
+df, token bounds, in one transaction per batch) and queried with the product's
+preselector (scoi.selection.preselector.BlockPreselector); the reference is BM25 computed
+here in plain Python from its definition (tests/helpers/bm25.py: exact top n, ties by
+pair id). Checked after a second batch moves idf, avgdl and the bounds: the top n equals
+the reference, the pool is certified exactly when a pair matched, and the token bounds
+stay exact extremes.
 """
 
 from __future__ import annotations
@@ -14,27 +16,16 @@ import psycopg
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scoi.db.queries import load
-from scoi.selector import Bm25Params
-from tests.helpers.bm25 import Corpus, blocks_equal_postings, corpus, reference, same
+from scoi.selection.preselector import BlockPreselector
+from tests.helpers.bm25 import blocks_equal_postings, corpus, reference, reference_pool, same
 
-SELECT = load("select")
-# A skewed vocabulary: a few tokens in most sentences, many rare ones, so that budgets,
-# repeats (tf >= 2) and the non-essential prefix all come into play.
+# A skewed vocabulary: a few tokens in most sentences, many rare ones, so that idf and
+# repeated tokens (tf >= 2) vary.
 VOCAB = ["de", "la", ",", "le", "et"] + [f"w{i}" for i in range(25)]
 token = st.one_of(st.sampled_from(VOCAB[:5]), st.sampled_from(VOCAB))
 sentence = st.lists(token, min_size=1, max_size=14)
 query = st.lists(st.one_of(token, st.just("inconnu")), min_size=1, max_size=10)
-params = st.builds(Bm25Params, engine=st.just("sql"), budget=st.integers(1, 40), budget_frac=st.just(0.0),
-                   repeats=st.integers(0, 20), depth=st.integers(1, 30), depth_frac=st.just(0.0),
-                   certify=st.integers(0, 200))
-
-
-def sql_preselect(c: Corpus, q: list[str], n: int, bm25: Bm25Params) -> tuple[list[tuple[int, float]], bool | None]:
-    """The plain-SQL statement (``Bm25Params(engine="sql")``): pool and its certified flag."""
-    rows = c.conn.execute(SELECT["preselect"], {"lang": "fr", "tgt": "en", "tokens": q, "n": n,
-                                                "corpora": None, "meta": None, **bm25.sql_params(n)}).fetchall()
-    return [(p, s) for p, s, _ in rows], (rows[0][2] if rows else None)
+ENGINE = BlockPreselector("fr", "en")
 
 
 def stored_bounds_are_exact(conn: psycopg.Connection) -> None:
@@ -56,37 +47,21 @@ SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[Healt
 # ------------------------------------------------------------------ tests
 @SETTINGS
 @given(first=st.lists(sentence, min_size=3, max_size=40), second=st.lists(sentence, min_size=1, max_size=30),
-       queries=st.lists(query, min_size=1, max_size=4), n=st.integers(1, 12), budgets=st.lists(params, min_size=2,
-                                                                                                max_size=2))
-def test_exact_mode_and_certified_results_equal_python_bm25(server_url, template_url, first, second, queries, n,
-                                                             budgets):
+       queries=st.lists(query, min_size=1, max_size=4), n=st.integers(1, 12))
+def test_block_pools_equal_python_bm25_and_are_certified_after_each_batch(server_url, template_url, first, second,
+                                                                           queries, n):
     with corpus(server_url) as c:
         for batch in (first, second):  # the second batch moves idf, avgdl and the bounds
             c.add(batch)
             stored_bounds_are_exact(c.conn)
             for q in queries:
-                exp = reference(*c.truth(), q, n)
-                got, certified = sql_preselect(c, q, n, Bm25Params(engine="sql", exact=True))
-                assert same(got, exp), (q, got, exp)
-                assert certified is (True if exp else None)
-                for bm25 in budgets:
-                    got, certified = sql_preselect(c, q, n, bm25)
-                    assert not certified or same(got, exp), (q, bm25, got, exp)
-
-
-def test_certification_happens_and_budgets_can_refuse_it(server_url, template_url):
-    """The flag is informative: the same query is certified with room to read the
-    essential postings and not certified without it."""
-    docs = [["w1", "de", "la"], ["w2", "de"], ["de", "la", "la"], ["w1", "w2", ","]] * 10 + [["de"]] * 40
-    with corpus(server_url) as c:
-        c.add(docs)
-        q = ["w1", "de", "la", "la"]
-        exp = reference(*c.truth(), q, 5)
-        tight = Bm25Params(engine="sql", budget=1, repeats=0, depth=5, certify=0)
-        roomy = Bm25Params(engine="sql", budget=1, repeats=0, depth=5, certify=10**6)
-        assert sql_preselect(c, q, 5, tight)[1] is False
-        got, certified = sql_preselect(c, q, 5, roomy)
-        assert certified is True and same(got, exp)
+                docs, pairs_of = c.truth()
+                exp = reference(docs, pairs_of, q, n)
+                assert same(ENGINE.top(c.conn, q, n), exp), (q, exp)
+                # the pool: one pair per source sentence, by its best-ranked pair
+                pool = ENGINE.pool(c.conn, q, n)
+                assert same([(r.pair_id, r.score) for r in pool.rows], reference_pool(docs, pairs_of, q, n)), q
+                assert pool.certified is (True if exp else None)
 
 
 def test_migration_0008_up_and_down(server_url, template_url):
@@ -115,5 +90,4 @@ def test_migration_0008_up_and_down(server_url, template_url):
         stored_bounds_are_exact(c.conn)
         blocks_equal_postings(c.conn)  # migration 0016 rebuilt the blocks from the postings
         q = ["de", "w1", "w1", ","]
-        got, certified = sql_preselect(c, q, 3, Bm25Params(engine="sql", exact=True))
-        assert certified and same(got, reference(*c.truth(), q, 3))
+        assert same(ENGINE.top(c.conn, q, 3), reference(*c.truth(), q, 3))

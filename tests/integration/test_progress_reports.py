@@ -6,7 +6,7 @@ from __future__ import annotations
 from scoi.embedding.embedder import Embedder
 from scoi.embedding.embeddings import embed_missing
 from scoi.gaps import sentence_gaps
-from scoi.selector import Selector
+from scoi.selection.selector import Selector
 from tests.helpers.database import scratch_database
 from tests.helpers.ingest import DEMO, demo_pairs, ingest_inprocess
 from tests.tiny_model import build_tiny_sentence_transformer

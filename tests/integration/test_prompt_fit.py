@@ -15,7 +15,7 @@ from scoi.jobs.export import export_rows
 from scoi.jobs.spec import JobSpec
 from scoi.jobs.store import status
 from scoi.jobs.worker import Worker, WorkerOptions
-from scoi.selector import Selector
+from scoi.selection.selector import Selector
 from tests.helpers.jobs import demo_test_pairs, items
 from tests.tiny_model import build_tiny_gpt2
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from scoi.selector import Selector
+from scoi.selection.selector import Selector
 from tests.helpers.database import fresh_database
 from tests.helpers.ingest import DEMO, ingest_inprocess, write_tsv
 
@@ -36,7 +36,7 @@ def test_a_read_url_that_is_no_standby_is_read_without_lag_and_never_written(dem
         assert [p.pair_id for p in result.selected] == [p.pair_id for p in plain.select(QUERY).selected]
         assert result.selection_id is not None  # recorded through the primary connection
         with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
-            sel.conn.execute("DELETE FROM selection")
+            sel.reader.execute("DELETE FROM selection")
         assert plain.select(QUERY).read is None
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from scoi.selector import SelectionError, Selector
+from scoi.selection.selector import SelectionError, Selector
 from tests.helpers.database import scalar
 from tests.helpers.ingest import PIPELINES, assert_consistent, tree_size_problems
 from tests.helpers.reanalyze import fresh_terms, schemes_in_use, stored_terms

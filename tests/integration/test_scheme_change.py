@@ -8,7 +8,7 @@ import psycopg
 import pytest
 
 from ingest.reanalyze import ReanalyzeOptions, reanalyze, write_batch
-from scoi.selector import SelectionError, Selector
+from scoi.selection.selector import SelectionError, Selector
 from tests.helpers.ingest import PIPELINES, demo_pairs, ingest_inprocess, write_tsv
 
 QUERY = "Le chat dort sur le canapé du salon."
@@ -33,7 +33,7 @@ def pipeline_dir(tmp_path_factory) -> str:
 def test_a_running_selector_parses_with_the_parser_reanalyze_switched_to(small_db, pipeline_dir, capsys):
     with Selector("fr", "en", url=small_db) as running:
         before = running.select(QUERY)
-        batch = running.analyze_batch([QUERY])  # parsed before the switch
+        batch = running.query.analyze_batch([QUERY])  # parsed before the switch
         assert f"parser:{PIPELINES['fr']}==" in before.signature
         reanalyze(ReanalyzeOptions(langs=["fr"], parsers={"fr": pipeline_dir}), small_db)
         after = running.select(QUERY)
@@ -42,7 +42,7 @@ def test_a_running_selector_parses_with_the_parser_reanalyze_switched_to(small_d
             expected = fresh.select(QUERY)
     assert after.signature == again.signature == expected.signature != before.signature
     assert f"parser:{pipeline_dir}==" in after.signature
-    assert running.scheme.name == pipeline_dir
+    assert running.query.scheme.name == pipeline_dir
     assert [p.pair_id for p in after.selected] == [p.pair_id for p in expected.selected]
     assert after.query_terms == expected.query_terms
     notes = [line for line in capsys.readouterr().err.splitlines() if line.startswith("note:")]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import psycopg
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
-from scoi.selector import Selector
+from scoi.selection.selector import Selector
 from tests import reference as ref
 from tests.helpers.cli import cli, cli_json
 from tests.helpers.database import scratch_database
@@ -17,7 +17,7 @@ from tests.helpers.ingest import DEMO, DEMO_TEST, demo_pairs, ingest_inprocess
 def literal_picks(sel: Selector, result, variant: str) -> list[tuple[int, str]]:
     """tests/reference.select on the pool the selector fetched (its term matrices: their
     construction is checked in test_select_sql.py), as (pair_id, criterion)."""
-    query_terms, _, cands, _ = sel.coverage_inputs(result.query_terms, result.candidates)
+    query_terms, _, cands, _ = sel.query.coverage_inputs(result.query_terms, result.candidates)
     tokens = list(result.query_tokens)
     if variant == "agrawal":
         tok = Tokenizer13a()

@@ -19,9 +19,9 @@ import numpy as np
 import psycopg
 import pytest
 
-from scoi.core.greedy import Candidate
+from scoi.core.pool import Features
 from scoi.core.polynomial import LabelSpace, expand, parse_key
-from scoi.selector import Bm25Params, SelectionError, Selector
+from scoi.selection.selector import Bm25Params, SelectionError, Selector
 from tests import reference as ref
 from tests.helpers.database import scratch_database
 from tests.helpers.ingest import (
@@ -36,7 +36,7 @@ from tests.helpers.ingest import (
 )
 
 K1, B = 1.5, 0.75
-EXACT = Bm25Params(budget=10**9, depth=10**6)  # every query token essential, no depth cut
+EXACT = Bm25Params()  # the block preselection: exact BM25's top n
 METHODS = ("scoi", "scoi-word-first", "syntax", "word", "poly-topk", "bm25", "random")
 TOL = 1e-9
 
@@ -207,7 +207,7 @@ def test_exact_params_equal_python_bm25(exact_sel, py_bm25, queries):
     for q in queries:
         toks = moses_tokens(q, "fr")
         got = exact_sel.preselect(toks)
-        exp = py_bm25.ranking(toks)[:exact_sel.pool]
+        exp = py_bm25.ranking(toks)[:exact_sel.options.pool]
         assert len(got) == min(100, len(py_bm25.ranking(toks))) > 0
         assert_same_ranking(got, exp, q)
 
@@ -225,7 +225,7 @@ def test_default_params_overlap_and_exact_scores(sel, py_bm25, queries):
     for q in queries:
         toks = moses_tokens(q, "fr")
         got = sel.preselect(toks)
-        exp = py_bm25.ranking(toks)[:sel.pool]
+        exp = py_bm25.ranking(toks)[:sel.options.pool]
         overlaps.append(len({p for p, _ in got} & {p for p, _ in exp}) / len(exp))
         exact = py_bm25.scores(toks)
         for p, s in got:
@@ -234,36 +234,13 @@ def test_default_params_overlap_and_exact_scores(sel, py_bm25, queries):
     assert sum(overlaps) / len(overlaps) >= 0.9
 
 
-def test_small_budget_still_returns_exact_scores(demo_db, py_bm25, queries):
-    """A budget far below the postings of the query: candidates come from the rare tokens,
-    but every returned score is still the full BM25 score, and the best ones are found."""
-    with Selector("fr", "en", url=demo_db, bm25=Bm25Params(engine="sql", budget=100, depth=100)) as s:
-        top10 = []
+def test_maxscore_with_a_small_budget_equals_python_bm25(demo_db, py_bm25, queries):
+    """MaxScore with block bounds (read_all=0) and a rare-token budget far below the query's
+    postings: the top n is still exact BM25's, ties by pair id."""
+    with Selector("fr", "en", url=demo_db, bm25=Bm25Params(read_all=0, rare=100)) as s:
         for q in queries:
             toks = moses_tokens(q, "fr")
-            got = s.preselect(toks)
-            exact = py_bm25.scores(toks)
-            assert got and len(got) <= 100
-            for p, sc in got:
-                assert abs(sc - exact[p]) <= TOL, (q, p)
-            assert [p for p, _ in got] == [p for p, _ in sorted(got, key=lambda x: (-x[1], x[0]))]
-            exp10 = {p for p, _ in py_bm25.ranking(toks)[:10]}
-            top10.append(len({p for p, _ in got[:10]} & exp10) / 10)
-    assert sum(top10) / len(top10) >= 0.9
-
-
-def test_depth_is_the_larger_of_depth_and_its_share_of_n(demo_db, queries):
-    """depth_frac x N raises the number of sentences re-scored exactly: depth_frac = 1
-    re-scores every sentence met, like an unbounded depth, and that differs from depth 5
-    (certification off: it would make all three exact)."""
-    pools = {}
-    for name, params in {"frac": Bm25Params(engine="sql", budget=100, depth=1, depth_frac=1.0, certify=0),
-                         "unbounded": Bm25Params(engine="sql", budget=100, depth=10**6, depth_frac=0.0, certify=0),
-                         "5": Bm25Params(engine="sql", budget=100, depth=5, depth_frac=0.0, certify=0)}.items():
-        with Selector("fr", "en", url=demo_db, pool=5, bm25=params) as s:
-            pools[name] = [s.preselect(moses_tokens(q, "fr")) for q in queries]
-    assert pools["frac"] == pools["unbounded"]
-    assert pools["frac"] != pools["5"]
+            assert_same_ranking(s.preselect(toks), py_bm25.ranking(toks)[:s.options.pool], q)
 
 
 def test_bm25s_lucene_agrees(exact_sel, py_bm25, queries):
@@ -350,15 +327,15 @@ def test_fetch_candidates(sel, demo_db, demo, queries):
     assert sel.fetch([]) == []
 
 
-def test_one_statement_pool_equals_preselect_then_fetch(sel, queries):
-    """select() runs preselection and fetch as one statement: same rows, same order, one
+def test_pool_equals_preselect_then_fetch_one_pair_per_source(sel, queries):
+    """The pool select() uses is the preselection then the fetch: same rows, same order, one
     pair per source sentence (the reference's pool rule over a deeper ranking)."""
     for q in queries[:10] + ["zzz-inconnu", "."]:
         toks = moses_tokens(q, "fr")
-        pool = ref.distinct_pool(sel.fetch(sel.preselect(toks, n=2 * sel.pool)), sel.pool)
-        assert sel.pool_candidates(toks) == pool
+        pool = ref.distinct_pool(sel.fetch(sel.preselect(toks, n=2 * sel.options.pool)), sel.options.pool)
+        assert sel.pool_of(toks).rows == pool
         assert [c.pair_id for c in sel.select(q).candidates] == [c.pair_id for c in pool]
-    assert sel.pool_candidates([]) == []
+    assert sel.pool_of([]).rows == []
 
 
 # ------------------------------------------------------------------ 4. selector == reference
@@ -370,7 +347,7 @@ def reference_picks(result, method: str, similarity: str, word_overlap: str, see
     for key in q_keys + [k for keys in cand_keys for k in keys]:
         labels.register(key)
     width = len(labels.index)
-    cands = [Candidate(terms=labels.matrix(keys, width), tokens=list(c.tokens))
+    cands = [Features(terms=labels.matrix(keys, width), tokens=list(c.tokens))
              for keys, c in zip(cand_keys, result.candidates)]
     picks = ref.select(labels.matrix(q_keys, width), list(result.query_tokens), cands, k=result.k,
                        method=method, similarity=similarity, word_overlap=word_overlap, seed=seed)
@@ -553,7 +530,7 @@ def test_corpus_restriction_fills_the_pool(two_db, demo):
     url, py = two_db["url"], two_db["py"]
     part_b = corpus_pairs(url, "part-b")
     q = demo[3][0]  # a part-a sentence: its best matches are part-a pairs
-    with Selector("fr", "en", url=url, corpora=["part-b"], pool=5, bm25=Bm25Params(depth=5)) as s:
+    with Selector("fr", "en", url=url, corpora=["part-b"], pool=5, bm25=Bm25Params(read_all=0)) as s:  # MaxScore
         got = s.preselect(moses_tokens(q, "fr"))
     exp = py.ranking(moses_tokens(q, "fr"), allowed=part_b)
     assert len(exp) >= 5
@@ -561,7 +538,7 @@ def test_corpus_restriction_fills_the_pool(two_db, demo):
 
 
 def test_metadata_filter_restricts_the_pool_like_python_bm25_over_the_subset(two_db, demo, queries):
-    """--where domain=legal: the pool of either engine is exact BM25's top n over the pairs
+    """--where domain=legal: the pool of either path (every list read, MaxScore) is exact BM25's top n over the pairs
     holding that metadata (every third pair here, across both corpora), even when other
     pairs score higher; random fills come from those pairs too."""
     url, py = two_db["url"], two_db["py"]
@@ -569,7 +546,7 @@ def test_metadata_filter_restricts_the_pool_like_python_bm25_over_the_subset(two
         conn.execute("UPDATE pair SET meta = jsonb_build_object('domain', 'legal') WHERE id % 3 = 0")
         legal = {r[0] for r in conn.execute("SELECT id FROM pair WHERE meta @> '{\"domain\": \"legal\"}'")}
     try:
-        for bm25 in (Bm25Params(), Bm25Params(engine="sql", budget=10**9, depth=10**6)):
+        for bm25 in (Bm25Params(), Bm25Params(read_all=0, rare=50)):  # every list read, and MaxScore
             with Selector("fr", "en", url=url, where={"domain": "legal"}, pool=10, bm25=bm25) as s:
                 for q in queries[:5] + [demo[3][0]]:
                     toks = moses_tokens(q, "fr")
@@ -663,10 +640,10 @@ def test_recording_a_fill_pick(demo_db, rare_token):
 def test_term_matrices_are_exponent_vectors(sel, queries):
     """The selector's shared term table holds the exponents of each key (used by coverage)."""
     res = sel.select(queries[0], k=1)
-    table = sel.terms.matrix
-    labels = sel.labels.index
+    table = sel.query.terms.matrix
+    labels = sel.query.labels.index
     for key in res.candidates[0].term_keys:
-        row = table[sel.terms.ids[key]]
+        row = table[sel.query.terms.ids[key]]
         want = np.zeros(table.shape[1], dtype=np.int64)
         for name, power in parse_key(key).items():
             want[labels[name]] = power
@@ -678,8 +655,8 @@ def test_packed_pool_holds_each_candidates_terms(sel, queries):
     multiplicity, in the stored order) and tokens, candidate by candidate."""
     for q in queries[:5]:
         res = sel.select(q, k=2)
-        query, _, pool, _ = sel.coverage_inputs(res.query_terms, res.candidates)
-        labels = sel.labels.index
+        query, _, pool, _ = sel.query.coverage_inputs(res.query_terms, res.candidates)
+        labels = sel.query.labels.index
         assert len(pool) == len(res.candidates)
         for cand, row in zip(pool, res.candidates):
             keys = [k for k, m in zip(row.term_keys, row.term_mults) for _ in range(m)]
@@ -702,7 +679,7 @@ def test_migration_0004_rebuilds_the_index_of_an_existing_database(server_url, t
     with scratch_database(server_url) as url:
         ingest_inprocess(url, [DEMO])
         with Selector("fr", "en", url=url) as s:
-            before = [s.preselect(s.analyze(q)[0]) for q in queries]
+            before = [s.preselect(s.query.analyze(q)[0]) for q in queries]
         engine = get_engine(url)
         downgrade(engine, "0003")
         with psycopg.connect(url) as conn:
@@ -721,6 +698,6 @@ def test_migration_0004_rebuilds_the_index_of_an_existing_database(server_url, t
         assert reanalyze(ReanalyzeOptions(workers=0, parsers=dict(PIPELINES)), url).reanalyzed == 2 * len(demo_pairs())
         assert_consistent(url)
         with Selector("fr", "en", url=url) as s:
-            after = [s.preselect(s.analyze(q)[0]) for q in queries]
+            after = [s.preselect(s.query.analyze(q)[0]) for q in queries]
         engine.dispose()
     assert after == before

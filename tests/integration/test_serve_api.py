@@ -34,7 +34,7 @@ def api(job_db):
 
 
 def test_select_has_the_cli_shape_and_the_coverage_view(api, job_db):
-    from scoi.selector import Selector
+    from scoi.selection.selector import Selector
 
     r = api.post("/api/select", json={"text": SENTENCE, "src": "fr", "tgt": "en", "k": 3, "coverage": True})
     assert r.status_code == 200, r.text
@@ -65,10 +65,10 @@ def test_select_has_the_cli_shape_and_the_coverage_view(api, job_db):
 
 
 def sel_terms(url: str, text: str) -> set[str]:
-    from scoi.selector import Selector
+    from scoi.selection.selector import Selector
 
     with Selector("fr", "en", url=url) as sel:
-        return set(sel.tree_terms(text))
+        return set(sel.query.analyzer.terms(text))
 
 
 def test_errors_are_json_with_the_cli_texts(api):
@@ -106,7 +106,7 @@ def test_template_files_are_refused(api, tmp_path, monkeypatch):
 
 def test_prompt_is_the_cli_prompt(api, job_db):
     from scoi.core.prompt import Example, render_prompt
-    from scoi.selector import Selector
+    from scoi.selection.selector import Selector
 
     r = api.post("/api/prompt", json={"text": SENTENCE, "src": "fr", "tgt": "en", "k": 2, "template": "alpaca"})
     assert r.status_code == 200, r.text

@@ -10,7 +10,7 @@ pytest.importorskip("fastapi", reason="scoi[serve] is not installed (pip install
 from fastapi.testclient import TestClient  # noqa: E402
 
 from scoi.lookup import lookup  # noqa: E402
-from scoi.selector import Selector  # noqa: E402
+from scoi.selection.selector import Selector  # noqa: E402
 from scoi.service.app import create_app  # noqa: E402
 from scoi.service.config import ServeConfig  # noqa: E402
 

@@ -11,7 +11,7 @@ import pytest
 from ingest.pipeline import IngestOptions, ingest_files
 from scoi.analysis import Analyzer, ParserNotAvailable, word_tokenizer
 from scoi.text.moses import PunctNormalizer, moses_tokenizer
-from scoi.selector import Selector
+from scoi.selection.selector import Selector
 from tests.helpers.database import scalar
 from tests.helpers.ingest import assert_consistent
 

@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scoi.core.dpp import dpp_kernel, greedy_map, pool_bm25_weights
-from scoi.core.greedy import Candidate, Pick, pad_in_pool_order, select
+from scoi.core.greedy import select
+from scoi.core.pool import Features, Choice, pad_in_pool_order
 from scoi.core.rbm25 import rbm25_ctq
 from tests import reference as ref
 from tests import reference_baselines as slow
@@ -21,8 +22,8 @@ from tests.helpers.hypothesis import examples
 NO_TERMS = np.zeros((0, 0), dtype=np.int64)
 
 
-def pool_of(*sentences: str) -> list[Candidate]:
-    return [Candidate(NO_TERMS, s.split()) for s in sentences]
+def pool_of(*sentences: str) -> list[Features]:
+    return [Features(NO_TERMS, s.split()) for s in sentences]
 
 
 # ------------------------------------------------------------------ R-BM25, worked example
@@ -35,7 +36,7 @@ def test_rbm25_ctq_worked_example() -> None:
     picks = select(NO_TERMS, QUERY, POOL, k=4, method="rbm25")
     # rounds: [0.49, 0.49, 0.76, 0] -> c2; [0.30, 0.75, 0, 0] -> c1; [0.51, 0, 0, 0] -> c0;
     # all 0 -> stop; c3 is padding in pool order.
-    assert picks == [Pick(2, "rbm25", 0.76), Pick(1, "rbm25", 0.75), Pick(0, "rbm25", 0.51), Pick(3, "bm25", None)]
+    assert picks == [Choice(2, "rbm25", 0.76), Choice(1, "rbm25", 0.75), Choice(0, "rbm25", 0.51), Choice(3, "bm25", None)]
     # The round scores that did not win: each candidate alone (round 1), and after c2 (round 2).
     assert [rbm25_ctq(QUERY, [s.split()], 1) for s in (C0, C1, C3)] == [[(0, 0.49)], [(0, 0.49)], []]
     assert rbm25_ctq(QUERY, [C2.split(), C0.split()], 2) == [(0, 0.76), (1, 0.30)]
@@ -44,7 +45,7 @@ def test_rbm25_ctq_worked_example() -> None:
     assert rbm25_ctq(QUERY, [["a", "c"]], 1) == [(0, 0.84)]
     assert rbm25_ctq(QUERY, [QUERY], 1) == []
     assert select(NO_TERMS, QUERY, pool_of("a b c d", "y z"), k=2, method="rbm25") == [
-        Pick(0, "bm25", None), Pick(1, "bm25", None)]
+        Choice(0, "bm25", None), Choice(1, "bm25", None)]
 
 
 def test_rbm25_agrawal_worked_example() -> None:
@@ -83,7 +84,7 @@ sentences = st.lists(st.sampled_from(WORDS), max_size=7)
 @given(query=sentences, pool=st.lists(sentences, max_size=9), k=st.integers(0, 10),
        variant=st.sampled_from(["moses", "ctq", "agrawal"]))
 def test_rbm25_properties_and_reference(query, pool, k, variant) -> None:
-    cands = [Candidate(NO_TERMS, toks) for toks in pool]
+    cands = [Features(NO_TERMS, toks) for toks in pool]
     picks = select(NO_TERMS, query, cands, k=k, method="rbm25", rbm25_variant=variant)
     idx = [p.index for p in picks]
     assert all(0 <= i < len(pool) for i in idx) and len(set(idx)) == len(idx)  # in the pool, no repeats
@@ -117,7 +118,7 @@ def test_dpp_worked_example() -> None:
     assert [j for j, _ in picks] == [1, 0]
     assert picks[0][1] == pytest.approx(math.e ** 2)  # L_11 = q_1²
     assert picks[1][1] == pytest.approx(math.e - (1.64872 * 0.6) ** 2, abs=1e-4)
-    padded = pad_in_pool_order([Pick(j, "dpp", r) for j, r in picks], 3, 3)
+    padded = pad_in_pool_order([Choice(j, "dpp", r) for j, r in picks], 3, 3)
     assert [(p.index, p.criterion) for p in padded] == [(1, "dpp"), (0, "dpp"), (2, "bm25")]
 
 
@@ -209,7 +210,7 @@ def test_dpp_selection_matches_literal() -> None:
     @given(query_terms=terms, query=sentences, pool=st.lists(st.tuples(terms, sentences), max_size=8),
            k=st.integers(0, 6))
     def check(query_terms, query, pool, k) -> None:
-        cands = [Candidate(t, toks) for t, toks in pool]
+        cands = [Features(t, toks) for t, toks in pool]
         dists = [ref.poly_distance(query_terms, c.terms) for c in cands]
         trace: list[list[float]] = []
         slow.greedy_map(slow.kernel(dists, slow.bm25_vectors(query, [c.tokens for c in cands])), k, trace)

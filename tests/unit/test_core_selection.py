@@ -21,7 +21,9 @@ from scoi.core.coverage import (
     term_similarity,
     word_set_cov,
 )
-from scoi.core.greedy import EMBEDDING_METHODS, METHODS, Candidate, PackedPool, Pick, select
+from scoi.core.greedy import select
+from scoi.core.methods import EMBEDDING_METHODS, METHODS
+from scoi.core.pool import Features, PackedPool, Choice
 from tests import reference as ref
 from tests.helpers.hypothesis import examples
 
@@ -93,11 +95,11 @@ def test_tie_rule() -> None:
 
 QUERY_TOKENS = ["Cats", "sleep", "."]
 POOL = [
-    Candidate(CATS_SLEEP, ["Dogs", "bark", "!"]),  # A: syntax 1, word 0
-    Candidate(GO_HOME, ["Cats", "sleep", "."]),  # B: syntax 3/4, word 1
-    Candidate(STOP, ["Stop", "!"]),  # C: syntax 7/8, word 0
-    Candidate(np.array([R1, R2]), ["Cats", "."]),  # D: syntax 3/4, word 2/3
-    Candidate(np.array([R1, R2, R2_NSUBJ]), ["sleep"]),  # E: syntax 7/8, word 1/3
+    Features(CATS_SLEEP, ["Dogs", "bark", "!"]),  # A: syntax 1, word 0
+    Features(GO_HOME, ["Cats", "sleep", "."]),  # B: syntax 3/4, word 1
+    Features(STOP, ["Stop", "!"]),  # C: syntax 7/8, word 0
+    Features(np.array([R1, R2]), ["Cats", "."]),  # D: syntax 3/4, word 2/3
+    Features(np.array([R1, R2, R2_NSUBJ]), ["sleep"]),  # E: syntax 7/8, word 1/3
 ]
 
 
@@ -131,7 +133,7 @@ def test_word_first_run(impl) -> None:
 
 
 def test_baselines_by_hand() -> None:
-    assert select(CATS_SLEEP, QUERY_TOKENS, POOL, k=2, method="bm25") == [Pick(0, "bm25", None), Pick(1, "bm25", None)]
+    assert select(CATS_SLEEP, QUERY_TOKENS, POOL, k=2, method="bm25") == [Choice(0, "bm25", None), Choice(1, "bm25", None)]
     assert select(CATS_SLEEP, QUERY_TOKENS, POOL, method="zero") == []
     # Distances: A 0, B 3/7, C 1/7 (only nsubj 1 away), D (2 + 0)/6 = 1/3, E (1 + 0)/7 = 1/7.
     poly = select(CATS_SLEEP, QUERY_TOKENS, POOL, k=4, method="poly-topk")
@@ -140,7 +142,7 @@ def test_baselines_by_hand() -> None:
 
 
 def test_random_is_deterministic() -> None:
-    pool = [Candidate(np.array([R1]), []) for _ in range(30)]
+    pool = [Features(np.array([R1]), []) for _ in range(30)]
     a = select(CATS_SLEEP, [], pool, k=4, method="random", seed=7)
     assert a == select(CATS_SLEEP, [], pool, k=4, method="random", seed=7)
     assert len({p.index for p in a}) == 4 and all(p.criterion == "random" for p in a)
@@ -191,11 +193,11 @@ def problems(draw):
     )
     tokens = st.lists(st.sampled_from(VOCAB), max_size=5)
     query = draw(terms(1))
-    pool = draw(st.lists(st.builds(Candidate, terms(0), tokens), max_size=7))
+    pool = draw(st.lists(st.builds(Features, terms(0), tokens), max_size=7))
     return query, draw(tokens), pool
 
 
-def same_picks(fast: list[Pick], slow: list[Pick]) -> None:
+def same_picks(fast: list[Choice], slow: list[Choice]) -> None:
     assert [(p.index, p.criterion) for p in fast] == [(p.index, p.criterion) for p in slow]
     for f, s in zip(fast, slow):
         if s.coverage is None or math.isinf(s.coverage):
@@ -230,12 +232,12 @@ def test_fast_matches_reference(method, problem, k, similarity, overlap, seed) -
     assert len({p.index for p in fast}) == len(fast) == (0 if method == "zero" else min(k, len(pool)))
     # The selector's path: terms as rows of a shared table, distinct terms found by row id.
     table, ids = with_term_table(query, [c.terms for c in pool])
-    by_id = [Candidate(c.terms, c.tokens, i) for c, i in zip(pool, ids[1:])]
+    by_id = [Features(c.terms, c.tokens, i) for c, i in zip(pool, ids[1:])]
     same_picks(select(query, tokens, by_id, k, method, similarity, overlap, seed,
                       term_table=table, query_term_ids=ids[0]), fast)
 
 
-def packed(query: np.ndarray, pool: list[Candidate]) -> tuple[np.ndarray, PackedPool, np.ndarray]:
+def packed(query: np.ndarray, pool: list[Features]) -> tuple[np.ndarray, PackedPool, np.ndarray]:
     """The problem as the selector hands it over: one shared table (rows in shuffled order),
     the query's row ids, and the candidates packed as row ids with offsets."""
     table, ids = with_term_table(query, [c.terms for c in pool])

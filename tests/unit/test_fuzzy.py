@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from scoi.core.fuzzy import cosines, fuzzy_rank
-from scoi.core.greedy import Candidate, select
+from scoi.core.greedy import select
+from scoi.core.pool import Features
 from tests import reference as ref, reference_baselines as slow
 
 
@@ -35,7 +36,7 @@ def test_zero_vectors_and_empty_inputs() -> None:
 
 
 def test_selection_dispatch_labels_fuzzy_and_needs_embeddings() -> None:
-    cands = [Candidate(np.zeros((0, 2), dtype=np.int64), ["x"]) for _ in range(3)]
+    cands = [Features(np.zeros((0, 2), dtype=np.int64), ["x"]) for _ in range(3)]
     emb = (np.array([1.0, 0.0]), np.array([[0.0, 1.0], [1.0, 0.1], [1.0, 0.0]]))
     for method in ("fuzzy", "fuzzy-ann"):
         picks = select(np.zeros((0, 2)), ["x"], cands, k=2, method=method, embeddings=emb)
@@ -64,7 +65,7 @@ def test_fast_matches_literal(query, pool, k) -> None:
        method=st.sampled_from(["fuzzy", "fuzzy-ann"]))
 def test_selection_matches_reference_selection(query, pool, k, method) -> None:
     """greedy.select's fuzzy branches = tests/reference.py's (edge cases: k = 0, empty pool)."""
-    cands = [Candidate(np.zeros((0, 2), dtype=np.int64), []) for _ in pool]
+    cands = [Features(np.zeros((0, 2), dtype=np.int64), []) for _ in pool]
     emb = (np.array(query, dtype=float), np.array(pool, dtype=float).reshape(-1, 3))
     args = (np.zeros((0, 2)), [], cands, k, method)
     fast, slow_picks = select(*args, embeddings=emb), ref.select(*args, embeddings=emb)

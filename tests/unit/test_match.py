@@ -62,7 +62,7 @@ INDEXED = ["le", "chat", "dort", ".", "un", "chien", "mange", ","]
 
 
 def bm25(query: list[str], sentence: list[str], idf: dict[str, float], ka: float, kc: float) -> float:
-    """The block engine's BM25 (scoi.preselect), written out: per distinct query token in
+    """The block engine's BM25 (scoi.selection.preselect), written out: per distinct query token in
     the sentence, idf * its count in the query * tf / (tf + ka + kc * sentence length)."""
     return sum(idf[t] * query.count(t) * sentence.count(t) / (sentence.count(t) + ka + kc * len(sentence))
                for t in set(query) if t in sentence)

@@ -12,18 +12,20 @@ import pytest
 
 from scoi import __version__
 from scoi.core import defaults
-from scoi.core.greedy import Candidate, select
-from scoi.core.methods import (EMBEDDING_METHODS, EVERY, METHODS, NONE, POOL_ORDER, REGISTRY, TREELESS_METHODS,
-                               method, method_settings)
+from scoi.core.greedy import select
+from scoi.core.pool import Features
+from scoi.core.methods import EMBEDDING_METHODS, METHODS, REGISTRY, TREELESS_METHODS, Method, method, method_settings
+from scoi.core.pool import Choice, Ranking
+from scoi.core.rbm25 import ctq_tokens, tokens_13a
 from scoi.core.signature import PARTS, corpora_part, method_parts, signature
 
 TERM = np.array([[1, 0]])
 
 
-def _pool(n: int, tokens: list[list[str]] | None = None) -> list[Candidate]:
+def _pool(n: int, tokens: list[list[str]] | None = None) -> list[Features]:
     """n candidates, each one term, with distinct tokens (or ``tokens``)."""
     tokens = tokens or [[f"w{i}", "x"] for i in range(n)]
-    return [Candidate(TERM + i, toks) for i, toks in enumerate(tokens)]
+    return [Features(TERM + i, toks) for i, toks in enumerate(tokens)]
 
 
 def _embeddings(n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -32,19 +34,20 @@ def _embeddings(n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @pytest.mark.parametrize("name", METHODS)
-def test_a_short_pool_is_padded_as_the_registry_says(name: str) -> None:
+def test_a_short_pool_is_given_whole_by_every_method_that_picks(name: str) -> None:
     """k above the pool: every method that picks returns the whole pool (its own ranking or
     its picks then pool order); zero returns nothing."""
     n = 3
     picks = select(TERM, ["w0", "x"], _pool(n), k=5, method=name, embeddings=_embeddings(n))
-    assert len(picks) == {EVERY: n, POOL_ORDER: n, NONE: 0}[method(name).pads]
+    assert len(picks) == (n if method(name).examples else 0)
+    assert sorted(p.index for p in picks) == list(range(len(picks)))
 
 
-@pytest.mark.parametrize("name", [m for m in METHODS if REGISTRY[m].pads == POOL_ORDER])
+@pytest.mark.parametrize("name", ["rbm25", "dpp"])
 def test_pool_order_padding_fills_with_bm25_picks(name: str) -> None:
     """A criterion that stops short (no candidate shares a token, or identical candidates)
     is padded with the pool's next candidates in BM25 order."""
-    cands = [Candidate(TERM, ["a"]) for _ in range(4)]
+    cands = [Features(TERM, ["a"]) for _ in range(4)]
     picks = select(TERM, ["zzz"], cands, k=3, method=name)
     assert len(picks) == 3 and picks[-1].criterion == "bm25"
     assert [p.index for p in picks if p.criterion == "bm25"] == sorted(p.index for p in picks if p.criterion == "bm25")
@@ -63,7 +66,7 @@ def test_the_embedding_methods_need_embeddings_and_only_they() -> None:
 def test_treeless_methods_select_without_terms() -> None:
     """A source stored without trees gives empty term arrays: the treeless methods still pick."""
     empty = np.zeros((0, 2))
-    cands = [Candidate(empty, [f"w{i}", "x"]) for i in range(4)]
+    cands = [Features(empty, [f"w{i}", "x"]) for i in range(4)]
     for name in TREELESS_METHODS:
         picks = select(empty, ["w1", "x"], cands, k=2, method=name, embeddings=_embeddings(4))
         assert len(picks) == (0 if name == "zero" else 2)
@@ -84,6 +87,33 @@ def test_the_seeded_and_exampleless_methods() -> None:
     assert [m for m in METHODS if REGISTRY[m].seeded] == ["random"]
     assert [m for m in METHODS if not REGISTRY[m].examples] == ["zero"]
     assert [m for m in METHODS if not REGISTRY[m].bm25_pool] == ["fuzzy-ann", "zero"]
+
+
+def first_two(r: Ranking, k: int) -> list[Choice]:
+    """A method for the registry test: the pool's first min(k, 2) candidates."""
+    return [Choice(i, "first", None) for i in range(min(k, 2, len(r.candidates)))]
+
+
+def test_a_method_is_one_registry_entry_naming_its_ranking_function() -> None:
+    """An entry's ranker is imported on first use and called with the Ranking and k; the
+    registry's own entries all resolve to functions that rank a pool."""
+    entry = Method("first", "tests.unit.test_methods:first_two", trees=False)
+    ranking = Ranking("first", TERM, ["w0"], _pool(4))
+    assert [p.index for p in entry.rank(ranking, 3)] == [0, 1] and entry.tokenizer() is None
+    for name in METHODS:
+        picks = REGISTRY[name].rank(Ranking(name, TERM, ["w0", "x"], _pool(3), embeddings=_embeddings(3)), 2)
+        assert len(picks) == (2 if REGISTRY[name].examples else 0), name
+
+
+def test_rbm25_prepares_the_tokens_of_its_variant_and_the_others_read_moses_tokens() -> None:
+    rbm25 = REGISTRY["rbm25"]
+    assert rbm25.tokenizer(rbm25_variant="moses") is None
+    assert rbm25.tokenizer(rbm25_variant="ctq") is ctq_tokens
+    assert rbm25.tokenizer(rbm25_variant="agrawal") is tokens_13a
+    assert tokens_13a("Un chat, qui dort.  ") == ["Un", "chat", ",", "qui", "dort", "."]
+    with pytest.raises(ValueError, match="unknown R-BM25 variant"):
+        rbm25.tokenizer(rbm25_variant="nope")
+    assert [m for m in METHODS if REGISTRY[m].tokens is not None] == ["rbm25"]
 
 
 def test_signature_spelling_and_order_are_fixed() -> None:

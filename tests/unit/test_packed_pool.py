@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scoi.core.coverage import l1_to_rows
-from scoi.core.greedy import PackedPool, poly_distances
+from scoi.core.pool import PackedPool, poly_distances
 from scoi.core.polynomial import ROOT, LabelSpace, TermTable, term_key
 from tests import reference as ref
 from tests.helpers.hypothesis import examples

@@ -24,12 +24,12 @@ def test_every_exported_name_resolves() -> None:
         assert obj.__name__ == name or (name, obj.__name__) == ("select_examples", "select")
     project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]
     assert scoi.__version__ == project["version"]
-    assert scoi.Selector.__module__ == "scoi.selector"
+    assert scoi.Selector.__module__ == "scoi.selection.selector"
     assert scoi.select_examples.__module__ == "scoi.core.greedy"
 
 
 def test_import_scoi_is_cheap() -> None:
-    code = ("import sys, scoi; heavy = [m for m in ('numpy', 'psycopg', 'spacy', 'scoi.selector', 'sqlalchemy') "
+    code = ("import sys, scoi; heavy = [m for m in ('numpy', 'psycopg', 'spacy', 'scoi.selection.selector', 'sqlalchemy') "
             "if m in sys.modules]; print(','.join(heavy))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "", f"import scoi loaded {out}"

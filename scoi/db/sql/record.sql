@@ -1,5 +1,5 @@
 -- Recording a selection for inspection in SQL (tables and views of migration 0002).
--- Read by scoi/recording.py alone; one transaction per call (one selection, or a worker's batch).
+-- Read by scoi/selection/recording.py alone; one transaction per call (one selection, or a worker's batch).
 
 -- name: next_selection_ids
 -- Ids for n selections written together (COPY cannot return the ids it assigns).

@@ -17,7 +17,7 @@ from scoi.service.models import PromptRequest, SelectRequest
 from scoi.service.state import ApiError, Service, run_limited
 
 if TYPE_CHECKING:
-    from scoi.selector import SelectionResult
+    from scoi.selection.types import SelectionResult
 
 router = APIRouter(tags=["selection"])
 

@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import psycopg
 
 from scoi.core.polynomial import LabelSpace, parse_key
 from scoi.db.literals import sparsevec
 from scoi.db.queries import load
-
-if TYPE_CHECKING:
-    from scoi.selector import SelectionResult
+from scoi.selection.types import SelectionResult
 
 SQL = load("record")
 

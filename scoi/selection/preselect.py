@@ -15,9 +15,9 @@ construction (docs/preselection.md, "Block preselection"):
   the blocks that hold a sentence whose bound still reaches theta. Exact too, and it
   reads fewer postings, but it measured slower up to 1M pairs (see the doc).
 
-All round trips run in one REPEATABLE READ transaction (the caller's: the selector opens
-one per query): one snapshot of counters, directories, blocks, forward rows and pairs,
-whatever ingest commits meanwhile. With helper connections (``helpers``), the read-all
+All round trips run in one REPEATABLE READ transaction (the caller's:
+``scoi.selection.preselector.snapshot``): one snapshot of counters, directories, blocks,
+forward rows and pairs, whatever ingest commits meanwhile. With helper connections (``helpers``), the read-all
 path cuts the sentence ids into ranges, one per connection, each reading that snapshot
 (exported, and imported by the helpers) and summing its range on a thread of its own
 (:func:`read_parts`); the ranges' best sentences merge exactly (:func:`merge_heads`).
