@@ -271,6 +271,26 @@ def choose_parser(lang: str, override: str | None = None, *, required: bool = Tr
                         f"then scoi reanalyze --lang {lang}")
 
 
+def add_trees_hint(lang: str) -> str:
+    """How to add trees to ``lang``'s sentences stored without (``--no-trees``, or no
+    parser at ingest): the command, after installing a parser if none is."""
+    try:
+        choice = choose_parser(lang, required=False)
+    except ParserNotAvailable:
+        choice = ParserChoice(lang, NO_PARSER, "")
+    if choice.scheme.has_trees:
+        return f"add them with {choice.name}: scoi reanalyze --lang {lang}"
+    return f"no {lang} parser is installed: install one ({install_hint(lang)}), then scoi reanalyze --lang {lang}"
+
+
+def without_trees(lang: str) -> ParserChoice:
+    """The choice of ``scoi ingest --no-trees``: tokens and the BM25 index only, stored as a
+    language without a parser is (scheme ``none``), so the tree methods name the command
+    that adds the trees later; parsing is most of an ingest's time."""
+    return ParserChoice(lang, NO_PARSER, "", f"{lang}: stored without trees (--no-trees); add them later: "
+                                             f"scoi reanalyze --lang {lang}")
+
+
 def import_spacy(with_torch: bool):
     """``import spacy``, without PyTorch unless ``with_torch``.
 

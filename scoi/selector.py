@@ -63,15 +63,14 @@ def direction_exists(conn: psycopg.Connection, src: str, tgt: str) -> bool:
 def trees_missing(conn: psycopg.Connection, src: str, method: str) -> str | None:
     """Why ``method`` cannot run with source ``src`` for lack of trees (some of its stored
     sentences have none: no parser at ingest), or None: checked when a job is submitted."""
-    from scoi.analysis import install_hint
+    from scoi.analysis import add_trees_hint
 
     if not methods.method(method).trees:
         return None
     if not any(r[3] == "none" for r in conn.execute(SQL["lang_schemes"], {"lang": src.lower()}).fetchall()):
         return None
-    return (f"method {method} needs dependency trees of the {src} sentences, which were stored without (no {src} "
-            f"parser was installed); install one ({install_hint(src)}), then add the trees: "
-            f"scoi reanalyze --lang {src}")
+    return (f"method {method} needs dependency trees of the {src} sentences, which were stored without (ingested "
+            f"with --no-trees, or with no {src} parser installed); {add_trees_hint(src)}")
 
 
 class SelectionError(RuntimeError):
