@@ -1,5 +1,5 @@
 """``scoi ingest --no-trees`` as a user runs it: the demo memory loaded with tokens and the
-BM25 index only, the tree-free methods and the fuzzy lookup working at once, the tree
+BM25 index only, the tree-free methods, the fuzzy lookup and exact reuse working at once, the tree
 methods refused in one line naming ``scoi reanalyze``; after ``scoi reanalyze`` the stored
 terms and the scoi selections are those of a normal ingest (``job_db``: the same demo
 file ingested with its trees)."""
@@ -10,6 +10,7 @@ import json
 
 import psycopg
 
+from scoi.reuse import exact_matches
 from tests.helpers.cli import cli, last_json, refused, run_scoi
 from tests.helpers.database import scalar
 from tests.helpers.ingest import DEMO, assert_consistent, demo_pairs
@@ -52,6 +53,9 @@ def test_no_trees_serves_bm25_at_once_and_reanalyze_adds_a_normal_ingests_trees(
     lookup = [cli(["lookup", QUERIES[0], "--src", "fr", "--tgt", "en", "--json"], db) for db in (db_url, job_db)]
     assert json.loads(lookup[0].stdout.splitlines()[-1])["matches"] == \
         json.loads(lookup[1].stdout.splitlines()[-1])["matches"] != []
+    stored_fr, stored_en = demo_pairs()[5]  # a job's exact reuse finds the stored translation
+    with psycopg.connect(db_url) as conn:
+        assert exact_matches(conn, "fr", "en", [stored_fr])[stored_fr].target == stored_en
     # The tree methods: one line, the command that adds the trees (a parser is installed here).
     line = refused(run_scoi(["select", QUERIES[0], "--src", "fr", "--tgt", "en", "--method", "scoi"], db_url),
                    "method scoi needs dependency trees of the fr sentences", "--no-trees",
