@@ -8,7 +8,7 @@ their medians reported. Usage:
 
     python benchmarks/bench_ingest.py [--limit N] [--rounds R]
 
-A big import (issue 31 §4): ``--big N`` writes N recombined fr-en pairs (each side the
+A big import: ``--big N`` writes N recombined fr-en pairs (each side the
 first half of one real sentence's words and the second half of another's, the same two
 pairs on both sides; distinct) as a TSV or TMX, imports it end to end as a user does
 (``scoi ingest FILE --workers 2 --json``, a process of its own, into a fresh database),
