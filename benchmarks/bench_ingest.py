@@ -350,17 +350,18 @@ def big_import(args: argparse.Namespace) -> None:
           f"(load {load_average()})", flush=True)
     print()
     print(f"| mode | pairs | time | pairs/s | pairs/s per worker | / raw parsing per process | CPU ms per pair "
-          f"(main + workers + PostgreSQL) | raw parsing CPU / ingest CPU | database |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          f"(main + workers + PostgreSQL) | raw parsing CPU / workers' CPU | raw parsing CPU / ingest CPU | database |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for mode, r in results.items():
         rate = r["read"] / r["wall"]
         cpu = r["cpu"]
         per_pair = (cpu["main"] + cpu["workers"] + cpu["postgres"]) / r["read"]
         parse_ratio = "" if mode == "no-trees" else f"{rate / args.workers / raw_per_process:.2f}"
         cpu_ratio = "" if mode == "no-trees" else f"{raw_cpu_per_pair / per_pair:.2f}"
+        worker_ratio = "" if mode == "no-trees" else f"{raw_cpu_per_pair * r['read'] / cpu['workers']:.2f}"
         print(f"| {mode} | {r['read']:,} | {r['wall']:.0f} s | {rate:.0f} | {rate / args.workers:.0f} | {parse_ratio} | "
               f"{per_pair * 1e3:.2f} ({cpu['main'] / r['read'] * 1e3:.2f} + {cpu['workers'] / r['read'] * 1e3:.2f} + "
-              f"{cpu['postgres'] / r['read'] * 1e3:.2f}) | {cpu_ratio} | {r['db_bytes'] / 1e6:.0f} MB |")
+              f"{cpu['postgres'] / r['read'] * 1e3:.2f}) | {worker_ratio} | {cpu_ratio} | {r['db_bytes'] / 1e6:.0f} MB |")
     for mode, r in results.items():
         print(f"expected for 2M pairs, {mode}: {2_000_000 / (r['read'] / r['wall']) / 3600:.1f} h at this rate")
     path.unlink()

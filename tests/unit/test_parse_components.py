@@ -19,6 +19,10 @@ from tests.helpers.ingest import PIPELINES, demo_pairs
 # SCOI_DEV_DATA, else shared/data beside the repository's folder (benchmarks/shared_data.py)
 SHARED = Path(os.environ.get("SCOI_DEV_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))
 EUROPARL_LINES = 400
+RUSSIAN = ["Мальчик читает интересную книгу.", "Кошка спит на тёплом диване.",
+           "Мы поедем в Москву завтра утром.", "Правительство объявило о новых мерах поддержки малого бизнеса.",
+           "Да.", "Вчера вечером в парке, несмотря на дождь, играли дети, а их родители сидели в кафе.",
+           "Учёные опубликовали исследование о том, как меняется климат на севере страны."]
 
 
 def real_sentences(lang: str) -> list[str]:
@@ -53,3 +57,17 @@ def test_terms_of_the_trimmed_pipeline_are_the_whole_pipelines(lang):
     assert terms_of(trimmed, texts, 256) == want
     # nor does the batch size change a parse (ingest's tasks and a one-off select batch differently)
     assert terms_of(trimmed, texts, 7) == want
+
+
+def test_natasha_parses_the_same_in_ingests_batches_as_one_at_a_time():
+    """natasha's batches are padded to their longest sentence; ingest's batch size
+    (NATASHA_BATCH, not slovnet's 8) must not change a parse, nor may the neighbours."""
+    from scoi.analysis import NATASHA, NATASHA_BATCH, load_trees
+
+    trees = load_trees(NATASHA)
+    assert trees.syntax.infer.encoder.batch_size == NATASHA_BATCH > 8
+    texts = list(RUSSIAN)
+    texts += [" ".join(t.split()[: len(t.split()) // 2]) for t in texts]  # shorter neighbours
+    texts *= 1 + 2 * NATASHA_BATCH // len(texts)  # several full batches of mixed lengths
+    alone = {t: trees.parse([t])[0] for t in texts}
+    assert trees.parse(texts) == [alone[t] for t in texts]
