@@ -97,7 +97,8 @@ def main() -> None:
                     help="instead: import N recombined pairs end to end (scoi ingest in a process of its own)")
     ap.add_argument("--format", choices=("tsv", "tmx"), default="tsv", help="--big: the file written")
     ap.add_argument("--workers", type=int, default=2, help="--big: scoi ingest --workers")
-    ap.add_argument("--modes", default="trees,no-trees", help="--big: trees, no-trees or both (comma-separated)")
+    ap.add_argument("--modes", default="trees,no-trees",
+                    help="--big, comma-separated: trees, no-trees, no-trees+reanalyze (then scoi reanalyze)")
     ap.add_argument("--sample", type=int, default=3000, help="--big: pairs of the raw parsing baseline")
     args = ap.parse_args()
     if not available():
@@ -280,39 +281,49 @@ def load_average() -> str:
     return " / ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def import_once(path: Path, base: str, workers: int, no_trees: bool) -> dict:
-    """``scoi ingest PATH --workers N --json [--no-trees]`` into a fresh database: its summary
-    with the wall time and the CPU seconds of its processes and of PostgreSQL."""
+def timed_scoi(args: list[str], url: str, base: str, name: str) -> dict:
+    """``scoi ARGS --json`` against ``url`` (database ``name`` on the server of ``base``) in
+    a process of its own: its JSON summary, wall time, CPU seconds and the load around it."""
     import json
     import subprocess
 
-    from scoi.db.engine import create_database, dispose_engines, drop_database, get_engine
-
-    name = f"scoi_bench_big_{os.getpid()}_{'notrees' if no_trees else 'trees'}"
-    url = create_database(base, name)
-    get_engine(url)
-    dispose_engines()
-    cmd = [sys.executable, "-m", "scoi.cli.main", "ingest", str(path), "--src", "fr", "--tgt", "en",
-           "--corpus", "big", "--workers", str(workers), "--json", *(["--no-trees"] if no_trees else [])]
     env = {**os.environ, "SCOI_DATABASE_URL": url}
     load_before = load_average()
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-m", "scoi.cli.main", *args, "--json"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     meter = CpuMeter(proc.pid, base, name)
     out, err = proc.communicate()
     wall = time.perf_counter() - t0
     cpu = meter.finish()
-    try:
-        if proc.returncode != 0:
-            sys.exit(f"scoi ingest failed ({proc.returncode}): {err.strip()}")
-        summary = json.loads(out.strip().splitlines()[-1])
-        import psycopg
+    if proc.returncode != 0:
+        raise SystemExit(f"scoi {args[0]} failed ({proc.returncode}): {err.strip()}")
+    return {**json.loads(out.strip().splitlines()[-1]), "wall": wall, "cpu": cpu,
+            "load": f"{load_before} -> {load_average()}"}
 
+
+def import_once(path: Path, base: str, workers: int, mode: str) -> dict:
+    """``scoi ingest PATH --workers N [--no-trees]`` into a fresh database (mode ``trees``,
+    ``no-trees``, or ``no-trees+reanalyze``: then ``scoi reanalyze --workers N`` adds the
+    trees, its figures under "reanalyze"), with the database's size."""
+    import psycopg
+
+    from scoi.db.engine import create_database, dispose_engines, drop_database, get_engine
+
+    name = f"scoi_bench_big_{os.getpid()}_{mode.replace('-', '').replace('+', '_')}"
+    url = create_database(base, name)
+    get_engine(url)
+    dispose_engines()
+    try:
+        r = timed_scoi(["ingest", str(path), "--src", "fr", "--tgt", "en", "--corpus", "big", "--workers",
+                        str(workers), *(["--no-trees"] if mode != "trees" else [])], url, base, name)
+        if mode == "no-trees+reanalyze":
+            r["reanalyze"] = timed_scoi(["reanalyze", "--workers", str(workers)], url, base, name)
         with psycopg.connect(url) as conn:
-            summary["db_bytes"] = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+            r["db_bytes"] = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
     finally:
         drop_database(base, name)
-    return {**summary, "wall": wall, "cpu": cpu, "load": f"{load_before} -> {load_average()}"}
+    return r
 
 
 def big_import(args: argparse.Namespace) -> None:
@@ -334,11 +345,16 @@ def big_import(args: argparse.Namespace) -> None:
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     results = {}
     for mode in modes:
-        r = import_once(path, base, args.workers, no_trees=(mode == "no-trees"))
+        r = import_once(path, base, args.workers, mode)
         results[mode] = r
         print(f"{mode}: {r['read']} pairs in {r['wall']:.0f}s = {r['read'] / r['wall']:.0f} pairs/s (load {r['load']}); "
               f"CPU s: main {r['cpu']['main']:.0f}, workers {r['cpu']['workers']:.0f}, "
               f"PostgreSQL {r['cpu']['postgres']:.0f}; database {r['db_bytes'] / 1e6:.0f} MB", flush=True)
+        if "reanalyze" in r:
+            ra = r["reanalyze"]
+            print(f"  then scoi reanalyze: {ra['reanalyzed']} sentences in {ra['wall']:.0f}s (load {ra['load']}); "
+                  f"CPU s: main {ra['cpu']['main']:.0f}, workers {ra['cpu']['workers']:.0f}, "
+                  f"PostgreSQL {ra['cpu']['postgres']:.0f}", flush=True)
     sample = random.Random(1).sample(pairs, min(args.sample, len(pairs)))
     texts = {"fr": [f for f, _ in sample], "en": [e for _, e in sample]}
     runs = raw_pipe_runs(texts, pipelines, processes=args.workers)
@@ -352,18 +368,24 @@ def big_import(args: argparse.Namespace) -> None:
     print(f"| mode | pairs | time | pairs/s | pairs/s per worker | / raw parsing per process | CPU ms per pair "
           f"(main + workers + PostgreSQL) | raw parsing CPU / workers' CPU | raw parsing CPU / ingest CPU | database |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    rows = dict(results)
     for mode, r in results.items():
+        if "reanalyze" in r:  # its own row: the trees added later, per pair of the import
+            rows[f"{mode}: the reanalyze"] = {**r["reanalyze"], "read": r["read"], "db_bytes": r["db_bytes"]}
+    for mode, r in rows.items():
         rate = r["read"] / r["wall"]
         cpu = r["cpu"]
         per_pair = (cpu["main"] + cpu["workers"] + cpu["postgres"]) / r["read"]
-        parse_ratio = "" if mode == "no-trees" else f"{rate / args.workers / raw_per_process:.2f}"
-        cpu_ratio = "" if mode == "no-trees" else f"{raw_cpu_per_pair / per_pair:.2f}"
-        worker_ratio = "" if mode == "no-trees" else f"{raw_cpu_per_pair * r['read'] / cpu['workers']:.2f}"
+        parses = mode == "trees" or mode.endswith(": the reanalyze")
+        parse_ratio = f"{rate / args.workers / raw_per_process:.2f}" if parses else ""
+        cpu_ratio = f"{raw_cpu_per_pair / per_pair:.2f}" if parses else ""
+        worker_ratio = f"{raw_cpu_per_pair * r['read'] / cpu['workers']:.2f}" if parses else ""
         print(f"| {mode} | {r['read']:,} | {r['wall']:.0f} s | {rate:.0f} | {rate / args.workers:.0f} | {parse_ratio} | "
               f"{per_pair * 1e3:.2f} ({cpu['main'] / r['read'] * 1e3:.2f} + {cpu['workers'] / r['read'] * 1e3:.2f} + "
               f"{cpu['postgres'] / r['read'] * 1e3:.2f}) | {worker_ratio} | {cpu_ratio} | {r['db_bytes'] / 1e6:.0f} MB |")
     for mode, r in results.items():
-        print(f"expected for 2M pairs, {mode}: {2_000_000 / (r['read'] / r['wall']) / 3600:.1f} h at this rate")
+        wall = r["wall"] + r.get("reanalyze", {}).get("wall", 0.0)
+        print(f"expected for 2M pairs, {mode}: {2_000_000 / (r['read'] / wall) / 3600:.1f} h at this rate")
     path.unlink()
     workdir.rmdir()
 
