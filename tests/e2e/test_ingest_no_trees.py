@@ -66,6 +66,8 @@ def test_no_trees_serves_bm25_at_once_and_reanalyze_adds_a_normal_ingests_trees(
     done = last_json(run_scoi(["reanalyze", "--workers", "1", "--json"], db_url))
     assert done["reanalyzed"] == scalar(db_url, "SELECT count(*) FROM sentence") == len(normal)
     assert _stored(db_url) == normal
+    count = "SELECT count(*) FROM sentence_term"
+    assert scalar(db_url, count) == scalar(job_db, count) > 0
     assert_consistent(db_url)
     for query in QUERIES:
         assert _select(db_url, query, "scoi") == _select(job_db, query, "scoi"), query
