@@ -347,7 +347,8 @@ def big_import(args: argparse.Namespace) -> None:
     for mode in modes:
         r = import_once(path, base, args.workers, mode)
         results[mode] = r
-        print(f"{mode}: {r['read']} pairs in {r['wall']:.0f}s = {r['read'] / r['wall']:.0f} pairs/s (load {r['load']}); "
+        print(f"{mode}: {r['read']} pairs in {r['wall']:.0f}s = {r['read'] / r['wall']:.0f} pairs/s "
+              f"(load {r['load']}); "
               f"CPU s: main {r['cpu']['main']:.0f}, workers {r['cpu']['workers']:.0f}, "
               f"PostgreSQL {r['cpu']['postgres']:.0f}; database {r['db_bytes'] / 1e6:.0f} MB", flush=True)
         if "reanalyze" in r:
@@ -380,9 +381,9 @@ def big_import(args: argparse.Namespace) -> None:
         parse_ratio = f"{rate / args.workers / raw_per_process:.2f}" if parses else ""
         cpu_ratio = f"{raw_cpu_per_pair / per_pair:.2f}" if parses else ""
         worker_ratio = f"{raw_cpu_per_pair * r['read'] / cpu['workers']:.2f}" if parses else ""
+        parts = " + ".join(f"{cpu[k] / r['read'] * 1e3:.2f}" for k in ("main", "workers", "postgres"))
         print(f"| {mode} | {r['read']:,} | {r['wall']:.0f} s | {rate:.0f} | {rate / args.workers:.0f} | {parse_ratio} | "
-              f"{per_pair * 1e3:.2f} ({cpu['main'] / r['read'] * 1e3:.2f} + {cpu['workers'] / r['read'] * 1e3:.2f} + "
-              f"{cpu['postgres'] / r['read'] * 1e3:.2f}) | {worker_ratio} | {cpu_ratio} | {r['db_bytes'] / 1e6:.0f} MB |")
+              f"{per_pair * 1e3:.2f} ({parts}) | {worker_ratio} | {cpu_ratio} | {r['db_bytes'] / 1e6:.0f} MB |")
     for mode, r in results.items():
         wall = r["wall"] + r.get("reanalyze", {}).get("wall", 0.0)
         print(f"expected for 2M pairs, {mode}: {2_000_000 / (r['read'] / wall) / 3600:.1f} h at this rate")
