@@ -382,8 +382,8 @@ def big_import(args: argparse.Namespace) -> None:
         cpu_ratio = f"{raw_cpu_per_pair / per_pair:.2f}" if parses else ""
         worker_ratio = f"{raw_cpu_per_pair * r['read'] / cpu['workers']:.2f}" if parses else ""
         parts = " + ".join(f"{cpu[k] / r['read'] * 1e3:.2f}" for k in ("main", "workers", "postgres"))
-        print(f"| {mode} | {r['read']:,} | {r['wall']:.0f} s | {rate:.0f} | {rate / args.workers:.0f} | {parse_ratio} | "
-              f"{per_pair * 1e3:.2f} ({parts}) | {worker_ratio} | {cpu_ratio} | {r['db_bytes'] / 1e6:.0f} MB |")
+        print(f"| {mode} | {r['read']:,} | {r['wall']:.0f} s | {rate:.0f} | {rate / args.workers:.0f} | "
+              f"{parse_ratio} | {per_pair * 1e3:.2f} ({parts}) | {worker_ratio} | {cpu_ratio} | {r['db_bytes'] / 1e6:.0f} MB |")
     for mode, r in results.items():
         wall = r["wall"] + r.get("reanalyze", {}).get("wall", 0.0)
         print(f"expected for 2M pairs, {mode}: {2_000_000 / (r['read'] / wall) / 3600:.1f} h at this rate")
