@@ -7,6 +7,18 @@ alternation, and the ratios are taken within each round (the machine's speed dri
 their medians reported. Usage:
 
     python benchmarks/bench_ingest.py [--limit N] [--rounds R]
+
+A big import: ``--big N`` writes N recombined fr-en pairs (each side the
+first half of one real sentence's words and the second half of another's, the same two
+pairs on both sides; distinct) as a TSV or TMX, imports it end to end as a user does
+(``scoi ingest FILE --workers 2 --json``, a process of its own, into a fresh database),
+with trees and with ``--no-trees``, and prints time, pairs/s, raw parsing pairs/s per
+process (``nlp.pipe`` alone on a sample of the same pairs, as many processes at once as
+workers) and the ratio. On a machine shared with other work wall-clock rates follow the
+load, so CPU seconds per pair are printed too (the ingest's processes, read from /proc,
+and the PostgreSQL backends serving it): their ratio does not depend on the load.
+
+    python benchmarks/bench_ingest.py --big 100000 [--format tsv|tmx] [--workers 2] [--modes trees,no-trees]
 """
 
 from __future__ import annotations
@@ -24,26 +36,29 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from shared_data import MISSING, available, corpus_pairs  # noqa: E402
 
 
-def _pipe(job: tuple[dict[str, list[str]], dict[str, str]]) -> tuple[int, float]:
-    """Sentences parsed and seconds spent by plain ``nlp.pipe`` (tok2vec+parser) in this process."""
-    from scoi.analysis import load_pipeline
+def _pipe(job: tuple[dict[str, list[str]], dict[str, str]]) -> tuple[int, float, float]:
+    """Sentences parsed, wall and CPU seconds spent by plain ``nlp.pipe`` (tok2vec+parser,
+    ingest's batch size) in this process."""
+    from scoi.analysis import PARSE_BATCH, load_pipeline
 
     texts_by_lang, pipelines = job
-    n, seconds = 0, 0.0
+    n, seconds, cpu = 0, 0.0, 0.0
     for lang, texts in texts_by_lang.items():
         nlp = load_pipeline(pipelines[lang])
-        list(nlp.pipe(texts[:200], batch_size=256))  # warm-up
-        t0 = time.perf_counter()
-        for _ in nlp.pipe(texts, batch_size=256):
+        list(nlp.pipe(texts[:200], batch_size=PARSE_BATCH))  # warm-up
+        t0, c0 = time.perf_counter(), time.process_time()
+        for _ in nlp.pipe(texts, batch_size=PARSE_BATCH):
             n += 1
         seconds += time.perf_counter() - t0
-    return n, seconds
+        cpu += time.process_time() - c0
+    return n, seconds, cpu
 
 
-def raw_pipe(texts_by_lang: dict[str, list[str]], pipelines: dict[str, str], processes: int = 1) -> float:
-    """Raw parser throughput with the ingest workers' settings: spawned processes, one BLAS
-    thread each. With 2 processes the sentences are dealt out alternately; the figure is
-    the hardware's own ceiling for 2 parse processes."""
+def raw_pipe_runs(texts_by_lang: dict[str, list[str]], pipelines: dict[str, str],
+                  processes: int = 1) -> list[tuple[int, float, float]]:
+    """(sentences, wall s, CPU s) of each of ``processes`` raw parse processes run at once
+    with the ingest workers' settings (spawned, one BLAS thread each); the sentences are
+    dealt out alternately."""
     import multiprocessing as mp
 
     from ingest.workers import single_threaded_children
@@ -53,8 +68,14 @@ def raw_pipe(texts_by_lang: dict[str, list[str]], pipelines: dict[str, str], pro
     with single_threaded_children():
         pool = mp.get_context("spawn").Pool(processes)
     with pool:
-        done = pool.map(_pipe, jobs)
-    return sum(n for n, _ in done) / max(s for _, s in done)
+        return pool.map(_pipe, jobs)
+
+
+def raw_pipe(texts_by_lang: dict[str, list[str]], pipelines: dict[str, str], processes: int = 1) -> float:
+    """Raw parser throughput, sentences/s, of ``processes`` processes at once; with 2 the
+    figure is the hardware's own ceiling for 2 parse processes."""
+    done = raw_pipe_runs(texts_by_lang, pipelines, processes)
+    return sum(n for n, _, _ in done) / max(s for _, s, _ in done)
 
 
 def ingest_once(tsv: str, url: str, workers: int) -> tuple[float, int]:
@@ -72,9 +93,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--limit", type=int, default=0, help="use only the first N pairs")
     ap.add_argument("--rounds", type=int, default=3, help="repeat every run this many times (medians reported)")
+    ap.add_argument("--big", type=int, default=0, metavar="N",
+                    help="instead: import N recombined pairs end to end (scoi ingest in a process of its own)")
+    ap.add_argument("--format", choices=("tsv", "tmx"), default="tsv", help="--big: the file written")
+    ap.add_argument("--workers", type=int, default=2, help="--big: scoi ingest --workers")
+    ap.add_argument("--modes", default="trees,no-trees",
+                    help="--big, comma-separated: trees, no-trees, no-trees+reanalyze (then scoi reanalyze)")
+    ap.add_argument("--sample", type=int, default=3000, help="--big: pairs of the raw parsing baseline")
     args = ap.parse_args()
     if not available():
         sys.exit(MISSING)
+    if args.big:
+        big_import(args)
+        return
     from scoi.analysis import choose_parser
     from scoi.db.engine import create_database, drop_database, get_engine, resolve_database
 
@@ -140,6 +171,224 @@ def main() -> None:
     print("per round, 1 worker / raw:", ", ".join(f"{o / r:.2f}" for o, r in zip(runs["1"], runs["raw"])),
           "; 2 workers / 1 worker:", ", ".join(f"{t / o:.2f}" for t, o in zip(runs["2"], runs["1"])))
     os.unlink(tmp.name)
+
+
+# ---------------------------------------------------------------- --big: one import end to end
+def recombined_pairs(n: int, seed: int = 0) -> list[tuple[str, str]]:
+    """``n`` distinct synthetic pairs: the first half of pair i's words followed by the
+    second half of pair j's, on both sides (i, j drawn at random from the development
+    corpora's pairs); real words and real sentence shapes, any number of them."""
+    import random
+
+    real = [(f.split(), e.split()) for f, e in corpus_pairs() if f.strip() and e.strip()]
+    rng = random.Random(seed)
+    out: dict[str, str] = {}
+    while len(out) < n:
+        (fa, ea), (fb, eb) = rng.choice(real), rng.choice(real)
+        fr = " ".join(fa[:len(fa) // 2] + fb[len(fb) // 2:])
+        en = " ".join(ea[:len(ea) // 2] + eb[len(eb) // 2:])
+        if fr and en:
+            out.setdefault(fr, en)
+    return list(out.items())
+
+
+def write_input(pairs: list[tuple[str, str]], path: Path, fmt: str) -> None:
+    """``pairs`` as a TSV (header fr, en) or a TMX 1.4 file at ``path``."""
+    from xml.sax.saxutils import escape
+
+    with path.open("w", encoding="utf-8") as f:
+        if fmt == "tsv":
+            f.write("fr\ten\n")
+            f.writelines(f"{fr}\t{en}\n" for fr, en in pairs)
+            return
+        f.write('<?xml version="1.0" encoding="UTF-8"?>\n<tmx version="1.4">\n'
+                '<header creationtool="bench_ingest" creationtoolversion="1" datatype="plaintext" '
+                'segtype="sentence" adminlang="en" srclang="fr" o-tmf="none"/>\n<body>\n')
+        f.writelines(f'<tu><tuv xml:lang="fr"><seg>{escape(fr)}</seg></tuv>'
+                     f'<tuv xml:lang="en"><seg>{escape(en)}</seg></tuv></tu>\n' for fr, en in pairs)
+        f.write("</body>\n</tmx>\n")
+
+
+class CpuMeter:
+    """CPU seconds of a process tree (its root, and all its descendants: the fork server
+    and parse workers) and of the PostgreSQL backends serving one database, read from
+    /proc every ``interval`` s (a process that ends between two reads loses at most that
+    last interval)."""
+
+    def __init__(self, root: int, url: str, database: str, interval: float = 0.5) -> None:
+        import threading
+
+        import psycopg
+
+        self.root, self.database, self.interval = root, database, interval
+        self.conn = psycopg.connect(url, autocommit=True)
+        self.own = self.conn.info.backend_pid
+        self.ticks = os.sysconf("SC_CLK_TCK")
+        self.main = 0.0
+        self.children: dict[int, float] = {}
+        self.backends: dict[int, float] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _cpu(self, pid: int) -> tuple[int, float] | None:
+        """(parent pid, CPU seconds) of a live process."""
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return int(fields[1]), (int(fields[11]) + int(fields[12])) / self.ticks
+
+    def _read(self) -> None:
+        stats = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit() and (st := self._cpu(int(entry))):
+                stats[int(entry)] = st
+        tree = {self.root}
+        grown = True
+        while grown:  # descendants of the root
+            grown = False
+            for pid, (ppid, _) in stats.items():
+                if ppid in tree and pid not in tree:
+                    tree.add(pid)
+                    grown = True
+        for pid in tree:
+            if pid in stats:
+                if pid == self.root:
+                    self.main = stats[pid][1]
+                else:
+                    self.children[pid] = stats[pid][1]
+        rows = self.conn.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> %s",
+                                 (self.database, self.own)).fetchall()
+        for (pid,) in rows:
+            if pid in stats:
+                self.backends[pid] = stats[pid][1]
+
+    def _run(self) -> None:
+        while not self.stop.wait(self.interval):
+            self._read()
+
+    def finish(self) -> dict[str, float]:
+        """CPU seconds by part: main process, its descendants, PostgreSQL backends."""
+        self.stop.set()
+        self.thread.join()
+        self.conn.close()
+        return {"main": self.main, "workers": sum(self.children.values()), "postgres": sum(self.backends.values())}
+
+
+def load_average() -> str:
+    return " / ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def timed_scoi(args: list[str], url: str, base: str, name: str) -> dict:
+    """``scoi ARGS --json`` against ``url`` (database ``name`` on the server of ``base``) in
+    a process of its own: its JSON summary, wall time, CPU seconds and the load around it."""
+    import json
+    import subprocess
+
+    env = {**os.environ, "SCOI_DATABASE_URL": url}
+    load_before = load_average()
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "scoi.cli.main", *args, "--json"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    meter = CpuMeter(proc.pid, base, name)
+    out, err = proc.communicate()
+    wall = time.perf_counter() - t0
+    cpu = meter.finish()
+    if proc.returncode != 0:
+        raise SystemExit(f"scoi {args[0]} failed ({proc.returncode}): {err.strip()}")
+    return {**json.loads(out.strip().splitlines()[-1]), "wall": wall, "cpu": cpu,
+            "load": f"{load_before} -> {load_average()}"}
+
+
+def import_once(path: Path, base: str, workers: int, mode: str) -> dict:
+    """``scoi ingest PATH --workers N [--no-trees]`` into a fresh database (mode ``trees``,
+    ``no-trees``, or ``no-trees+reanalyze``: then ``scoi reanalyze --workers N`` adds the
+    trees, its figures under "reanalyze"), with the database's size."""
+    import psycopg
+
+    from scoi.db.engine import create_database, dispose_engines, drop_database, get_engine
+
+    name = f"scoi_bench_big_{os.getpid()}_{mode.replace('-', '').replace('+', '_')}"
+    url = create_database(base, name)
+    get_engine(url)
+    dispose_engines()
+    try:
+        r = timed_scoi(["ingest", str(path), "--src", "fr", "--tgt", "en", "--corpus", "big", "--workers",
+                        str(workers), *(["--no-trees"] if mode != "trees" else [])], url, base, name)
+        if mode == "no-trees+reanalyze":
+            r["reanalyze"] = timed_scoi(["reanalyze", "--workers", str(workers)], url, base, name)
+        with psycopg.connect(url) as conn:
+            r["db_bytes"] = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+    finally:
+        drop_database(base, name)
+    return r
+
+
+def big_import(args: argparse.Namespace) -> None:
+    """The --big run: build the file, raw parsing on a sample, each mode's import; print a table."""
+    import random
+
+    from scoi.analysis import choose_parser
+    from scoi.db.engine import resolve_database
+
+    t0 = time.perf_counter()
+    pairs = recombined_pairs(args.big)
+    workdir = Path(tempfile.mkdtemp(prefix="bench_ingest_"))
+    path = workdir / f"big.fr-en.{args.format}"
+    write_input(pairs, path, args.format)
+    print(f"{len(pairs)} recombined pairs written as {path.name} ({path.stat().st_size / 1e6:.0f} MB) in "
+          f"{time.perf_counter() - t0:.0f}s; {os.cpu_count()} cores, load {load_average()}", flush=True)
+    pipelines = {lang: choose_parser(lang).name for lang in ("fr", "en")}
+    base = resolve_database().url
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    results = {}
+    for mode in modes:
+        r = import_once(path, base, args.workers, mode)
+        results[mode] = r
+        print(f"{mode}: {r['read']} pairs in {r['wall']:.0f}s = {r['read'] / r['wall']:.0f} pairs/s "
+              f"(load {r['load']}); "
+              f"CPU s: main {r['cpu']['main']:.0f}, workers {r['cpu']['workers']:.0f}, "
+              f"PostgreSQL {r['cpu']['postgres']:.0f}; database {r['db_bytes'] / 1e6:.0f} MB", flush=True)
+        if "reanalyze" in r:
+            ra = r["reanalyze"]
+            print(f"  then scoi reanalyze: {ra['reanalyzed']} sentences in {ra['wall']:.0f}s (load {ra['load']}); "
+                  f"CPU s: main {ra['cpu']['main']:.0f}, workers {ra['cpu']['workers']:.0f}, "
+                  f"PostgreSQL {ra['cpu']['postgres']:.0f}", flush=True)
+    sample = random.Random(1).sample(pairs, min(args.sample, len(pairs)))
+    texts = {"fr": [f for f, _ in sample], "en": [e for _, e in sample]}
+    runs = raw_pipe_runs(texts, pipelines, processes=args.workers)
+    raw_wall = max(s for _, s, _ in runs)  # each process parsed 1/workers of the sample's pairs
+    raw_per_process = len(sample) / args.workers / raw_wall
+    raw_cpu_per_pair = sum(c for _, _, c in runs) / len(sample)
+    print(f"raw nlp.pipe, {args.workers} processes at once, {len(sample)} of the pairs (both sides): "
+          f"{raw_per_process:.0f} pairs/s per process, {raw_cpu_per_pair * 1e3:.2f} CPU ms per pair "
+          f"(load {load_average()})", flush=True)
+    print()
+    print(f"| mode | pairs | time | pairs/s | pairs/s per worker | / raw parsing per process | CPU ms per pair "
+          f"(main + workers + PostgreSQL) | raw parsing CPU / workers' CPU | raw parsing CPU / ingest CPU | database |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    rows = dict(results)
+    for mode, r in results.items():
+        if "reanalyze" in r:  # its own row: the trees added later, per pair of the import
+            rows[f"{mode}: the reanalyze"] = {**r["reanalyze"], "read": r["read"], "db_bytes": r["db_bytes"]}
+    for mode, r in rows.items():
+        rate = r["read"] / r["wall"]
+        cpu = r["cpu"]
+        per_pair = (cpu["main"] + cpu["workers"] + cpu["postgres"]) / r["read"]
+        parses = mode == "trees" or mode.endswith(": the reanalyze")
+        parse_ratio = f"{rate / args.workers / raw_per_process:.2f}" if parses else ""
+        cpu_ratio = f"{raw_cpu_per_pair / per_pair:.2f}" if parses else ""
+        worker_ratio = f"{raw_cpu_per_pair * r['read'] / cpu['workers']:.2f}" if parses else ""
+        parts = " + ".join(f"{cpu[k] / r['read'] * 1e3:.2f}" for k in ("main", "workers", "postgres"))
+        print(f"| {mode} | {r['read']:,} | {r['wall']:.0f} s | {rate:.0f} | {rate / args.workers:.0f} | "
+              f"{parse_ratio} | {per_pair * 1e3:.2f} ({parts}) | {worker_ratio} | {cpu_ratio} | {r['db_bytes'] / 1e6:.0f} MB |")
+    for mode, r in results.items():
+        wall = r["wall"] + r.get("reanalyze", {}).get("wall", 0.0)
+        print(f"expected for 2M pairs, {mode}: {2_000_000 / (r['read'] / wall) / 3600:.1f} h at this rate")
+    path.unlink()
+    workdir.rmdir()
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from ingest.readers import InputError, Record, detect_format, read_once, read_re
 from ingest.workers import BatchRunner, Parsed, ParseTask, count_repaired, repaired_notes
 from ingest.writer import (ON_CONFLICT, BatchWriter, LabelRegistry, PairRow, ParsedSentence, lock_writes, sha,
                            stored_sentences)
-from scoi.analysis import Analysis, ParserChoice, choose_parser, parser_labels, word_tokenizer
+from scoi.analysis import Analysis, ParserChoice, choose_parser, parser_labels, without_trees, word_tokenizer
 from scoi.core.defaults import ON_CONFLICT_CORPUS, ON_CONFLICT_TMX
 from scoi.db import connect
 
@@ -60,6 +60,7 @@ class IngestOptions:
     embed: str | None = None  # sentence-transformers model: embed the two languages' new sentences after the pairs
     tmx_keep_codes: bool = False  # TMX: keep inline codes (<bpt>, <ph>...) in the text instead of dropping them
     on_conflict: str | None = None  # add | replace | keep; None: on_conflict_default(format)
+    no_trees: bool = False  # tokens and index only (scheme "none"); `scoi reanalyze` adds the trees later
 
 
 @dataclass
@@ -178,10 +179,7 @@ def ingest_files(opts: IngestOptions, url: str, *, progress: Callable[[int], Non
     if opts.on_conflict is not None and opts.on_conflict not in ON_CONFLICT:
         raise IngestError(f"--on-conflict {opts.on_conflict!r}: expected one of {', '.join(ON_CONFLICT)}")
     fmt = opts.fmt or detect_format(opts.files)
-    # A side without a parser is stored without trees (a target never needs them; a
-    # source serves the methods that read none), unless --require-parser.
-    choices: dict[str, ParserChoice] = {lang: choose_parser(lang, opts.parsers.get(lang), required=opts.require_parser)
-                                        for lang in (src, tgt)}
+    choices = _parser_choices(opts, src, tgt)
     for lang in (src, tgt):
         word_tokenizer(lang)  # a language without spaces needs its tokenizer: fail before anything is written
     try:
@@ -189,6 +187,19 @@ def ingest_files(opts: IngestOptions, url: str, *, progress: Callable[[int], Non
             return _ingest(replace(opts, files=files), url, src, tgt, fmt, choices, progress, on_start)
     except psycopg.OperationalError as e:  # the server went away, the disk filled up, ...
         raise IngestError(database_failure(e)) from None
+
+
+def _parser_choices(opts: IngestOptions, src: str, tgt: str) -> dict[str, ParserChoice]:
+    """The parser of each side. A side without a parser is stored without trees (a target
+    never needs them; a source serves the methods that read none), unless --require-parser;
+    with --no-trees both sides are, whatever is installed."""
+    if opts.no_trees:
+        if opts.require_parser or opts.parsers:
+            what = "--require-parser" if opts.require_parser else "--parser"
+            raise IngestError(f"--no-trees stores no trees, which contradicts {what}; drop one of them "
+                              "(`scoi reanalyze --lang L --parser L=NAME` adds the trees later)")
+        return {lang: without_trees(lang) for lang in (src, tgt)}
+    return {lang: choose_parser(lang, opts.parsers.get(lang), required=opts.require_parser) for lang in (src, tgt)}
 
 
 def database_failure(e: psycopg.OperationalError) -> str:

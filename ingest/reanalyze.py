@@ -1,7 +1,7 @@
 """``scoi reanalyze``: move stored sentences to the current analysis scheme.
 
-It also adds trees to sentences stored without (their language had no parser at
-ingest: scheme ``none``) once a parser is installed or named with ``--parser``.
+It also adds trees to sentences stored without (``scoi ingest --no-trees``, or their
+language had no parser at ingest: scheme ``none``) once a parser is installed or named with ``--parser``.
 Sentences stored before migration 0007 have trees built over their Moses tokens
 (scheme 'moses'); SCOI's authors parse the stripped sentence with the pipeline's own
 tokenizer (scoi.analysis), and the selector refuses a language whose sentences are not

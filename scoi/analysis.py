@@ -274,6 +274,26 @@ def choose_parser(lang: str, override: str | None = None, *, required: bool = Tr
                         f"then scoi reanalyze --lang {lang}")
 
 
+def add_trees_hint(lang: str) -> str:
+    """How to add trees to ``lang``'s sentences stored without (``--no-trees``, or no
+    parser at ingest): the command, after installing a parser if none is."""
+    try:
+        choice = choose_parser(lang, required=False)
+    except ParserNotAvailable:
+        choice = ParserChoice(lang, NO_PARSER, "")
+    if choice.scheme.has_trees:
+        return f"add them with {choice.name}: scoi reanalyze --lang {lang}"
+    return f"no {lang} parser is installed: install one ({install_hint(lang)}), then scoi reanalyze --lang {lang}"
+
+
+def without_trees(lang: str) -> ParserChoice:
+    """The choice of ``scoi ingest --no-trees``: tokens and the BM25 index only, stored as a
+    language without a parser is (scheme ``none``), so the tree methods name the command
+    that adds the trees later; parsing is most of an ingest's time."""
+    return ParserChoice(lang, NO_PARSER, "", f"{lang}: stored without trees (--no-trees); add them later: "
+                                             f"scoi reanalyze --lang {lang}")
+
+
 def import_spacy(with_torch: bool):
     """``import spacy``, without PyTorch unless ``with_torch``.
 
@@ -361,17 +381,35 @@ def made_tree(tree: Tree) -> Tree:
     return Tree(heads, tree.labels, tree.repaired or changed) if changed else tree
 
 
+#: Texts per ``nlp.pipe`` batch. CPU time per sentence of tok2vec+parser over 2,000 real
+#: sentences (fr_core_news_sm, en_core_web_sm 3.8, one BLAS thread, 2026-11-26): batches of
+#: 128-512 within 3% of each other, 256 best; 16-32 cost 5-15% more, 1,024 up to 12% (fr).
+PARSE_BATCH = 256
+
+
+def doc_trees(nlp, texts: list[str], batch_size: int = PARSE_BATCH) -> list[Tree]:
+    """The trees of a spaCy pipeline's parses of ``texts`` (heads and relation labels)."""
+    return [Tree([t.head.i for t in doc], [t.dep_ or "dep" for t in doc])
+            for doc in nlp.pipe(texts, batch_size=batch_size)]
+
+
 class SpacyTrees:
     """Trees from a spaCy pipeline (package or directory; spacy-stanza and spacy-udpipe
     pipelines too: anything ``spacy.load`` loads whose tokens carry heads and labels)."""
 
-    def __init__(self, name: str, batch_size: int = 256) -> None:
+    def __init__(self, name: str, batch_size: int = PARSE_BATCH) -> None:
         self.nlp = load_pipeline(name)
         self.batch_size = batch_size
 
     def parse(self, texts: list[str]) -> list[Tree]:
-        return [Tree([t.head.i for t in doc], [t.dep_ or "dep" for t in doc])
-                for doc in self.nlp.pipe(texts, batch_size=self.batch_size)]
+        return doc_trees(self.nlp, texts, self.batch_size)
+
+
+#: Sentences per natasha (slovnet) model batch, padded to the longest: slovnet's default is
+#: 8. CPU time per sentence, 1,350 Russian news sentences and their halves, 3 runs each
+#: (2026-11-26, load 8-9): 8: 1,149-1,432 sentences per CPU second, 16: 1,388-1,785,
+#: 32: 1,626-1,917, 64: 1,577-1,788; parses identical at every size (the padding is masked).
+NATASHA_BATCH = 32
 
 
 class NatashaTrees:
@@ -392,6 +430,7 @@ class NatashaTrees:
 
         self.segmenter = Segmenter()
         self.syntax = NewsSyntaxParser(NewsEmbedding())
+        self.syntax.infer.encoder.batch_size = NATASHA_BATCH
 
     def parse(self, texts: list[str]) -> list[Tree]:
         from natasha import Doc
@@ -475,7 +514,7 @@ def word_tokenizer(lang: str):
 class Analyzer:
     """Word tokeniser + parser (if any) for one language. Build one per process."""
 
-    def __init__(self, lang: str, pipeline: str, batch_size: int = 256) -> None:
+    def __init__(self, lang: str, pipeline: str, batch_size: int = PARSE_BATCH) -> None:
         self.lang = lang
         base = base_language(lang)  # Moses' rules and word tokenizers are per language, not region
         self.normalizer = PunctNormalizer(base)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import typer
 
-from scoi.cli.common import PARSER_HELP, console, database_url, emit_json, parser_options, print_rows, run_batches
+from scoi.cli.common import (PARSER_HELP, console, database_url, emit_json, given_parsers, parser_options, print_rows,
+                             run_batches)
 from scoi.core import defaults
 from scoi.core.limits import LIMITS
 
@@ -25,6 +26,10 @@ def ingest(
     require_parser: bool = typer.Option(False, "--require-parser",
                                         help="Refuse a language without a parser (default: store it without "
                                              "trees; `scoi reanalyze --lang L` adds them later)."),
+    no_trees: bool = typer.Option(False, "--no-trees",
+                                  help="Tokens and the BM25 index only, no dependency trees (several times "
+                                       "faster): bm25, rbm25, fuzzy, lookup and reuse work at once, the tree "
+                                       "methods once `scoi reanalyze --lang L` has added the trees."),
     skip_bad: bool = typer.Option(False, "--skip-bad", help="Skip and list bad rows instead of stopping."),
     batch_size: int | None = typer.Option(None, "--batch-size", min=1, max=LIMITS["batch_size"][1],
                                           help="Pairs per transaction, parsed as 4 tasks (default: 2048)."),
@@ -47,7 +52,8 @@ def ingest(
 ) -> None:
     """Load a parallel corpus: pairs, Moses tokens, polynomial terms and the BM25 index.
 
-    Safe to rerun (already-stored pairs are skipped) and to run concurrently.
+    With --no-trees: no parsing and no terms (a big memory loads several times faster);
+    `scoi reanalyze` adds the trees later. Safe to rerun (already-stored pairs are skipped) and to run concurrently.
     """
     from scoi.analysis import ParserNotAvailable
     from ingest.pipeline import IngestError, IngestOptions, ingest_files
@@ -56,10 +62,11 @@ def ingest(
     from scoi.embedding.embeddings import EmbeddingError
 
     files = [str(file)] + ([str(file2)] if file2 else [])
-    overrides = parser_options(parser)
+    # --no-trees parses nothing: only a --parser given here contradicts it, not SCOI_PARSERS
+    overrides = given_parsers(parser) if no_trees else parser_options(parser)
     opts = IngestOptions(files=files, src=src, tgt=tgt, corpus=corpus, fmt=fmt, workers=workers,
                          skip_bad=skip_bad, header=header, parsers=overrides, require_parser=require_parser,
-                         embed=embed, tmx_keep_codes=tmx_keep_codes, on_conflict=on_conflict)
+                         embed=embed, tmx_keep_codes=tmx_keep_codes, on_conflict=on_conflict, no_trees=no_trees)
     if batch_size:
         opts.batch_size = batch_size
     url = database_url()

@@ -23,8 +23,8 @@ def reanalyze(
     """Re-parse the stored sentences whose trees were built with another analysis scheme.
 
     Run after `scoi db upgrade` on a database ingested before trees were built over the
-    parser's own tokens, to add trees to a language stored without (no parser was installed
-    at ingest), or to move to another pipeline or version. Only the trees'
+    parser's own tokens, to add trees to a language stored without (`scoi ingest --no-trees`,
+    or no parser installed at ingest), or to move to another pipeline or version. Only the trees'
     terms change; tokens, the BM25 index and pairs are kept. Safe to interrupt and rerun,
     and to run beside an ingest.
     """

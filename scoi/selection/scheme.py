@@ -8,7 +8,7 @@ from typing import Any
 
 import psycopg
 
-from scoi.analysis import NO_TREES, Scheme, choose_parser, install_hint, parser_name, parser_version
+from scoi.analysis import NO_TREES, Scheme, add_trees_hint, choose_parser, parser_name, parser_version
 from scoi.core import methods
 from scoi.db.queries import load
 from scoi.selection.types import SelectionError
@@ -28,9 +28,8 @@ def trees_missing(conn: psycopg.Connection, src: str, method: str) -> str | None
         return None
     if not any(r[3] == "none" for r in conn.execute(SQL["lang_schemes"], {"lang": src.lower()}).fetchall()):
         return None
-    return (f"method {method} needs dependency trees of the {src} sentences, which were stored without (no {src} "
-            f"parser was installed); install one ({install_hint(src)}), then add the trees: "
-            f"scoi reanalyze --lang {src}")
+    return (f"method {method} needs dependency trees of the {src} sentences, which were stored without (ingested "
+            f"with --no-trees, or with no {src} parser installed); {add_trees_hint(src)}")
 
 
 def no_trees(conn: psycopg.Connection, src: str, method: str) -> str:
