@@ -35,6 +35,7 @@ from scoi.core.names import is_language_code, printable
 from scoi.core.polynomial import LabelSpace, TermTable, expand
 from scoi.core.rbm25 import check_variant, ctq_tokens
 from scoi.core.signature import corpora_part, method_parts, signature
+from scoi.ctq import CtqError, CtqRanker, find_model
 from scoi.db.queries import load
 from scoi.db.reads import ReadRoute, ReadStatus
 from scoi.preselect import pair_filter
@@ -218,7 +219,8 @@ class Selector:
                  fill: str = defaults.FILL, seed: int = defaults.SEED, bm25: Bm25Params | None = None,
                  parser: str | None = None, rbm25_variant: str = defaults.RBM25_VARIANT,
                  embedder: str | None = None, ef_search: int = defaults.EF_SEARCH,
-                 where: dict[str, str] | None = None, min_match: float | None = None) -> None:
+                 where: dict[str, str] | None = None, min_match: float | None = None,
+                 ctq_model: str | None = None) -> None:
         check_args(method, similarity, word_overlap, k)
         try:
             self.min_match = check_min_match(min_match)
@@ -242,6 +244,7 @@ class Selector:
         self.embedder_model, self.ef_search = embedder, ef_search
         self._embedder: Any = None  # scoi.embedder.Embedder, loaded on first use
         self._embedder_row: Any = None  # scoi.embeddings.EmbedderRow
+        self.ctq_model, self._ctq = ctq_model, None  # --method ctq: the model's name (None: newest), its ranker
         self.bm25 = bm25 or Bm25Params()
         if self.bm25.engine not in ENGINES:
             raise SelectionError(f"unknown BM25 engine {self.bm25.engine!r}; expected one of {ENGINES}")
@@ -272,6 +275,8 @@ class Selector:
         self._load_scheme()
         if methods.method(method).embeddings:
             self.embedder_row()  # fail now, not at the first sentence, when nothing is embedded
+        if method == "ctq":
+            self.ctq_ranker()  # fail now when no model is fitted for the direction
         self._thread: futures.ThreadPoolExecutor | None = None
         self._pools: dict[tuple[str, ...], list[CandidateRow]] = {}  # prepare_pools: pools ready for select
 
@@ -649,9 +654,13 @@ class Selector:
         if "rbm25_variant" in entry.settings and self.rbm25_variant != "moses":  # docs/method.md §7.1: its tokens
             tokenize = _tokens_13a if self.rbm25_variant == "agrawal" else ctq_tokens
             pick_tokens, cands = tokenize(text), cands.with_tokens([tokenize(r.src) for r in rows])
-        picks = greedy_select(q, pick_tokens, cands, k=k, method=method, similarity=self.similarity,
-                              word_overlap=self.word_overlap, seed=self.seed, term_table=table,
-                              query_term_ids=q_ids, rbm25_variant=self.rbm25_variant, embeddings=embeddings)
+        if method == "ctq":  # ---- CTQ Scorer (scoi.ctq): the pool's top k by predicted one-shot quality
+            picks = self.ctq_ranker().picks(text, [r.src for r in rows], [r.tgt for r in rows],
+                                            [r.score for r in rows], k)
+        else:
+            picks = greedy_select(q, pick_tokens, cands, k=k, method=method, similarity=self.similarity,
+                                  word_overlap=self.word_overlap, seed=self.seed, term_table=table,
+                                  query_term_ids=q_ids, rbm25_variant=self.rbm25_variant, embeddings=embeddings)
         selected = [Picked(rows[p.index].pair_id, rows[p.index].src, rows[p.index].tgt, p.criterion, p.coverage,
                            rows[p.index].match) for p in picks]
         t3 = time.perf_counter()
@@ -706,8 +715,19 @@ class Selector:
     def method_settings(self, method: str) -> dict[str, str | int]:
         """The settings only ``method`` reads, as params and the signature name them."""
         embedder = self.embedder_row().name if methods.method(method).embeddings else None
+        ctq = self.ctq_ranker().model.signature if method == "ctq" else None
         return method_settings(method, rbm25_variant=self.rbm25_variant, embedder=embedder,
-                               ef_search=self.ef_search)
+                               ef_search=self.ef_search, ctq_model=ctq)
+
+    def ctq_ranker(self) -> Any:
+        """--method ctq: the CTQ Scorer ranker (scoi.ctq.CtqRanker) of ``ctq_model`` (None:
+        the direction's newest fitted model), loaded on first use; SelectionError without one."""
+        if self._ctq is None:
+            try:
+                self._ctq = CtqRanker(find_model(self.conn, self.ctq_model, self.src, self.tgt))
+            except CtqError as e:
+                raise SelectionError(str(e)) from None
+        return self._ctq
 
     def params(self, method: str, k: int, min_match: float | None = None) -> dict[str, Any]:
         """The settings of a selection (``min_match`` only when one was set)."""

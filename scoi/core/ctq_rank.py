@@ -1,0 +1,25 @@
+"""CTQ Scorer's selection rule: the top k of the BM25 pool by predicted quality.
+
+Pure. The released code (``ctqscorer.py``, ``generate_ctqscorer_ranking``) sorts each test
+sentence's pool by the predicted score, highest first, with Python's stable sort, so equal
+scores keep the pool's (BM25) order; its prompts then take the first k.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+#: The released code rounds each prediction to 4 decimals before sorting: ties it makes
+#: fall back to pool order, as here.
+ROUND = 4
+
+
+def rank_by_quality(predicted: Sequence[float], k: int) -> list[tuple[int, float]]:
+    """(pool index, rounded prediction) of the ``k`` best-predicted candidates, best first;
+    ties in pool order. min(k, pool) picks."""
+    scores = [round(float(p), ROUND) for p in predicted]
+    order = sorted(range(len(scores)), key=lambda i: -scores[i])  # stable: ties keep pool order
+    return [(i, scores[i]) for i in order[:max(k, 0)]]
+
+
+__all__ = ["ROUND", "rank_by_quality"]

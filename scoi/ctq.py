@@ -1,0 +1,211 @@
+"""CTQ Scorer inside scoi: stored models, their features' inputs, and ranking (``--method ctq``).
+
+Training follows the released code (AI4Bharat/CTQScorer, ``generate_ctqscorer_train_data.py``,
+``cummulate_features.py``, ``ctqscorer.py``): each development sentence's BM25 pool gives
+one training tuple per candidate; the tuple's one-shot prompt (that candidate as the only
+example) is translated by the LLM, and the translation's score against the reference
+(``--metric``) is the target. Here the translations are a job on scoi's workers (each
+item: a development sentence, its one example fixed in ``ctq_train_item``), so a killed
+training resumes where it stopped; the features (scoi.core.ctq_features) are computed at
+submit and stored with the tuples; the regressor is fitted once the job is done and stored
+with its feature list and signature in ``ctq_model``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg.rows import dict_row
+
+from scoi.core import ctq_features as cf
+from scoi.core.ctq_rank import rank_by_quality
+from scoi.core.ctq_regressor import Regressor
+from scoi.core.greedy import Pick
+from scoi.core.prompt import Example
+from scoi.core.rbm25 import ctq_tokens
+from scoi.db.queries import load
+
+SQL = load("ctq")
+#: The criterion a ctq pick is recorded with (its value: the predicted quality).
+CRITERION = "predicted-quality"
+
+
+class CtqError(RuntimeError):
+    """A CTQ Scorer operation that cannot be done (unknown model, bad input, nothing to fit)."""
+
+
+@dataclass
+class CtqModel:
+    """A row of ``ctq_model``; ``regressor`` once fitted."""
+
+    id: int
+    name: str
+    src: str
+    tgt: str
+    llm: str
+    metric: str
+    pool: int
+    features: list[str]
+    omitted: dict[str, str]
+    embedder: str | None
+    job_id: int | None
+    dev_hash: str
+    status: str
+    regressor: Regressor | None = None
+    fit: dict[str, Any] | None = None
+    n_rows: int | None = None
+    signature: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "src": self.src, "tgt": self.tgt, "llm": self.llm, "metric": self.metric,
+                "pool": self.pool, "features": self.features, "omitted": self.omitted, "embedder": self.embedder,
+                "job_id": self.job_id, "status": self.status, "regressor": self.fit, "n_rows": self.n_rows,
+                "signature": self.signature}
+
+    @property
+    def available(self) -> frozenset[str]:
+        """The models its features need (scoi.core.ctq_features.NEEDS)."""
+        return frozenset(cf.NEEDS[f] for f in self.features if f in cf.NEEDS)
+
+
+def model_row(row: dict[str, Any] | None) -> CtqModel | None:
+    if row is None:
+        return None
+    data = row["model"]
+    return CtqModel(row["id"], row["name"], row["src_lang"], row["tgt_lang"], row["llm"], row["metric"], row["pool"],
+                    list(row["features"]), dict(row["omitted"]), row["embedder"], row["job_id"], row["dev_hash"],
+                    row["status"], Regressor.from_bytes(bytes(data)) if data is not None else None,
+                    row["regressor"], row["n_rows"], row["signature"])
+
+
+def find_model(conn: psycopg.Connection, name: str | None, src: str, tgt: str) -> CtqModel:
+    """The fitted model ``name`` for ``src``-``tgt`` (None: the direction's newest);
+    CtqError naming the fix when there is none."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        if name is None:
+            model = model_row(cur.execute(SQL["newest_model"], {"src": src, "tgt": tgt}).fetchone())
+            if model is None:
+                raise CtqError(f"no fitted CTQ Scorer model for {src}-{tgt}; train one first: scoi ctq train "
+                               f"--src {src} --tgt {tgt} --dev DEV_SRC --dev-ref DEV_REF --model M")
+            return model
+        model = model_row(cur.execute(SQL["model_by_name"], {"name": name}).fetchone())
+    if model is None:
+        raise CtqError(f"no CTQ Scorer model named {name!r}; see `scoi ctq list`")
+    if (model.src, model.tgt) != (src, tgt):
+        raise CtqError(f"CTQ Scorer model {name!r} ranks {model.src}-{model.tgt} examples, not {src}-{tgt}")
+    if model.status != "fitted":
+        raise CtqError(f"CTQ Scorer model {name!r} is not fitted yet (its training job has not finished): "
+                       f"scoi ctq train --name {name} ... resumes it")
+    return model
+
+
+def list_models(conn: psycopg.Connection) -> list[dict[str, Any]]:
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(SQL["list_models"]).fetchall()
+
+
+def one_shot_example(conn: psycopg.Connection, job_id: int, idx: int) -> list[Example]:
+    """A training item's one example (fixed at submit), for the worker's prompt."""
+    row = conn.execute(SQL["one_shot_example"], {"job_id": job_id, "idx": idx}).fetchone()
+    if row is None:
+        raise CtqError(f"item {idx} of job {job_id} has no CTQ training example (was its pair deleted?)")
+    return [Example(row[0], row[1])]
+
+
+# --------------------------------------------------------------------------- features
+def token_nlls(backend: Any, texts: Sequence[str]) -> list[list[float]]:
+    """Each text's token negative log-likelihoods (nats) under a local transformers
+    backend's model, after a BOS token (the released perplexity metric's ``add_start_token``)."""
+    import torch
+
+    tok, model = backend.tokenizer, backend.model
+    bos = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
+    out: list[list[float]] = []
+    with torch.no_grad():
+        for text in texts:
+            ids = [bos] + tok(text, add_special_tokens=False)["input_ids"]
+            limit = getattr(backend, "context_length", None)
+            ids = ids[:limit] if limit else ids
+            x = torch.tensor([ids], device=model.device)
+            logp = torch.log_softmax(model(x).logits[0, :-1].double(), dim=-1)
+            out.append((-logp.gather(1, x[0, 1:, None])[:, 0]).tolist())
+    return out
+
+
+class FeatureSource:
+    """Computes a model's features for a test sentence's pool: loads the embedder and the
+    LLM it needs on first use (the same code at training and at selection)."""
+
+    def __init__(self, features: Sequence[str], *, embedder: str | None = None, llm: str | None = None) -> None:
+        self.features, self.embedder_name, self.llm_spec = list(features), embedder, llm
+        self._embedder: Any = None
+        self._llm: Any = None
+
+    def embedder(self) -> Any:
+        if self._embedder is None:
+            from scoi.embedder import Embedder
+
+            self._embedder = Embedder(self.embedder_name)
+        return self._embedder
+
+    def llm(self) -> Any:
+        if self._llm is None:
+            from scoi.backends.loader import load_backend
+
+            self._llm = load_backend(self.llm_spec)
+        return self._llm
+
+    def matrix(self, query: str, srcs: Sequence[str], tgts: Sequence[str], bm25: Sequence[float]) -> np.ndarray:
+        """(len(srcs), features) values, infinities as 99999 (the released code's cleaning)."""
+        needs = {cf.NEEDS[f] for f in self.features if f in cf.NEEDS}
+        x = cf.Inputs(query, srcs, tgts, bm25, ctq_tokens(query), [ctq_tokens(s) for s in srcs],
+                      available=frozenset(needs))
+        if "embedder" in needs and srcs:
+            vecs = self.embedder().encode([query, *srcs, *tgts])
+            x.query_vec, x.src_vecs, x.tgt_vecs = vecs[0], vecs[1:1 + len(srcs)], vecs[1 + len(srcs):]
+        if "llm" in needs:
+            if "src_dst_ppl" in self.features:
+                x.nll_src_dst = token_nlls(self.llm(), [cf.src_dst_text(s, t) for s, t in zip(srcs, tgts)])
+            if "src_dst_query_ppl" in self.features:
+                x.nll_src_dst_query = token_nlls(self.llm(), [cf.src_dst_query_text(s, t, query)
+                                                              for s, t in zip(srcs, tgts)])
+        m = cf.feature_matrix(self.features, x)
+        m[np.isinf(m)] = cf.PPL_INF
+        return m
+
+
+def available_models(llm: str, embedder: str | None) -> frozenset[str]:
+    """What a training with this LLM spec and embedder can compute features from."""
+    from scoi.backends.spec import parse_spec
+
+    have = {"embedder"} if embedder else set()
+    if parse_spec(llm).kind in ("hf", "gguf"):
+        have.add("llm")
+    return frozenset(have)
+
+
+# --------------------------------------------------------------------------- ranking
+class CtqRanker:
+    """``--method ctq``: a fitted model and its feature source, ranking BM25 pools."""
+
+    def __init__(self, model: CtqModel) -> None:
+        if model.regressor is None:
+            raise CtqError(f"CTQ Scorer model {model.name!r} is not fitted")
+        self.model = model
+        self.source = FeatureSource(model.features, embedder=model.embedder, llm=model.llm)
+
+    def picks(self, query: str, srcs: Sequence[str], tgts: Sequence[str], bm25: Sequence[float], k: int) -> list[Pick]:
+        """The top k of the pool by predicted quality (ties: pool order), criterion
+        :data:`CRITERION`, the prediction as its value."""
+        if not srcs or k <= 0:
+            return []
+        predicted = self.model.regressor.predict(self.source.matrix(query, srcs, tgts, bm25))
+        return [Pick(i, CRITERION, score) for i, score in rank_by_quality(predicted, k)]
+
+
+__all__ = ["CRITERION", "CtqError", "CtqModel", "CtqRanker", "FeatureSource", "available_models", "find_model",
+           "list_models", "model_row", "one_shot_example", "token_nlls"]
