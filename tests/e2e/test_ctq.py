@@ -1,0 +1,107 @@
+"""``scoi ctq train`` then ``--method ctq``, end to end: a tiny local LLM translates the
+one-shot prompts on a worker, the regressor is fitted and stored, ``scoi select`` and a job
+rank their pools with it; a training left half done resumes without translating twice."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from scoi.core.ctq_features import FEATURES
+from scoi.ctq import CRITERION, CtqRanker, find_model
+from tests.helpers.cli import last_json, refused, scoi_cli
+from tests.helpers.jobs import demo_test_pairs, ok_server, write_lines
+
+pytestmark = pytest.mark.slow
+
+
+def _train_args(tmp_path, model: str, n: int = 3, *extra: str) -> list[str]:
+    pairs = demo_test_pairs()[:n]
+    return ["ctq", "train", "--src", "fr", "--tgt", "en",
+            "--dev", str(write_lines(tmp_path / "dev.fr", [fr for fr, _ in pairs])),
+            "--dev-ref", str(write_lines(tmp_path / "dev.en", [en for _, en in pairs])),
+            "--model", model, "--pool", "4", "--max-new-tokens", "8", *extra]
+
+
+def test_ctq_trains_on_one_shot_translations_then_selects_and_runs_a_job(job_db, tiny_model, tmp_path):
+    from tests.tiny_model import build_tiny_sentence_transformer
+
+    embedder = str(build_tiny_sentence_transformer(tmp_path / "emb"))
+    trained = last_json(scoi_cli([*_train_args(tmp_path, tiny_model), "--name", "demo-ctq", "--embedder", embedder,
+                                  "--json"], job_db))
+    assert trained["status"] == "fitted" and trained["name"] == "demo-ctq"
+    # The local model gives likelihoods and the embedder similarities; COMET-QE is left out.
+    assert "src_dst_ppl" in trained["features"] and "labse_score_query_src" in trained["features"]
+    assert set(trained["omitted"]) == {"comet_qe_query_src_score", "comet_qe_query_dst_score",
+                                       "comet_qe_src_dst_score"}
+    assert set(trained["features"]) | set(trained["omitted"]) == set(FEATURES)
+    assert trained["signature"].startswith("demo-ctq@f:")
+    assert trained["regressor"]["estimator"] == "MLPRegressor"
+
+    with psycopg.connect(job_db) as conn:
+        tuples = conn.execute(
+            "SELECT i.prompt, i.status, s.text FROM ctq_train_item t JOIN job_item i USING (job_id, idx) "
+            "JOIN pair p ON p.id = t.pair_id JOIN sentence s ON s.id = CASE WHEN p.a_lang = 'fr' THEN p.a_id "
+            "ELSE p.b_id END WHERE t.job_id = %s ORDER BY t.idx", (trained["job_id"],)).fetchall()
+        model = find_model(conn, None, "fr", "en")  # the direction's newest: this one
+    assert len(tuples) == trained["n_rows"] > 3
+    # Each item's prompt is one-shot: its candidate's source, then the development sentence.
+    assert all(status == "done" and prompt.count("French Sentence:") == 2 and example in prompt
+               for prompt, status, example in tuples)
+
+    query = demo_test_pairs()[5][0]
+    out = last_json(scoi_cli(["select", query, "--src", "fr", "--tgt", "en", "--method", "ctq", "-k", "2",
+                              "--explain", "--json"], job_db))
+    assert out["params"]["ctq_model"] == trained["signature"]
+    assert f"|ctq:{trained['signature']}|" in out["signature"]
+    picks = out["selected"]
+    assert len(picks) == 2 and {p["criterion"] for p in picks} == {CRITERION}
+    # The picks are the pool's best two by the stored model's prediction, best first.
+    pool = out["candidates"]
+    predicted = CtqRanker(model).model.regressor.predict(CtqRanker(model).source.matrix(
+        query, [c["src"] for c in pool], [c["tgt"] for c in pool], [c["score"] for c in pool]))
+    best = sorted(range(len(pool)), key=lambda i: -round(float(predicted[i]), 4))[:2]
+    assert [p["pair_id"] for p in picks] == [pool[i]["pair_id"] for i in best]
+    assert [p["coverage"] for p in picks] == [round(float(predicted[i]), 4) for i in best]
+
+    src = write_lines(tmp_path / "job.fr", [query, demo_test_pairs()[6][0]])
+    job = last_json(scoi_cli(["job", "submit", "--input", str(src), "--src", "fr", "--tgt", "en", "--model",
+                              tiny_model, "--method", "ctq", "-k", "2", "--max-new-tokens", "8", "--reuse", "off",
+                              "--json"], job_db))
+    done = last_json(scoi_cli(["worker", "--burst", "--job", str(job["job_id"]), "--json"], job_db))
+    assert done["done"] == 2 and done["failed"] == 0
+    with psycopg.connect(job_db) as conn:
+        params, sig = conn.execute("SELECT params, signature FROM job WHERE id = %s", (job["job_id"],)).fetchone()
+        recorded = conn.execute(
+            "SELECT s.signature, count(*) FROM job_item i JOIN selection s ON s.id = i.selection_id "
+            "WHERE i.job_id = %s GROUP BY 1", (job["job_id"],)).fetchall()
+    assert params["ctq_model"] == "demo-ctq" and "|ctq:demo-ctq|" in sig
+    assert len(recorded) == 1 and f"|ctq:{trained['signature']}|" in recorded[0][0] and recorded[0][1] == 2
+
+
+def test_ctq_training_left_half_done_resumes_without_translating_twice(job_db, tmp_path):
+    with ok_server() as stub:
+        args = [*_train_args(tmp_path, "openai:stub", 2), "--name", "resumed", "--backend-opt", "max_retries=0",
+                "--backend-opt", f"base_url={stub.url}"]
+        queued = last_json(scoi_cli([*args, "--workers", "0", "--json"], job_db))
+        assert queued["status"] == "translating"
+        assert set(queued["omitted"]) >= {"src_dst_ppl", "src_dst_query_ppl", "labse_score_query_src"}
+        partial = last_json(scoi_cli(["worker", "--burst", "--job", str(queued["job_id"]), "--max-items", "3",
+                                      "--batch-size", "1", "--no-prefetch", "--json"], job_db))
+        assert partial["done"] == 3
+        early = scoi_cli(["ctq", "list", "--json"], job_db)
+        assert last_json(early)["status"] == "translating"
+
+        fitted = last_json(scoi_cli([*args, "--json"], job_db))
+        assert fitted["status"] == "fitted" and fitted["job_id"] == queued["job_id"]
+        with psycopg.connect(job_db) as conn:
+            items = conn.execute("SELECT count(*) FROM job_item WHERE job_id = %s", (queued["job_id"],)).fetchone()[0]
+        assert len(stub.calls) == items == fitted["n_rows"]  # each one-shot prompt sent once
+
+        other = scoi_cli([*_train_args(tmp_path, "openai:stub", 1), "--name", "resumed"], job_db)
+    refused(other, "resumed", "other inputs")
+
+
+def test_select_ctq_without_a_model_says_how_to_train_one(job_db):
+    out = scoi_cli(["select", "Le chat dort.", "--src", "fr", "--tgt", "en", "--method", "ctq"], job_db)
+    refused(out, "no fitted CTQ Scorer model for fr-en", "scoi ctq train")
