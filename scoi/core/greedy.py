@@ -390,6 +390,8 @@ def select(
     if method == "random":
         order = np.random.default_rng(seed).permutation(n)[:k]
         return [Pick(int(i), "random", None) for i in order]
+    if method == "ctq":  # a trained model ranks its pool (scoi.ctq.CtqRanker), never the coverage below
+        raise ValueError("method ctq ranks with a trained CTQ Scorer model (scoi.ctq.CtqRanker), not scoi.core.greedy")
     if method == "poly-topk":
         dist = poly_distances(query_terms, candidates, term_table)
         order = np.argsort(dist, kind="stable")[:k]
