@@ -83,8 +83,12 @@ def model_row(row: dict[str, Any] | None) -> CtqModel | None:
 
 
 def find_model(conn: psycopg.Connection, name: str | None, src: str, tgt: str) -> CtqModel:
-    """The fitted model ``name`` for ``src``-``tgt`` (None: the direction's newest);
+    """The fitted model ``name`` for ``src``-``tgt`` (None: the direction's newest); ``name``
+    may be a model's signature (``NAME@...``, what a job stores), which must still match.
     CtqError naming the fix when there is none."""
+    wanted = None
+    if name is not None and "@" in name:
+        wanted, name = name, name.split("@", 1)[0]
     with conn.cursor(row_factory=dict_row) as cur:
         if name is None:
             model = model_row(cur.execute(SQL["newest_model"], {"src": src, "tgt": tgt}).fetchone())
@@ -100,6 +104,9 @@ def find_model(conn: psycopg.Connection, name: str | None, src: str, tgt: str) -
     if model.status != "fitted":
         raise CtqError(f"CTQ Scorer model {name!r} is not fitted yet (its training job has not finished): "
                        f"scoi ctq train --name {name} ... resumes it")
+    if wanted is not None and model.signature != wanted:
+        raise CtqError(f"CTQ Scorer model {name!r} is now {model.signature}, not {wanted} (it was trained again "
+                       "under the same name)")
     return model
 
 

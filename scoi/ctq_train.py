@@ -18,7 +18,7 @@ import math
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import psycopg
@@ -160,7 +160,15 @@ def targets(metric: str, outputs: Sequence[str], refs: Sequence[str], sources: S
     return [float(m.sentence_score(o, [r]).score) for o, r in zip(outputs, refs)]
 
 
-def fit(x: np.ndarray, y: np.ndarray, *, seed: int = 0) -> tuple[Regressor, dict[str, Any]]:
+class Fitted(NamedTuple):
+    """A fitted regressor as scoi stores it, how it was fitted, and scikit-learn's estimator."""
+
+    regressor: Regressor
+    info: dict[str, Any]
+    estimator: Any
+
+
+def fit(x: np.ndarray, y: np.ndarray, *, seed: int = 0) -> Fitted:
     """Fit the released code's regressor shape with scikit-learn: min-max scaled features
     and target, an MLP of :data:`LAYERS` hidden ReLU layers of :data:`HIDDEN`, Adam, MSE,
     the best validation epoch kept (early stopping) when there are enough rows."""
@@ -187,7 +195,18 @@ def fit(x: np.ndarray, y: np.ndarray, *, seed: int = 0) -> tuple[Regressor, dict
             "hidden_layer_sizes": [HIDDEN] * LAYERS, "activation": "relu", "solver": "adam", "batch_size": BATCH,
             "learning_rate_init": LEARNING_RATE, "max_iter": EPOCHS, "early_stopping": early, "seed": seed,
             "epochs_run": int(net.n_iter_), "scaling": "MinMaxScaler (features and target)"}
-    return reg, info
+    return Fitted(reg, info, model)
+
+
+def store_fitted(conn: psycopg.Connection, model: CtqModel, reg: Regressor, info: dict[str, Any], n_rows: int) -> None:
+    """Store a model's fitted regressor (its bytes, how it was fitted, its signature): once."""
+    data = reg.to_bytes()
+    with conn.transaction():
+        cur = conn.execute(SQL["set_fitted"], {"id": model.id, "model": data, "regressor": json.dumps(info),
+                                               "n_rows": n_rows,
+                                               "signature": model_signature(model.name, model.features, data)})
+        if cur.rowcount != 1:
+            raise CtqError(f"CTQ Scorer model {model.name!r} is fitted already")
 
 
 def _sklearn_version() -> str:
@@ -217,15 +236,11 @@ def finish_training(conn: psycopg.Connection, model: CtqModel, *, comet: str | N
     y = np.array(targets(model.metric, [r["output"] for r in done], [r["reference"] for r in done],
                          [r["source"] for r in done], model.tgt, comet), dtype=np.float64)
     x = np.array([r["features"] for r in done], dtype=np.float64).reshape(len(done), len(model.features))
-    reg, info = fit(x, y, seed=seed)
+    reg, info, _ = fit(x, y, seed=seed)
     info["target"] = {"metric": model.metric, "mean": round(float(y.mean()), 4), "min": float(y.min()),
                       "max": float(y.max())}
     info["train_mse"] = round(float(np.mean((reg.predict(x) - y) ** 2)), 6) if math.isfinite(y.sum()) else None
-    data = reg.to_bytes()
-    sig = model_signature(model.name, model.features, data)
-    with conn.transaction():
-        conn.execute(SQL["set_fitted"], {"id": model.id, "model": data, "regressor": json.dumps(info),
-                                         "n_rows": len(done), "signature": sig})
+    store_fitted(conn, model, reg, info, len(done))
     return find_model(conn, model.name, model.src, model.tgt)
 
 
@@ -242,5 +257,5 @@ def run_job(url: str, model: CtqModel, *, workers: int = 1, batch_size: int = 8,
     return {k: stats[k] for k in ("done", "failed", "requeued")}
 
 
-__all__ = ["DEFAULT_METRIC", "METRICS", "TrainRequest", "check_request", "finish_training", "fit", "run_job",
-           "start_training", "targets"]
+__all__ = ["DEFAULT_METRIC", "METRICS", "Fitted", "TrainRequest", "check_request", "finish_training", "fit", "run_job",
+           "start_training", "store_fitted", "targets"]

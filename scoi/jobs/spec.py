@@ -57,7 +57,8 @@ class JobSpec:
     #: A glossary's name (scoi.glossary): its terms found in each source go into the prompt,
     #: and each output is checked for the required target terms (job_item.term_check).
     glossary: str | None = None
-    #: --method ctq: the CTQ Scorer model's name (None: the direction's newest, named at submit)
+    #: --method ctq: the CTQ Scorer model's name (None: the direction's newest); at submit,
+    #: its signature (``NAME@...``), so the job names the exact model its selections use
     ctq_model: str | None = None
     #: a CTQ Scorer training job (scoi.ctq): the model it makes data for; each item's one
     #: example is the candidate fixed in ctq_train_item, not a selection

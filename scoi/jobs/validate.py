@@ -89,7 +89,7 @@ def validate(conn: psycopg.Connection, spec: JobSpec) -> None:
         from scoi.ctq import CtqError, find_model
 
         try:
-            spec.ctq_model = find_model(conn, spec.ctq_model, spec.src, spec.tgt).name
+            spec.ctq_model = find_model(conn, spec.ctq_model, spec.src, spec.tgt).signature
         except CtqError as e:
             raise JobError(str(e)) from None
     embedder = spec.params().get("embedder")

@@ -75,7 +75,7 @@ def test_ctq_trains_on_one_shot_translations_then_selects_and_runs_a_job(job_db,
         recorded = conn.execute(
             "SELECT s.signature, count(*) FROM job_item i JOIN selection s ON s.id = i.selection_id "
             "WHERE i.job_id = %s GROUP BY 1", (job["job_id"],)).fetchall()
-    assert params["ctq_model"] == "demo-ctq" and "|ctq:demo-ctq|" in sig
+    assert params["ctq_model"] == trained["signature"] and f"|ctq:{trained['signature']}|" in sig
     assert len(recorded) == 1 and f"|ctq:{trained['signature']}|" in recorded[0][0] and recorded[0][1] == 2
 
 
