@@ -12,8 +12,6 @@ from scoi.ctq import CRITERION, CtqRanker, find_model
 from tests.helpers.cli import last_json, refused, scoi_cli
 from tests.helpers.jobs import demo_test_pairs, ok_server, write_lines
 
-pytestmark = pytest.mark.slow
-
 
 def _train_args(tmp_path, model: str, n: int = 3, *extra: str) -> list[str]:
     pairs = demo_test_pairs()[:n]
@@ -23,6 +21,7 @@ def _train_args(tmp_path, model: str, n: int = 3, *extra: str) -> list[str]:
             "--model", model, "--pool", "4", "--max-new-tokens", "8", *extra]
 
 
+@pytest.mark.slow  # a local model loads twice (training, selection) and translates
 def test_ctq_trains_on_one_shot_translations_then_selects_and_runs_a_job(job_db, tiny_model, tmp_path):
     from tests.tiny_model import build_tiny_sentence_transformer
 
@@ -79,6 +78,7 @@ def test_ctq_trains_on_one_shot_translations_then_selects_and_runs_a_job(job_db,
     assert len(recorded) == 1 and f"|ctq:{trained['signature']}|" in recorded[0][0] and recorded[0][1] == 2
 
 
+@pytest.mark.slow  # three commands and two workers
 def test_ctq_training_left_half_done_resumes_without_translating_twice(job_db, tmp_path):
     with ok_server() as stub:
         args = [*_train_args(tmp_path, "openai:stub", 2), "--name", "resumed", "--backend-opt", "max_retries=0",
@@ -105,3 +105,19 @@ def test_ctq_training_left_half_done_resumes_without_translating_twice(job_db, t
 def test_select_ctq_without_a_model_says_how_to_train_one(job_db):
     out = scoi_cli(["select", "Le chat dort.", "--src", "fr", "--tgt", "en", "--method", "ctq"], job_db)
     refused(out, "no fitted CTQ Scorer model for fr-en", "scoi ctq train")
+
+
+def test_ctq_train_refuses_bad_input_with_one_line_and_stores_nothing(job_db, tmp_path):
+    dev = write_lines(tmp_path / "d.fr", ["Le chat dort.", "Il pleut."])
+    base = ["ctq", "train", "--src", "fr", "--tgt", "en", "--dev", str(dev), "--model", "openai:stub"]
+    short = write_lines(tmp_path / "short.en", ["The cat sleeps."])
+    refused(scoi_cli([*base, "--dev-ref", str(short)], job_db), "1 lines", "2", "aligned line by line")
+    refs = write_lines(tmp_path / "d.en", ["The cat sleeps.", "It rains."])
+    refused(scoi_cli([*base, "--dev-ref", str(refs), "--metric", "meteor"], job_db), "unknown metric 'meteor'")
+    refused(scoi_cli([*base, "--dev-ref", str(refs), "--metric", "comet"], job_db), "--comet PATH")
+    blank = write_lines(tmp_path / "blank.fr", ["Le chat dort.", "  "])
+    refused(scoi_cli([*base[:7], str(blank), *base[8:], "--dev-ref", str(refs)], job_db),
+            "development sentence 2 is blank")
+    refused(scoi_cli([*base, "--dev-ref", str(refs), "--src", "xx"], job_db), "xx")
+    with psycopg.connect(job_db) as conn:
+        assert conn.execute("SELECT (SELECT count(*) FROM job) + (SELECT count(*) FROM ctq_model)").fetchone()[0] == 0
