@@ -169,6 +169,8 @@ class FeatureSource:
     def matrix(self, query: str, srcs: Sequence[str], tgts: Sequence[str], bm25: Sequence[float]) -> np.ndarray:
         """(len(srcs), features) values, infinities as 99999 (the released code's cleaning)."""
         needs = {cf.NEEDS[f] for f in self.features if f in cf.NEEDS}
+        if not srcs:
+            return np.zeros((0, len(self.features)))
         x = cf.Inputs(query, srcs, tgts, bm25, ctq_tokens(query), [ctq_tokens(s) for s in srcs],
                       available=frozenset(needs))
         if "embedder" in needs and srcs:

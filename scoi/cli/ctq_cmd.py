@@ -28,7 +28,7 @@ def train(
     model: str = typer.Option(..., "--model", "-m", help="The LLM whose one-shot translations are scored: hf:DIR, "
                                                          "gguf:FILE, openai:MODEL, ... (hf/gguf: its likelihoods are "
                                                          "features too)."),
-    metric: str = typer.Option("chrf", "--metric", help=METRIC_HELP),
+    metric: str = typer.Option(defaults.CTQ_METRIC, "--metric", help=METRIC_HELP),
     pool: int = typer.Option(defaults.POOL, "--pool", min=1, max=LIMITS["pool"][1],
                              help="BM25 candidates per development sentence: one training tuple each."),
     name: str | None = typer.Option(None, "--name", help="The model's name (default: from the direction, metric and "
