@@ -4,12 +4,17 @@ rank their pools with it; a training left half done resumes without translating 
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+import time
+
 import psycopg
 import pytest
 
 from scoi.core.ctq_features import FEATURES
 from scoi.ctq import CRITERION, CtqRanker, find_model
-from tests.helpers.cli import last_json, refused, scoi_cli
+from tests.helpers.cli import last_json, refused, scoi_cli, scoi_env
 from tests.helpers.jobs import demo_test_pairs, ok_server, write_lines
 
 
@@ -78,28 +83,50 @@ def test_ctq_trains_on_one_shot_translations_then_selects_and_runs_a_job(job_db,
     assert len(recorded) == 1 and f"|ctq:{trained['signature']}|" in recorded[0][0] and recorded[0][1] == 2
 
 
-@pytest.mark.slow  # three commands and two workers
-def test_ctq_training_left_half_done_resumes_without_translating_twice(job_db, tmp_path):
-    with ok_server() as stub:
-        args = [*_train_args(tmp_path, "openai:stub", 2), "--name", "resumed", "--backend-opt", "max_retries=0",
-                "--backend-opt", f"base_url={stub.url}"]
-        queued = last_json(scoi_cli([*args, "--workers", "0", "--json"], job_db))
-        assert queued["status"] == "translating"
-        assert set(queued["omitted"]) >= {"src_dst_ppl", "src_dst_query_ppl", "labse_score_query_src"}
-        partial = last_json(scoi_cli(["worker", "--burst", "--job", str(queued["job_id"]), "--max-items", "3",
-                                      "--batch-size", "1", "--no-prefetch", "--json"], job_db))
-        assert partial["done"] == 3
-        early = scoi_cli(["ctq", "list", "--json"], job_db)
-        assert last_json(early)["status"] == "translating"
+def _count(url: str, name: str, status: str) -> int:
+    with psycopg.connect(url) as conn:
+        return conn.execute("SELECT count(*) FROM job_item i JOIN job j ON j.id = i.job_id WHERE j.name = %s "
+                            "AND i.status = %s", (name, status)).fetchone()[0]
+
+
+@pytest.mark.slow  # a training process killed mid-job, then run again
+def test_ctq_training_killed_mid_job_resumes_without_translating_twice(job_db, tmp_path):
+    with ok_server(delay=0.3) as stub:
+        args = [*_train_args(tmp_path, "openai:stub", 3), "--name", "resumed", "--batch-size", "1",
+                "--backend-opt", "max_retries=0", "--backend-opt", f"base_url={stub.url}"]
+        proc = subprocess.Popen([sys.executable, "-m", "scoi.cli.main", *args], env=scoi_env(job_db),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 180
+            while _count(job_db, "ctq-train:resumed", "done") < 3:
+                assert proc.poll() is None and time.monotonic() < deadline, "no one-shot translation got done"
+                time.sleep(0.1)
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        done_before = _count(job_db, "ctq-train:resumed", "done")
+        early = last_json(scoi_cli(["ctq", "list", "--json"], job_db))
+        assert early["status"] == "translating" and early["signature"] is None
 
         fitted = last_json(scoi_cli([*args, "--json"], job_db))
-        assert fitted["status"] == "fitted" and fitted["job_id"] == queued["job_id"]
         with psycopg.connect(job_db) as conn:
-            items = conn.execute("SELECT count(*) FROM job_item WHERE job_id = %s", (queued["job_id"],)).fetchone()[0]
-        assert len(stub.calls) == items == fitted["n_rows"]  # each one-shot prompt sent once
+            attempts = conn.execute("SELECT attempts FROM job_item WHERE job_id = %s ORDER BY idx",
+                                    (fitted["job_id"],)).fetchall()
+        assert fitted["status"] == "fitted" and fitted["n_rows"] == len(attempts) > done_before
+        assert set(fitted["omitted"]) >= {"src_dst_ppl", "src_dst_query_ppl", "labse_score_query_src"}
+        # Only the prompts in flight at the kill (its batch and the prefetched one) went out twice.
+        assert len(attempts) <= len(stub.calls) <= len(attempts) + 2
+        assert sum(a == 1 for (a,) in attempts) >= len(attempts) - 2
 
         other = scoi_cli([*_train_args(tmp_path, "openai:stub", 1), "--name", "resumed"], job_db)
     refused(other, "resumed", "other inputs")
+
+
+def test_ctq_train_with_no_workers_only_queues_the_job(job_db, tmp_path):
+    queued = last_json(scoi_cli([*_train_args(tmp_path, "openai:stub", 1), "--workers", "0", "--json"], job_db))
+    assert queued["status"] == "translating" and queued["name"].startswith("ctq-fr-en-chrf-")
+    status = last_json(scoi_cli(["job", "status", str(queued["job_id"]), "--json"], job_db))
+    assert status["total"] == 4 and status["queued"] == 4  # one item per pool candidate
 
 
 def test_select_ctq_without_a_model_says_how_to_train_one(job_db):
