@@ -12,6 +12,7 @@ inputs the caller passes, or left out of a model's feature list with the reason
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -19,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from scoi.core.rbm25 import rbm25_ctq
+from scoi.core.rbm25 import CTQ_ORDERS, ctq_score, ngram_counts, rbm25_ctq
 
 #: The released code's features, in its column order (``ctqscorer.py``: the twelve it
 #: trains on; ``src_ppl`` and ``dst_ppl`` it computes and excludes).
@@ -64,8 +65,53 @@ def _chrf() -> Any:
 
 def chrf_score(query: str, src: str) -> float:
     """``chrf_score``: sentence chrF of the test sentence (as hypothesis) against the
-    example's source (as reference), rounded to 2 (``rankings_bm25_and_chrf.py``)."""
+    example's source (as reference), rounded to 2 (``rankings_bm25_and_chrf.py``), by
+    sacreBLEU itself; :func:`chrf_scores` gives the same numbers for a whole pool faster."""
     return round(float(_chrf().sentence_score(query, [src]).score), 2)
+
+
+CHRF_ORDER, CHRF_BETA = 6, 2  # sacreBLEU's chrF defaults: character 1..6-grams, F-beta with beta 2
+
+
+def _char_ngrams(text: str) -> list[Counter[str]]:
+    """Character 1..6-gram counts of a text without its whitespace (sacreBLEU's extraction)."""
+    line = "".join(text.split())
+    return [Counter(line[i:i + n] for i in range(len(line) - n + 1)) for n in range(1, CHRF_ORDER + 1)]
+
+
+def _chrf_f(stats: list[tuple[int, int, int]]) -> float:
+    """chrF from per-order (hyp, ref, match) counts, in sacreBLEU's arithmetic and order
+    (effective-order averaging of precision and recall, then F-beta, x100)."""
+    factor = CHRF_BETA ** 2
+    avg_prec, avg_rec, effective = 0.0, 0.0, 0
+    for n_hyp, n_ref, n_match in stats:
+        if n_hyp > 0 and n_ref > 0:
+            avg_prec += n_match / n_hyp
+            avg_rec += n_match / n_ref
+            effective += 1
+    if effective == 0:
+        return 0.0
+    avg_prec /= effective
+    avg_rec /= effective
+    if not avg_prec + avg_rec:
+        return 0.0
+    score = (1 + factor) * avg_prec * avg_rec
+    score /= (factor * avg_prec) + avg_rec
+    return 100 * score
+
+
+def chrf_scores(query: str, srcs: Sequence[str]) -> list[float]:
+    """:func:`chrf_score` of the query against every source of a pool: the query's
+    n-grams counted once (about ten times faster than one sacreBLEU call each)."""
+    hyp = _char_ngrams(query)
+    out = []
+    for src in srcs:
+        stats = []
+        for h, r in zip(hyp, _char_ngrams(src)):
+            match = sum(min(c, r[g]) for g, c in h.items() if g in r)
+            stats.append((sum(h.values()) if r else 0, sum(r.values()), match))
+        out.append(round(_chrf_f(stats), 2))
+    return out
 
 
 def labse_score(a: np.ndarray, b: np.ndarray) -> float:
@@ -104,9 +150,26 @@ def src_dst_query_text(src: str, tgt: str, query: str) -> str:
 
 def rbm25_score(query_tokens: Sequence[str], cand_tokens: Sequence[str]) -> float:
     """``rbm25_score`` (scoi's): the candidate's CTQ R-BM25 score before any re-ranking
-    round (every n-gram weight 1), over the caller's tokens; 0 when nothing matches."""
+    round (every n-gram weight its count), over the caller's tokens; 0 when nothing
+    matches. By scoi.core.rbm25 itself; :func:`rbm25_scores` gives a pool's faster."""
     picks = rbm25_ctq(query_tokens, [cand_tokens], 1)
     return picks[0][1] if picks else 0.0
+
+
+def rbm25_scores(query_tokens: Sequence[str], cand_tokens: Sequence[Sequence[str]]) -> list[float]:
+    """:func:`rbm25_score` of every candidate of a pool: per order 1..2, the clipped
+    matches of the query's n-grams and their total, scored by scoi.core.rbm25.ctq_score
+    (integer sums, so the same floats)."""
+    query = [ngram_counts(list(query_tokens), n) for n in range(1, CTQ_ORDERS + 1)]
+    totals = [float(sum(q.values())) for q in query]
+    out = []
+    for toks in cand_tokens:
+        matched = []
+        for n, q in enumerate(query, start=1):
+            c = ngram_counts(list(toks), n)
+            matched.append(float(sum(min(cnt, c[g]) for g, cnt in q.items() if g in c)))
+        out.append(ctq_score(matched, totals))
+    return out
 
 
 @dataclass
@@ -149,7 +212,7 @@ def _column(name: str, x: Inputs) -> list[float]:
     if name == "no_of_tokens_in_dst_sent":
         return [float(no_of_tokens(t)) for t in x.tgts]
     if name == "chrf_score":
-        return [chrf_score(x.query, s) for s in x.srcs]
+        return chrf_scores(x.query, x.srcs)
     if name == "labse_score_query_src":
         return [labse_score(x.query_vec, v) for v in x.src_vecs]
     if name == "labse_score_query_dst":
@@ -163,7 +226,7 @@ def _column(name: str, x: Inputs) -> list[float]:
     if name == "bm25_score":
         return [float(s) for s in x.bm25]
     if name == "rbm25_score":
-        return [rbm25_score(x.query_tokens, t) for t in x.cand_tokens]
+        return rbm25_scores(x.query_tokens, x.cand_tokens)
     raise ValueError(f"feature {name!r} cannot be computed here; computable: {', '.join(usable(x.available))}")
 
 
@@ -183,6 +246,6 @@ def feature_dicts(features: Sequence[str], matrix: np.ndarray) -> list[Mapping[s
     return [dict(zip(features, map(float, row))) for row in matrix]
 
 
-__all__ = ["EXTRAS", "FEATURES", "Inputs", "NEEDS", "RELEASED", "WHY_OMITTED", "chrf_score", "feature_dicts",
-           "feature_matrix", "labse_score", "no_of_tokens", "omitted", "perplexity", "rbm25_score", "src_dst_query_text",
-           "src_dst_text", "usable"]
+__all__ = ["EXTRAS", "FEATURES", "Inputs", "NEEDS", "RELEASED", "WHY_OMITTED", "chrf_score", "chrf_scores",
+           "feature_dicts", "feature_matrix", "labse_score", "no_of_tokens", "omitted", "perplexity", "rbm25_score",
+           "rbm25_scores", "src_dst_query_text", "src_dst_text", "usable"]

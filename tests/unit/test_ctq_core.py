@@ -73,6 +73,12 @@ def test_chrf_score_is_sentence_chrf_of_the_query_against_the_example_source(que
     assert abs(cf.chrf_score(query, src) - literal_chrf(query, src)) <= 0.01
 
 
+@settings(max_examples=examples(300), deadline=None)
+@given(SENTENCE, st.lists(SENTENCE | st.just(""), max_size=4))
+def test_a_pools_chrf_scores_are_sacrebleus_exactly(query: str, srcs: list[str]) -> None:
+    assert cf.chrf_scores(query, srcs) == [cf.chrf_score(query, s) for s in srcs]
+
+
 def test_chrf_score_rounds_to_two_decimals_and_is_100_for_the_same_text() -> None:
     assert cf.chrf_score("le chat dort", "le chat dort") == 100.0
     assert cf.chrf_score("le chat dort", "un chien court") == round(cf.chrf_score("le chat dort", "un chien court"), 2)
@@ -106,6 +112,12 @@ def test_perplexity_of_nothing_or_overflow_takes_the_released_placeholders() -> 
 @given(st.lists(WORDS, min_size=1, max_size=10), st.lists(WORDS, min_size=1, max_size=10))
 def test_rbm25_score_is_the_first_round_ctq_score(query: list[str], cand: list[str]) -> None:
     assert cf.rbm25_score(query, cand) == literal_rbm25(query, cand)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(st.lists(WORDS, max_size=10), st.lists(st.lists(WORDS, max_size=10), max_size=4))
+def test_a_pools_rbm25_scores_are_the_rbm25_modules_exactly(query: list[str], cands: list[list[str]]) -> None:
+    assert cf.rbm25_scores(query, cands) == [cf.rbm25_score(query, c) for c in cands]
 
 
 def test_perplexity_texts_join_example_and_query_with_spaces() -> None:
