@@ -173,11 +173,14 @@ def fit(x: np.ndarray, y: np.ndarray, *, seed: int = 0) -> Fitted:
     """Fit the released code's regressor shape with scikit-learn: min-max scaled features
     and target, an MLP of :data:`LAYERS` hidden ReLU layers of :data:`HIDDEN`, Adam, MSE,
     the best validation epoch kept (early stopping) when there are enough rows."""
-    from sklearn.compose import TransformedTargetRegressor
-    from sklearn.exceptions import ConvergenceWarning
-    from sklearn.neural_network import MLPRegressor
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import MinMaxScaler
+    try:  # scikit-learn is the "llm" extra's: only training needs it, selection reads plain arrays
+        from sklearn.compose import TransformedTargetRegressor
+        from sklearn.exceptions import ConvergenceWarning
+        from sklearn.neural_network import MLPRegressor
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import MinMaxScaler
+    except ImportError as e:
+        raise CtqError(f"fitting a CTQ Scorer needs scikit-learn ({e}): pip install 'scoi[llm]'") from None
 
     early = len(y) >= EARLY_STOPPING_ROWS
     mlp = MLPRegressor(hidden_layer_sizes=(HIDDEN,) * LAYERS, activation="relu", solver="adam",

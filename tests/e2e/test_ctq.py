@@ -129,9 +129,16 @@ def test_ctq_train_with_no_workers_only_queues_the_job(job_db, tmp_path):
     assert status["total"] == 4 and status["queued"] == 4  # one item per pool candidate
 
 
-def test_select_ctq_without_a_model_says_how_to_train_one(job_db):
+def test_select_and_jobs_with_ctq_but_no_model_say_how_to_train_one(job_db, tmp_path):
     out = scoi_cli(["select", "Le chat dort.", "--src", "fr", "--tgt", "en", "--method", "ctq"], job_db)
     refused(out, "no fitted CTQ Scorer model for fr-en", "scoi ctq train")
+    src = write_lines(tmp_path / "in.fr", ["Le chat dort."])
+    job = scoi_cli(["job", "submit", "--input", str(src), "--src", "fr", "--tgt", "en", "--model", "openai:m",
+                    "--method", "ctq"], job_db)
+    refused(job, "no fitted CTQ Scorer model for fr-en")
+    named = scoi_cli(["select", "Le chat dort.", "--src", "fr", "--tgt", "en", "--method", "ctq", "--ctq-model",
+                      "nope"], job_db)
+    refused(named, "no CTQ Scorer model named 'nope'", "scoi ctq list")
 
 
 def test_ctq_train_refuses_bad_input_with_one_line_and_stores_nothing(job_db, tmp_path):
