@@ -46,7 +46,8 @@ CREATE TABLE ctq_model (
     CHECK ((status = 'fitted') = (model IS NOT NULL AND signature IS NOT NULL))
 );
 CREATE INDEX ctq_model_direction_idx ON ctq_model (src_lang, tgt_lang, fitted_at DESC);
-COMMENT ON TABLE ctq_model IS 'A CTQ Scorer trained inside scoi (scoi ctq train): features, training job, fitted regressor.';
+COMMENT ON TABLE ctq_model IS
+    'A CTQ Scorer trained inside scoi (scoi ctq train): features, training job, fitted regressor.';
 COMMENT ON COLUMN ctq_model.model IS 'The fitted regressor as an .npz archive (numpy arrays only, no pickles).';
 COMMENT ON COLUMN ctq_model.omitted IS 'Features of the released CTQ Scorer left out, each with the reason.';
 CREATE TABLE ctq_train_item (

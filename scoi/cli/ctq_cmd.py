@@ -32,7 +32,7 @@ def train(
     pool: int = typer.Option(defaults.POOL, "--pool", min=1, max=LIMITS["pool"][1],
                              help="BM25 candidates per development sentence: one training tuple each."),
     name: str | None = typer.Option(None, "--name", help="The model's name (default: from the direction, metric and "
-                                                         "a hash of the inputs). Rerunning with the same name resumes."),
+                                                         "a hash of the inputs); the same name again resumes."),
     embedder: str | None = typer.Option(None, "--embedder", help="sentence-transformers model (directory or name) for "
                                                                  "the labse_score_* similarity features (the released "
                                                                  "code: LaBSE); without it they are left out."),

@@ -13,8 +13,8 @@ from scoi import __version__
 #: Every part a signature may hold, in the order written (a part given as None is left
 #: out): the method and the settings only it reads, the selection's settings, then a
 #: job's generation settings.
-PARTS = ("method", "rbm25", "embedder", "hnsw", "ctq", "parsers", "k", "pool", "match", "sim", "words", "fill", "seed", "bm25",
-         "corpora", "where", "parser", "model", "template", "order", "max_new_tokens", "glossary")
+PARTS = ("method", "rbm25", "embedder", "hnsw", "ctq", "parsers", "k", "pool", "match", "sim", "words", "fill", "seed",
+         "bm25", "corpora", "where", "parser", "model", "template", "order", "max_new_tokens", "glossary")
 
 
 def method_parts(settings: Mapping[str, str | int]) -> dict[str, str]:
