@@ -1,14 +1,7 @@
-"""CTQ Scorer inside scoi: stored models, their features' inputs, and ranking (``--method ctq``).
-
-Training follows the released code (AI4Bharat/CTQScorer, ``generate_ctqscorer_train_data.py``,
-``cummulate_features.py``, ``ctqscorer.py``): each development sentence's BM25 pool gives
-one training tuple per candidate; the tuple's one-shot prompt (that candidate as the only
-example) is translated by the LLM, and the translation's score against the reference
-(``--metric``) is the target. Here the translations are a job on scoi's workers (each
-item: a development sentence, its one example fixed in ``ctq_train_item``), so a killed
-training resumes where it stopped; the features (scoi.core.ctq_features) are computed at
-submit and stored with the tuples; the regressor is fitted once the job is done and stored
-with its feature list and signature in ``ctq_model``.
+"""CTQ Scorer inside scoi (docs/method.md §7.4): the stored models (``ctq_model``), the
+inputs of their features (an embedder's vectors, a local LLM's token likelihoods: the I/O
+that scoi.core.ctq_features leaves to its caller), and ``--method ctq``'s ranking of a
+BM25 pool. Training is scoi.ctq_train's; the selector and the worker need only this.
 """
 
 from __future__ import annotations
@@ -21,6 +14,8 @@ import numpy as np
 import psycopg
 from psycopg.rows import dict_row
 
+from scoi.backends.loader import load_backend
+from scoi.backends.spec import parse_spec
 from scoi.core import ctq_features as cf
 from scoi.core.ctq_rank import rank_by_quality
 from scoi.core.ctq_regressor import Regressor
@@ -28,6 +23,7 @@ from scoi.core.greedy import Pick
 from scoi.core.prompt import Example
 from scoi.core.rbm25 import ctq_tokens
 from scoi.db.queries import load
+from scoi.embedder import Embedder
 
 SQL = load("ctq")
 #: The criterion a ctq pick is recorded with (its value: the predicted quality).
@@ -61,18 +57,15 @@ class CtqModel:
     signature: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON shape of ``scoi ctq train --json`` (no bytes: the regressor's settings)."""
         return {"name": self.name, "src": self.src, "tgt": self.tgt, "llm": self.llm, "metric": self.metric,
                 "pool": self.pool, "features": self.features, "omitted": self.omitted, "embedder": self.embedder,
                 "job_id": self.job_id, "status": self.status, "regressor": self.fit, "n_rows": self.n_rows,
                 "signature": self.signature}
 
-    @property
-    def available(self) -> frozenset[str]:
-        """The models its features need (scoi.core.ctq_features.NEEDS)."""
-        return frozenset(cf.NEEDS[f] for f in self.features if f in cf.NEEDS)
-
 
 def model_row(row: dict[str, Any] | None) -> CtqModel | None:
+    """A ``ctq_model`` row (dict_row) as a CtqModel, its regressor loaded from its bytes."""
     if row is None:
         return None
     data = row["model"]
@@ -111,6 +104,7 @@ def find_model(conn: psycopg.Connection, name: str | None, src: str, tgt: str) -
 
 
 def list_models(conn: psycopg.Connection) -> list[dict[str, Any]]:
+    """Every stored model's row without its bytes (``scoi ctq list``)."""
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(SQL["list_models"]).fetchall()
 
@@ -152,17 +146,15 @@ class FeatureSource:
         self._embedder: Any = None
         self._llm: Any = None
 
-    def embedder(self) -> Any:
+    def embedder(self) -> Embedder:
+        """The sentence embedder of the ``labse_score_*`` features, loaded on first use."""
         if self._embedder is None:
-            from scoi.embedder import Embedder
-
             self._embedder = Embedder(self.embedder_name)
         return self._embedder
 
     def llm(self) -> Any:
+        """The local LLM of the perplexity features (a TransformersBackend), loaded on first use."""
         if self._llm is None:
-            from scoi.backends.loader import load_backend
-
             self._llm = load_backend(self.llm_spec)
         return self._llm
 
@@ -173,7 +165,7 @@ class FeatureSource:
             return np.zeros((0, len(self.features)))
         x = cf.Inputs(query, srcs, tgts, bm25, ctq_tokens(query), [ctq_tokens(s) for s in srcs],
                       available=frozenset(needs))
-        if "embedder" in needs and srcs:
+        if "embedder" in needs:
             vecs = self.embedder().encode([query, *srcs, *tgts])
             x.query_vec, x.src_vecs, x.tgt_vecs = vecs[0], vecs[1:1 + len(srcs)], vecs[1 + len(srcs):]
         if "llm" in needs:
@@ -189,8 +181,6 @@ class FeatureSource:
 
 def available_models(llm: str, embedder: str | None) -> frozenset[str]:
     """What a training with this LLM spec and embedder can compute features from."""
-    from scoi.backends.spec import parse_spec
-
     have = {"embedder"} if embedder else set()
     if parse_spec(llm).kind in ("hf", "gguf"):
         have.add("llm")
