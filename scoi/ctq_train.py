@@ -131,16 +131,21 @@ def start_training(conn: psycopg.Connection, url: str, req: TrainRequest,
     if not tuples:
         raise CtqError(f"no development sentence shares a word with the {req.src}-{req.tgt} corpus: "
                        "nothing to train on")
-    with new_job(conn, spec) as job_id:
-        add_items(conn, job_id, 0, sources, refs, spec.max_attempts)
-        with conn.cursor() as cur:
-            cur.executemany(SQL["insert_train_item"], [
-                {"job_id": job_id, "idx": idx, "dev_idx": d, "pair_id": p, "features": f}
-                for idx, (d, p, f) in enumerate(tuples)])
-            cur.execute(SQL["insert_model"], {
-                "name": name, "src": req.src, "tgt": req.tgt, "llm": req.model, "metric": req.metric,
-                "pool": req.pool, "features": features, "omitted": json.dumps(cf.omitted(have)),
-                "embedder": req.embedder, "job_id": job_id, "dev_hash": req.dev_hash()})
+    try:
+        with new_job(conn, spec) as job_id:
+            add_items(conn, job_id, 0, sources, refs, spec.max_attempts)
+            with conn.cursor() as cur:
+                cur.execute(SQL["insert_model"], {
+                    "name": name, "src": req.src, "tgt": req.tgt, "llm": req.model, "metric": req.metric,
+                    "pool": req.pool, "features": features, "omitted": json.dumps(cf.omitted(have)),
+                    "embedder": req.embedder, "job_id": job_id, "dev_hash": req.dev_hash()})
+                with cur.copy(SQL["copy_train_items"]) as cp:
+                    cp.set_types(["int8", "int4", "int4", "int8", "float8[]"])
+                    for idx, (d, p, f) in enumerate(tuples):
+                        cp.write_row((job_id, idx, d, p, f))
+    except psycopg.errors.UniqueViolation:
+        raise CtqError(f"a job named 'ctq-train:{name}' or a CTQ Scorer model named {name!r} was stored meanwhile "
+                       "(another training under the name?); rerun to resume it, or choose another --name") from None
     with conn.cursor(row_factory=dict_row) as cur:
         return model_row(cur.execute(SQL["model_by_name"], {"name": name}).fetchone())
 
