@@ -118,22 +118,30 @@ def one_shot_example(conn: psycopg.Connection, job_id: int, idx: int) -> list[Ex
 
 
 # --------------------------------------------------------------------------- features
+NLL_BATCH = 8  # texts per forward pass of token_nlls (right-padded, masked)
+
+
 def token_nlls(backend: Any, texts: Sequence[str]) -> list[list[float]]:
     """Each text's token negative log-likelihoods (nats) under a local transformers
-    backend's model, after a BOS token (the released perplexity metric's ``add_start_token``)."""
+    backend's model, after a BOS token (the released perplexity metric's ``add_start_token``);
+    :data:`NLL_BATCH` texts per forward pass, right-padded and masked."""
     import torch
 
     tok, model = backend.tokenizer, backend.model
     bos = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
+    pad = tok.pad_token_id if tok.pad_token_id is not None else bos
+    limit = getattr(backend, "context_length", None)
+    seqs = [([bos] + tok(t, add_special_tokens=False)["input_ids"])[:limit or None] for t in texts]
     out: list[list[float]] = []
     with torch.no_grad():
-        for text in texts:
-            ids = [bos] + tok(text, add_special_tokens=False)["input_ids"]
-            limit = getattr(backend, "context_length", None)
-            ids = ids[:limit] if limit else ids
-            x = torch.tensor([ids], device=model.device)
-            logp = torch.log_softmax(model(x).logits[0, :-1].double(), dim=-1)
-            out.append((-logp.gather(1, x[0, 1:, None])[:, 0]).tolist())
+        for start in range(0, len(seqs), NLL_BATCH):
+            batch = seqs[start:start + NLL_BATCH]
+            width = max(map(len, batch))
+            ids = torch.tensor([s + [pad] * (width - len(s)) for s in batch], device=model.device)
+            mask = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in batch], device=model.device)
+            logp = torch.log_softmax(model(ids, attention_mask=mask).logits[:, :-1].double(), dim=-1)
+            nll = -logp.gather(2, ids[:, 1:, None])[:, :, 0]
+            out += [nll[i, :len(s) - 1].tolist() for i, s in enumerate(batch)]
     return out
 
 
