@@ -187,10 +187,11 @@ class FeatureSource:
         return m
 
 
-def available_models(llm: str, embedder: str | None) -> frozenset[str]:
-    """What a training with this LLM spec and embedder can compute features from."""
+def available_models(llm: str, embedder: str | None, likelihood: bool = True) -> frozenset[str]:
+    """What a training with this LLM spec and embedder can compute features from
+    (``likelihood=False``: not the LLM's likelihoods, even from a local model)."""
     have = {"embedder"} if embedder else set()
-    if parse_spec(llm).kind in ("hf", "gguf"):
+    if likelihood and parse_spec(llm).kind in ("hf", "gguf"):
         have.add("llm")
     return frozenset(have)
 

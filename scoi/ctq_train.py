@@ -60,13 +60,15 @@ class TrainRequest:
     name: str | None = None
     embedder: str | None = None
     max_new_tokens: int = defaults.MAX_NEW_TOKENS
+    #: the LLM's likelihoods as features (a local model only): each selection then runs the LLM
+    likelihood: bool = True
     backend_options: dict[str, Any] = field(default_factory=dict)
 
     def dev_hash(self) -> str:
         """What the training data depends on besides the corpus: a rerun with another
         input under the same name is refused, not mixed in."""
         blob = json.dumps([self.src, self.tgt, self.dev, self.refs, self.model, self.metric, self.pool,
-                           self.embedder, self.max_new_tokens], ensure_ascii=False)
+                           self.embedder, self.max_new_tokens, self.likelihood], ensure_ascii=False)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
     def default_name(self) -> str:
@@ -114,7 +116,7 @@ def start_training(conn: psycopg.Connection, url: str, req: TrainRequest,
         sel = Selector(req.src, req.tgt, url=url, method="bm25", pool=req.pool)
     except (JobError, SelectionError, ValueError) as e:
         raise CtqError(str(e)) from None
-    have = available_models(req.model, req.embedder)
+    have = available_models(req.model, req.embedder, req.likelihood)
     features = list(cf.usable(have))
     source = FeatureSource(features, embedder=req.embedder, llm=req.model)
     sources, refs, tuples = [], [], []

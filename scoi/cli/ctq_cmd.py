@@ -36,6 +36,10 @@ def train(
     embedder: str | None = typer.Option(None, "--embedder", help="sentence-transformers model (directory or name) for "
                                                                  "the labse_score_* similarity features (the released "
                                                                  "code: LaBSE); without it they are left out."),
+    likelihood: bool = typer.Option(True, "--likelihood/--no-likelihood",
+                                    help="With a local model (hf:/gguf:): its perplexity of the example (and of the "
+                                         "example with the sentence) as features, as released; each ctq selection "
+                                         "then runs the model over the pool. --no-likelihood leaves them out."),
     comet: str | None = typer.Option(None, "--comet", help="--metric comet: a local COMET checkpoint (.ckpt or model "
                                                            "directory)."),
     workers: int = typer.Option(1, "--workers", min=0, max=LIMITS["workers"][1],
@@ -68,7 +72,7 @@ def train(
     except JobError as e:
         fail(str(e))
     req = TrainRequest(src.lower(), tgt.lower(), sources, refs, model, metric=metric, pool=pool, name=name,
-                       embedder=embedder, max_new_tokens=max_new_tokens,
+                       embedder=embedder, max_new_tokens=max_new_tokens, likelihood=likelihood,
                        backend_options=parse_key_values(backend_opt, "--backend-opt"))
     url = database_url()
     with connect(url) as conn:

@@ -43,7 +43,7 @@ WHY_OMITTED = {
     "embedder": "no sentence embedder given (--embedder): no embedding similarity",
     "qe": "COMET-QE (wmt20-comet-qe-da) is not run by scoi: its example-quality role is left to "
           "labse_score_src_dst when an embedder is given",
-    "llm": "the model is not a local transformers model (hf:/gguf:): no token likelihoods",
+    "llm": "no token likelihoods: the model is not a local transformers model (hf:/gguf:), or --no-likelihood",
 }
 #: The released code's value for a perplexity that is NaN (``rankings_bm25_and_perplexity.py``);
 #: an infinite one is replaced by 99999 before training (``ctqscorer.py``).

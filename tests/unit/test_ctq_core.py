@@ -188,3 +188,13 @@ def test_rank_by_quality_takes_the_best_k_with_ties_in_pool_order(scores: list[f
         expected.append(best)
         left.remove(best)
     assert [i for i, _ in rank_by_quality(scores, k)] == expected
+
+
+def test_likelihood_features_need_a_local_model_and_can_be_turned_off() -> None:
+    from scoi.ctq import available_models
+
+    assert available_models("hf:/models/m", None) == {"llm"}
+    assert available_models("gguf:/models/m.gguf", "/models/emb") == {"llm", "embedder"}
+    assert available_models("hf:/models/m", "/models/emb", likelihood=False) == {"embedder"}
+    assert available_models("openai:m", None) == frozenset()
+    assert "src_dst_ppl" not in cf.usable(available_models("hf:/models/m", None, likelihood=False))
