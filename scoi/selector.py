@@ -719,7 +719,7 @@ class Selector:
         return method_settings(method, rbm25_variant=self.rbm25_variant, embedder=embedder,
                                ef_search=self.ef_search, ctq_model=ctq)
 
-    def ctq_ranker(self) -> Any:
+    def ctq_ranker(self) -> CtqRanker:
         """--method ctq: the CTQ Scorer ranker (scoi.ctq.CtqRanker) of ``ctq_model`` (None:
         the direction's newest fitted model), loaded on first use; SelectionError without one."""
         if self._ctq is None:

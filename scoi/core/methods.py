@@ -95,8 +95,8 @@ def method_settings(name: str, *, rbm25_variant: str = defaults.RBM25_VARIANT, e
     """The settings only method ``name`` reads, as its params store them (in signature
     order). ``embedder``: the stored name (defaults.EMBEDDER when None); ``ef_search``:
     None leaves it out (a job's selections search with the default, and their own
-    signatures name it); ``ctq_model``: the CTQ Scorer model (a job's: its name; a
-    selection's: its signature), None leaves it out."""
+    signatures name it); ``ctq_model``: the CTQ Scorer model's signature (``NAME@...``,
+    scoi.ctq), None leaves it out."""
     given: dict[str, str | int | None] = {"rbm25_variant": rbm25_variant,
                                           "embedder": embedder or defaults.EMBEDDER, "ef_search": ef_search,
                                           "ctq_model": ctq_model}
