@@ -1,8 +1,9 @@
 """CTQ Scorer's selection rule: the top k of the BM25 pool by predicted quality.
 
 Pure. The released code (``ctqscorer.py``, ``generate_ctqscorer_ranking``) sorts each test
-sentence's pool by the predicted score, highest first, with Python's stable sort, so equal
-scores keep the pool's (BM25) order; its prompts then take the first k.
+sentence's pool by the predicted score, highest first, with Python's stable sort, after a
+pandas sort by sentence that does not promise to keep the pool's order; its prompts then
+take the first k. scoi keeps equal scores in pool (BM25) order, so ties are reproducible.
 """
 
 from __future__ import annotations
