@@ -286,6 +286,8 @@ WHERE_HELP = ("Only pairs whose metadata (pair.meta) has KEY equal to VALUE, com
               "all must hold. KEY: letters, digits and _ . : - (e.g. --where domain=legal).")
 EMBEDDER_HELP = ("Embedding model of --method fuzzy / fuzzy-ann (the --model given to `scoi embed`; default: "
                  f"{defaults.EMBEDDER}).")
+CTQ_MODEL_HELP = ("--method ctq: the CTQ Scorer model (scoi ctq list) that ranks the pool; default: the newest fitted "
+                  "one for the direction (docs/method.md, CTQ Scorer).")
 RBM25_HELP = ("R-BM25 variant (--method rbm25): moses (default: CTQ Scorer's re-ranking over Moses tokens, "
               "scoi's; better end to end) | ctq (CTQ Scorer's code exactly, its tokenizer too: the published "
               "numbers) | agrawal (Agrawal et al.'s release).")

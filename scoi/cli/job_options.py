@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import typer
 
-from scoi.cli.common import (BACKEND_OPT_HELP, EMBEDDER_HELP, METHOD_HELP, ORDER_HELP, PARSER_HELP, RBM25_HELP,
+from scoi.cli.common import (BACKEND_OPT_HELP, CTQ_MODEL_HELP, EMBEDDER_HELP, METHOD_HELP, ORDER_HELP, PARSER_HELP, RBM25_HELP,
                              WHERE_HELP, given_parsers, given_where, parse_key_values)
 from scoi.core import defaults
 from scoi.core.limits import LIMITS
@@ -44,6 +44,7 @@ class JobOptions:
     where: list[str] | None = None
     min_match: float | None = None
     glossary: str | None = None
+    ctq_model: str | None = None
 
     def backend_options(self) -> dict[str, Any]:
         return parse_key_values(self.backend_opt or [], "--backend-opt")
@@ -58,7 +59,8 @@ class JobOptions:
                        seed=self.seed, max_new_tokens=self.max_new_tokens, backend_options=self.backend_options(),
                        embedder=self.embedder, rbm25_variant=self.rbm25_variant,
                        parsers=given_parsers(self.parser or []), reuse=self.reuse,
-                       where=given_where(self.where or []), min_match=self.min_match, glossary=self.glossary)
+                       where=given_where(self.where or []), min_match=self.min_match, glossary=self.glossary,
+                       ctq_model=self.ctq_model)
 
 
 def _options() -> dict[str, tuple[type | Any, Any]]:
@@ -87,6 +89,7 @@ def _options() -> dict[str, tuple[type | Any, Any]]:
         "backend_opt": (list[str], typer.Option([], "--backend-opt", help=BACKEND_OPT_HELP)),
         "embedder": (str | None, typer.Option(None, "--embedder", help=EMBEDDER_HELP)),
         "rbm25_variant": (str, typer.Option(d["rbm25_variant"], "--rbm25-variant", help=RBM25_HELP)),
+        "ctq_model": (str | None, typer.Option(None, "--ctq-model", help=CTQ_MODEL_HELP)),
         "parser": (list[str], typer.Option([], "--parser", help=PARSER_HELP)),
         "reuse": (str, typer.Option(d["reuse"], "--reuse", help=(
             "exact: an item whose source is stored verbatim (after whitespace and Unicode normalisation; within "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from scoi.cli import (db, delete_cmd, demo_cmd, embed_cmd, experiment_cmd, gaps_cmd, glossary_cmd, ingest_cmd,
+from scoi.cli import (ctq_cmd, db, delete_cmd, demo_cmd, embed_cmd, experiment_cmd, gaps_cmd, glossary_cmd, ingest_cmd,
                       jobs_cmd, lookup_cmd, reanalyze_cmd, schedule_cmd, select_cmd, serve_cmd)
 
 app = typer.Typer(
@@ -31,6 +31,7 @@ app.add_typer(experiment_cmd.experiment_app, name="experiment")
 app.command("serve")(serve_cmd.serve)
 app.command("gaps")(gaps_cmd.gaps)
 app.add_typer(glossary_cmd.glossary_app, name="glossary")
+app.add_typer(ctq_cmd.ctq_app, name="ctq")
 
 
 if __name__ == "__main__":

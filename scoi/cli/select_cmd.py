@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from scoi.cli.common import (EMBEDDER_HELP, METHOD_HELP, ORDER_HELP, PARSER_HELP, RBM25_HELP, WHERE_HELP, Steps,
+from scoi.cli.common import (CTQ_MODEL_HELP, EMBEDDER_HELP, METHOD_HELP, ORDER_HELP, PARSER_HELP, RBM25_HELP, WHERE_HELP, Steps,
                              console, database_url, emit_json, err_console, fail, given_where, parser_options, say,
                              table_cells)
 from scoi.core import defaults
@@ -26,6 +26,7 @@ K = typer.Option(defaults.K, "-k", "--k", min=0, max=LIMITS["k"][1], help="Numbe
 METHOD = typer.Option(defaults.METHOD, "--method", help=METHOD_HELP)
 RBM25_VARIANT = typer.Option(defaults.RBM25_VARIANT, "--rbm25-variant", help=RBM25_HELP)
 EMBEDDER = typer.Option(None, "--embedder", help=EMBEDDER_HELP)
+CTQ_MODEL = typer.Option(None, "--ctq-model", help=CTQ_MODEL_HELP)
 WHERE = typer.Option([], "--where", help=WHERE_HELP)
 POOL = typer.Option(defaults.POOL, "--pool", min=1, max=LIMITS["pool"][1], help="Candidates preselected by BM25.")
 MIN_MATCH_HELP = ("Keep only candidates whose match % (word-level edit-distance similarity, docs/method.md) is at "
@@ -52,7 +53,7 @@ def _glossary_terms(name: str | None, src: str, tgt: str, texts: list[str]) -> l
 def open_selector(src: str, tgt: str, k: int, method: str, pool: int, similarity: str, word_overlap: str,
                   fill: str, seed: int, corpus: list[str], steps: Steps, rbm25_variant: str = defaults.RBM25_VARIANT,
                   embedder: str | None = None, ef_search: int = defaults.EF_SEARCH, parser: list[str] | None = None,
-                  where: list[str] | None = None, min_match: float | None = None):
+                  where: list[str] | None = None, min_match: float | None = None, ctq_model: str | None = None):
     """A Selector warmed up (its parser, Moses tables and model loaded), each start-up step
     timed in ``steps``; one line and exit 1 when it cannot be built."""
     from scoi.analysis import ParserNotAvailable
@@ -69,7 +70,7 @@ def open_selector(src: str, tgt: str, k: int, method: str, pool: int, similarity
                        pool=pool, similarity=similarity, word_overlap=word_overlap, fill=fill, seed=seed,
                        rbm25_variant=rbm25_variant, embedder=embedder, ef_search=ef_search,
                        parser=parser_options(parser or []).get(src.lower()), where=given_where(where or []),
-                       min_match=min_match)
+                       min_match=min_match, ctq_model=ctq_model)
         steps.step("selector set-up (SQL)")
         sel.warm(step=steps.step)  # what the first query would load anyway, step by step to time it
     except (SelectionError, ValueError, ParserNotAvailable, EmbedderError, EmbeddingError) as e:
@@ -101,6 +102,7 @@ def select(
     method: str = METHOD,
     rbm25_variant: str = RBM25_VARIANT,
     embedder: str | None = EMBEDDER,
+    ctq_model: str | None = CTQ_MODEL,
     ef_search: int = typer.Option(defaults.EF_SEARCH, "--ef-search", min=1, max=LIMITS["ef_search"][1],
                                   help=EF_HELP),
     parser: list[str] = typer.Option([], "--parser", help=PARSER_HELP + " The source's must be the one its "
@@ -137,7 +139,7 @@ def select(
         except TextFileError as e:
             fail(str(e))
     sel = open_selector(src, tgt, k, method, pool, similarity, word_overlap, fill, seed, corpus, steps, rbm25_variant,
-                    embedder, ef_search, parser, where, min_match)
+                    embedder, ef_search, parser, where, min_match, ctq_model)
     if show_sql and REGISTRY[method].candidates == INDEX:  # the HNSW search, not a BM25 pool
         from scoi.embedding.embeddings import ann_sql
 
@@ -209,6 +211,7 @@ def prompt(
     method: str = METHOD,
     rbm25_variant: str = RBM25_VARIANT,
     embedder: str | None = EMBEDDER,
+    ctq_model: str | None = CTQ_MODEL,
     template: str = typer.Option(defaults.TEMPLATE, "--template", help="xglm | alpaca | path to a Jinja2 template."),
     order: str = typer.Option(defaults.ORDER, "--order", help=ORDER_HELP),
     pool: int = POOL,
@@ -227,7 +230,7 @@ def prompt(
     _refuse_blank(text)
     steps = Steps()
     sel = open_selector(src, tgt, k, method, pool, defaults.SIMILARITY, defaults.WORD_OVERLAP, defaults.FILL, seed, corpus,
-                    steps, rbm25_variant, embedder, where=where, min_match=min_match)
+                    steps, rbm25_variant, embedder, where=where, min_match=min_match, ctq_model=ctq_model)
     result = sel.select(text)
     _query_steps(steps, result)
     terms = _glossary_terms(glossary, src, tgt, [text])

@@ -19,6 +19,9 @@ WORD_OVERLAP = "set"          # word coverage: set | multiset
 RBM25_VARIANT = "moses"       # rbm25: scoi's variant (docs/method.md, R-BM25)
 #: fuzzy / fuzzy-ann: the paper's Fuzzy embedder
 EMBEDDER = "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
+#: scoi ctq train: the one-shot translations' score the CTQ Scorer learns (chrf | bleu |
+#: comet); chrF runs offline anywhere (the released code's COMET needs a checkpoint)
+CTQ_METRIC = "chrf"
 EF_SEARCH = 40                # fuzzy-ann: HNSW candidates searched per query (pgvector's default)
 BM25_K1 = 1.5                 # BM25 preselection: term-frequency saturation
 BM25_B = 0.75                 # ... and length normalisation

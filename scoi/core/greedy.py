@@ -16,13 +16,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from itertools import chain, repeat
+from typing import Any
 
 import numpy as np
 
 from scoi.core.coverage import argmax_first, as_terms, improves, l1_to_rows, term_similarity
 from scoi.core.limits import check_range
 from scoi.core.methods import METHODS, method as registry_entry
-from scoi.core.pool import Features, PackedPool, Choice, Ranking, candidate_term_rows, token_lists
+from scoi.core.pool import Choice, Features, PackedPool, PoolTexts, Ranking, candidate_term_rows, token_lists
 from scoi.core.rbm25 import DEFAULT_RBM25_VARIANT, check_variant
 
 SIMILARITIES = ("distance", "cosine")
@@ -181,6 +182,8 @@ def select(
     query_term_ids: np.ndarray | None = None,
     rbm25_variant: str = DEFAULT_RBM25_VARIANT,
     embeddings: tuple[np.ndarray, np.ndarray] | None = None,
+    model: Any = None,
+    texts: PoolTexts | None = None,
 ) -> list[Choice]:
     """Select up to k candidates for one query with ``method`` (one of :data:`METHODS`).
 
@@ -197,13 +200,15 @@ def select(
     ``embeddings``: (query vector, candidates' vectors in candidate order), which the
     embedding methods rank by cosine (:func:`scoi.core.fuzzy.fuzzy_rank`). The ranking
     itself is the method's registry entry's (scoi.core.methods).
+    ``model`` and ``texts``: a learned method's model (``ctq``: scoi.ctq.CtqRanker) and the
+    query's and candidates' texts and BM25 scores it predicts from.
     """
     check_args(method, similarity, word_overlap, k)
     check_variant(rbm25_variant)
     if k == 0 or len(candidates) == 0:
         return []
     ranking = Ranking(method, query_terms, query_tokens, candidates, similarity, word_overlap, seed, term_table,
-                      query_term_ids, rbm25_variant, embeddings)
+                      query_term_ids, rbm25_variant, embeddings, model, texts)
     return registry_entry(method).rank(ranking, k)
 
 

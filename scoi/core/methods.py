@@ -43,13 +43,16 @@ class Method:
     #: params and signature
     embeddings: bool = False
     #: the settings only this method reads, in the order params and signatures name them
-    #: (``rbm25_variant``, ``embedder``, ``ef_search``); the other methods' omit them
+    #: (``rbm25_variant``, ``embedder``, ``ef_search``, ``ctq_model``); the other methods' omit them
     settings: tuple[str, ...] = ()
     #: its token preparation, ``module:function``: the method's settings -> a tokenizer of
     #: the query and candidates (None: the Moses tokens as stored)
     tokens: str | None = None
     #: its picks depend on the seed: an experiment runs it with several and averages
     seeded: bool = False
+    #: ranks with a model trained in scoi (``scoi ctq train``), which the selector loads and
+    #: hands to the ranking function (scoi.core.pool.Ranking.model)
+    learned: bool = False
 
     @property
     def examples(self) -> bool:
@@ -93,6 +96,8 @@ REGISTRY: dict[str, Method] = {m.name: m for m in (
     Method("dpp", _BASE + "dpp_picks"),
     Method("fuzzy", settings=("embedder",), **_EMBEDDED),
     Method("fuzzy-ann", candidates=INDEX, settings=("embedder", "ef_search"), **_EMBEDDED),
+    # CTQ Scorer (scoi.ctq): the pool's top k by a trained model's predicted one-shot quality
+    Method("ctq", "scoi.core.ctq_rank:ctq_picks", trees=False, settings=("ctq_model",), learned=True),
     Method("random", _BASE + "random_picks", trees=False, seeded=True),
     Method("zero", _BASE + "nothing", trees=False, candidates=NOTHING),
 )}
@@ -114,13 +119,15 @@ def method(name: str) -> Method:
 
 
 def method_settings(name: str, *, rbm25_variant: str = defaults.RBM25_VARIANT, embedder: str | None = None,
-                    ef_search: int | None = None) -> dict[str, str | int]:
+                    ef_search: int | None = None, ctq_model: str | None = None) -> dict[str, str | int]:
     """The settings only method ``name`` reads, as its params store them (in signature
     order). ``embedder``: the stored name (defaults.EMBEDDER when None); ``ef_search``:
     None leaves it out (a job's selections search with the default, and their own
-    signatures name it)."""
+    signatures name it); ``ctq_model``: the CTQ Scorer model's signature (``NAME@...``,
+    scoi.ctq), None leaves it out."""
     given: dict[str, str | int | None] = {"rbm25_variant": rbm25_variant,
-                                          "embedder": embedder or defaults.EMBEDDER, "ef_search": ef_search}
+                                          "embedder": embedder or defaults.EMBEDDER, "ef_search": ef_search,
+                                          "ctq_model": ctq_model}
     return {s: v for s in method(name).settings if (v := given[s]) is not None}
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -179,6 +179,16 @@ def pad_in_pool_order(picks: list[Choice], n: int, k: int) -> list[Choice]:
     return picks + [Choice(i, "bm25", None) for _, i in zip(range(k - len(picks)), rest)]
 
 
+class PoolTexts(NamedTuple):
+    """The query's and candidates' texts and BM25 scores, for a method that ranks from the
+    texts themselves (a learned one: scoi.core.methods.Method.learned)."""
+
+    query: str
+    sources: Sequence[str]
+    targets: Sequence[str]
+    scores: Sequence[float]
+
+
 @dataclass(frozen=True)
 class Ranking:
     """What a method's ranking function reads (scoi.core.greedy.select's arguments): the
@@ -195,6 +205,8 @@ class Ranking:
     query_term_ids: np.ndarray | None = None
     rbm25_variant: str = RBM25_VARIANT
     embeddings: tuple[np.ndarray, np.ndarray] | None = None
+    model: Any = None               # a learned method's model (scoi.core.methods.Method.learned)
+    texts: PoolTexts | None = None  # ... and the texts it predicts from
 
     @property
     def token_lists(self) -> Sequence[Sequence[str]]:

@@ -13,14 +13,14 @@ from scoi import __version__
 #: Every part a signature may hold, in the order written (a part given as None is left
 #: out): the method and the settings only it reads, the selection's settings, then a
 #: job's generation settings.
-PARTS = ("method", "rbm25", "embedder", "hnsw", "parsers", "k", "pool", "match", "sim", "words", "fill", "seed", "bm25",
-         "corpora", "where", "parser", "model", "template", "order", "max_new_tokens", "glossary")
+PARTS = ("method", "rbm25", "embedder", "hnsw", "ctq", "parsers", "k", "pool", "match", "sim", "words", "fill", "seed",
+         "bm25", "corpora", "where", "parser", "model", "template", "order", "max_new_tokens", "glossary")
 
 
 def method_parts(settings: Mapping[str, str | int]) -> dict[str, str]:
     """The parts that name a method's own settings (scoi.core.methods.method_settings)."""
     names = {"rbm25_variant": ("rbm25", "{}"), "embedder": ("embedder", "{}"),
-             "ef_search": ("hnsw", "cosine,ef_search={}")}
+             "ef_search": ("hnsw", "cosine,ef_search={}"), "ctq_model": ("ctq", "{}")}
     return {names[s][0]: names[s][1].format(v) for s, v in settings.items()}
 
 

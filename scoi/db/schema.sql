@@ -151,6 +151,73 @@ SELECT
     NULL::bigint AS runs,
     NULL::timestamp with time zone AS last_ingest;
 
+-- TABLE ctq_model
+
+CREATE TABLE public.ctq_model (
+    id bigint NOT NULL,
+    name text NOT NULL,
+    src_lang text NOT NULL,
+    tgt_lang text NOT NULL,
+    llm text NOT NULL,
+    metric text NOT NULL,
+    pool integer NOT NULL,
+    features text[] NOT NULL,
+    omitted jsonb DEFAULT '{}'::jsonb NOT NULL,
+    embedder text,
+    job_id bigint,
+    dev_hash text NOT NULL,
+    status text DEFAULT 'translating'::text NOT NULL,
+    model bytea,
+    regressor jsonb,
+    n_rows integer,
+    signature text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    fitted_at timestamp with time zone,
+    CONSTRAINT ctq_model_check CHECK (((status = 'fitted'::text) = ((model IS NOT NULL) AND (signature IS NOT NULL)))),
+    CONSTRAINT ctq_model_metric_check CHECK ((metric = ANY (ARRAY['comet'::text, 'chrf'::text, 'bleu'::text]))),
+    CONSTRAINT ctq_model_pool_check CHECK ((pool >= 1)),
+    CONSTRAINT ctq_model_status_check CHECK ((status = ANY (ARRAY['translating'::text, 'fitted'::text])))
+);
+
+-- COMMENT TABLE ctq_model
+
+COMMENT ON TABLE public.ctq_model IS 'A CTQ Scorer trained inside scoi (scoi ctq train): features, training job, fitted regressor.';
+
+-- COMMENT COLUMN ctq_model.omitted
+
+COMMENT ON COLUMN public.ctq_model.omitted IS 'Features of the released CTQ Scorer left out, each with the reason.';
+
+-- COMMENT COLUMN ctq_model.model
+
+COMMENT ON COLUMN public.ctq_model.model IS 'The fitted regressor as an .npz archive (numpy arrays only, no pickles).';
+
+-- SEQUENCE ctq_model_id_seq
+
+CREATE SEQUENCE public.ctq_model_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+-- SEQUENCE OWNED BY ctq_model_id_seq
+
+ALTER SEQUENCE public.ctq_model_id_seq OWNED BY public.ctq_model.id;
+
+-- TABLE ctq_train_item
+
+CREATE TABLE public.ctq_train_item (
+    job_id bigint NOT NULL,
+    idx integer NOT NULL,
+    dev_idx integer NOT NULL,
+    pair_id bigint NOT NULL,
+    features double precision[] NOT NULL
+);
+
+-- COMMENT TABLE ctq_train_item
+
+COMMENT ON TABLE public.ctq_train_item IS 'A CTQ Scorer training tuple: job item idx translates dev sentence dev_idx with pair pair_id as its one example.';
+
 -- TABLE embedder
 
 CREATE TABLE public.embedder (
@@ -1226,6 +1293,10 @@ ALTER SEQUENCE public.vocab_id_seq OWNED BY public.vocab.id;
 
 ALTER TABLE ONLY public.corpus ALTER COLUMN id SET DEFAULT nextval('public.corpus_id_seq'::regclass);
 
+-- DEFAULT ctq_model id
+
+ALTER TABLE ONLY public.ctq_model ALTER COLUMN id SET DEFAULT nextval('public.ctq_model_id_seq'::regclass);
+
 -- DEFAULT embedder id
 
 ALTER TABLE ONLY public.embedder ALTER COLUMN id SET DEFAULT nextval('public.embedder_id_seq'::regclass);
@@ -1311,6 +1382,21 @@ ALTER TABLE ONLY public.corpus
 
 ALTER TABLE ONLY public.corpus
     ADD CONSTRAINT corpus_pkey PRIMARY KEY (id);
+
+-- CONSTRAINT ctq_model ctq_model_name_key
+
+ALTER TABLE ONLY public.ctq_model
+    ADD CONSTRAINT ctq_model_name_key UNIQUE (name);
+
+-- CONSTRAINT ctq_model ctq_model_pkey
+
+ALTER TABLE ONLY public.ctq_model
+    ADD CONSTRAINT ctq_model_pkey PRIMARY KEY (id);
+
+-- CONSTRAINT ctq_train_item ctq_train_item_pkey
+
+ALTER TABLE ONLY public.ctq_train_item
+    ADD CONSTRAINT ctq_train_item_pkey PRIMARY KEY (job_id, idx);
 
 -- CONSTRAINT embedder embedder_name_key
 
@@ -1522,6 +1608,10 @@ ALTER TABLE ONLY public.vocab
 ALTER TABLE ONLY public.vocab
     ADD CONSTRAINT vocab_pkey PRIMARY KEY (id);
 
+-- INDEX ctq_model_direction_idx
+
+CREATE INDEX ctq_model_direction_idx ON public.ctq_model USING btree (src_lang, tgt_lang, fitted_at DESC);
+
 -- INDEX job_item_claimable_idx
 
 CREATE INDEX job_item_claimable_idx ON public.job_item USING btree (job_id, idx) WHERE (status = ANY (ARRAY['queued'::text, 'running'::text]));
@@ -1695,6 +1785,16 @@ CREATE OR REPLACE VIEW public.sentence_polynomial AS
      JOIN public.sentence_term st ON ((st.sentence_id = s.id)))
      JOIN public.term t ON ((t.id = st.term_id)))
   GROUP BY s.id;
+
+-- FK CONSTRAINT ctq_model ctq_model_job_id_fkey
+
+ALTER TABLE ONLY public.ctq_model
+    ADD CONSTRAINT ctq_model_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.job(id) ON DELETE SET NULL;
+
+-- FK CONSTRAINT ctq_train_item ctq_train_item_job_id_fkey
+
+ALTER TABLE ONLY public.ctq_train_item
+    ADD CONSTRAINT ctq_train_item_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.job(id) ON DELETE CASCADE;
 
 -- FK CONSTRAINT experiment_job experiment_job_experiment_id_fkey
 

@@ -29,7 +29,7 @@ def selector_settings(job: Job) -> dict[str, Any]:
             "pool": p.get("pool", defaults.POOL), "fill": p.get("fill", defaults.FILL),
             "seed": p.get("seed", defaults.SEED), "parser": (p.get("parsers") or {}).get(job.src_lang),
             "embedder": p.get("embedder"), "rbm25_variant": p.get("rbm25_variant", defaults.RBM25_VARIANT),
-            "where": p.get("where") or None, "min_match": p.get("min_match")}
+            "where": p.get("where") or None, "min_match": p.get("min_match"), "ctq_model": p.get("ctq_model")}
 
 
 class WorkerCaches:

@@ -57,6 +57,12 @@ class JobSpec:
     #: A glossary's name (scoi.glossary): its terms found in each source go into the prompt,
     #: and each output is checked for the required target terms (job_item.term_check).
     glossary: str | None = None
+    #: --method ctq: the CTQ Scorer model's name (None: the direction's newest); at submit,
+    #: its signature (``NAME@...``), so the job names the exact model its selections use
+    ctq_model: str | None = None
+    #: a CTQ Scorer training job (scoi.ctq): the model it makes data for; each item's one
+    #: example is the candidate fixed in ctq_train_item, not a selection
+    ctq_train: str | None = None
 
     def __post_init__(self) -> None:
         # One spelling in params and signatures (an unknown order is rejected by validate()).
@@ -72,7 +78,8 @@ class JobSpec:
                 **({"where": self.where} if self.where else {}),
                 **({"min_match": self.min_match} if self.min_match is not None else {}),
                 **({"template_text": self.template_text} if self.template_text is not None else {}),
-                **({"glossary": self.glossary} if self.glossary else {})}
+                **({"glossary": self.glossary} if self.glossary else {}),
+                **({"ctq_train": self.ctq_train} if self.ctq_train else {})}
 
     def _method_params(self) -> dict[str, str | int]:
         """The settings only this job's method reads (scoi.core.methods): ``embedder``
@@ -85,7 +92,7 @@ class JobSpec:
         if self.method not in REGISTRY:  # refused by validate(); named as given until then
             return {}
         return method_settings(self.method, rbm25_variant=self.rbm25_variant,
-                               embedder=model_name(self.embedder or defaults.EMBEDDER))
+                               embedder=model_name(self.embedder or defaults.EMBEDDER), ctq_model=self.ctq_model)
 
     def signature(self) -> str:
         """Every setting that changes the outputs (scoi.core.signature). The analysis
@@ -103,7 +110,8 @@ class JobSpec:
             "where": where_part(self.where),
             "match": None if self.min_match is None else f"{self.min_match:g}", "model": self.model,
             "template": template_label(self.template, self.template_text), "order": self.order,
-            "max_new_tokens": self.max_new_tokens, "glossary": self.glossary or None})
+            "max_new_tokens": self.max_new_tokens, "glossary": self.glossary or None,
+            **({"ctq": f"train={self.ctq_train}"} if self.ctq_train else {})})
 
 
 @dataclass

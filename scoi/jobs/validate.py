@@ -85,6 +85,13 @@ def validate(conn: psycopg.Connection, spec: JobSpec) -> None:
             raise JobError(problem)
     if "rbm25_variant" in entry.settings and spec.rbm25_variant not in RBM25_VARIANTS:
         raise JobError(f"unknown R-BM25 variant {spec.rbm25_variant!r}; expected one of {', '.join(RBM25_VARIANTS)}")
+    if spec.method == "ctq":  # the model named now (default: the direction's newest), so the job keeps it
+        from scoi.ctq import CtqError, find_model
+
+        try:
+            spec.ctq_model = find_model(conn, spec.ctq_model, spec.src, spec.tgt).signature
+        except CtqError as e:
+            raise JobError(str(e)) from None
     embedder = spec.params().get("embedder")
     if embedder is not None:
         from scoi.embedding.embeddings import find_embedder

@@ -55,6 +55,7 @@ from scoi import glossary
 from scoi.core import defaults, inline
 from scoi.core.methods import method
 from scoi.core.prompt import Example, PromptTooLong, extract_answer, fit_prompt, render_prompt, stop_markers
+from scoi.ctq import one_shot_example
 from scoi.jobs import store
 from scoi.jobs.caches import WorkerCaches
 from scoi.jobs.liveness import Liveness
@@ -482,7 +483,9 @@ class Worker:
             return Prepared(item, None, None, None, 0.0)
         ts = time.perf_counter()
         res, examples = None, []
-        if selector is not None:
+        if selector is not None and job.params.get("ctq_train"):  # ---- CTQ Scorer training (scoi.ctq_train):
+            examples = one_shot_example(selector.reads.primary, item.job_id, item.idx)  # its example, fixed at submit
+        elif selector is not None:
             res = selector.select(item.source, k=job.k, method=job.method, analysis=analysis)
             examples = [Example(p.src, p.tgt) for p in res.selected]
         tp = time.perf_counter()

@@ -4,13 +4,15 @@ says (its tokens, its ranking), and ``--fill random``'s top-up of a short select
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import psycopg
 
 from scoi.core import methods
 from scoi.core.greedy import select as rank
 from scoi.core.match import match_all
-from scoi.core.pool import distinct_sources, source_key
+from scoi.core.pool import PoolTexts, distinct_sources, source_key
 from scoi.db.queries import load
 from scoi.selection.options import Options
 from scoi.selection.preselect import pair_filter
@@ -36,18 +38,20 @@ def keep_matching(tokens: list[str], rows: list[Candidate], embeddings: tuple[np
 
 
 def run_method(query: QueryAnalysis, options: Options, method: str, k: int, text: str, tokens: list[str],
-               terms: dict[str, int], offered: list[Candidate], embeddings: tuple[np.ndarray, np.ndarray] | None
-               ) -> list[Pick]:
+               terms: dict[str, int], offered: list[Candidate], embeddings: tuple[np.ndarray, np.ndarray] | None,
+               model: Any = None) -> list[Pick]:
     """``method``'s picks among the ``offered`` candidates: the query and pool in one term
     table, the tokens the method reads (its registry entry's preparation, else Moses'),
-    its ranking function (scoi.core.greedy.select)."""
+    its ranking function (scoi.core.greedy.select); ``model``: a learned method's (ctq)."""
     q, q_ids, cands, table = query.coverage_inputs(terms, offered)
     pick_tokens = tokens
     if (tokenize := methods.method(method).tokenizer(rbm25_variant=options.rbm25_variant)) is not None:
         pick_tokens, cands = tokenize(text), cands.with_tokens([tokenize(r.src) for r in offered])
     picks = rank(q, pick_tokens, cands, k=k, method=method, similarity=options.similarity,
                  word_overlap=options.word_overlap, seed=options.seed, term_table=table, query_term_ids=q_ids,
-                 rbm25_variant=options.rbm25_variant, embeddings=embeddings)
+                 rbm25_variant=options.rbm25_variant, embeddings=embeddings, model=model,
+                 texts=None if model is None else PoolTexts(text, [r.src for r in offered], [r.tgt for r in offered],
+                                                            [r.score for r in offered]))
     return [offered[p.index].pick(p.criterion, p.coverage) for p in picks]
 
 

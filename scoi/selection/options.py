@@ -55,23 +55,25 @@ class Options:
         self.where = checked_where(self.where)
         return self
 
-    def method_settings(self, method: str, embedder: str | None) -> dict[str, str | int]:
-        """The settings only ``method`` reads, as params and the signature name them."""
+    def method_settings(self, method: str, embedder: str | None, model: str | None = None) -> dict[str, str | int]:
+        """The settings only ``method`` reads, as params and the signature name them
+        (``embedder``: the stored embedder's name; ``model``: a learned method's model signature)."""
         return methods.method_settings(method, rbm25_variant=self.rbm25_variant, embedder=embedder,
-                                       ef_search=self.ef_search)
+                                       ef_search=self.ef_search, ctq_model=model)
 
-    def params(self, method: str, k: int, min_match: float | None, embedder: str | None) -> dict[str, Any]:
+    def params(self, method: str, k: int, min_match: float | None, embedder: str | None,
+               model: str | None = None) -> dict[str, Any]:
         """The settings of a selection (``min_match`` only when one was set)."""
-        return {"method": method, **self.method_settings(method, embedder), "k": k, "pool": self.pool,
+        return {"method": method, **self.method_settings(method, embedder, model), "k": k, "pool": self.pool,
                 "similarity": self.similarity, "word_overlap": self.word_overlap, "fill": self.fill,
                 "seed": self.seed, "corpora": self.corpora, **({"where": self.where} if self.where else {}),
                 "bm25": asdict(self.bm25), **({} if min_match is None else {"min_match": min_match})}
 
     def signature(self, src: str, tgt: str, method: str, k: int, min_match: float | None, embedder: str | None,
-                  scheme: Scheme) -> str:
+                  scheme: Scheme, model: str | None = None) -> str:
         """Every setting that changes the result (scoi.core.signature)."""
         return signature(src, tgt, {
-            "method": method, **method_parts(self.method_settings(method, embedder)), "k": k, "pool": self.pool,
+            "method": method, **method_parts(self.method_settings(method, embedder, model)), "k": k, "pool": self.pool,
             "match": None if min_match is None else f"{min_match:g}",
             "sim": self.similarity, "words": self.word_overlap, "fill": self.fill, "seed": self.seed,
             "bm25": self.bm25.signature(), "corpora": corpora_part(self.corpora), "where": where_part(self.where),

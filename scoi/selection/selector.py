@@ -26,6 +26,7 @@ import psycopg
 from scoi.config import read_max_lag_from_env
 from scoi.core import defaults, methods
 from scoi.core.greedy import check_args
+from scoi.ctq import CtqError, CtqRanker, find_model
 from scoi.db.engine import ensure_migrated, resolve_database, resolve_read_url
 from scoi.db.reads import ReadRoute, ReadStatus
 from scoi.selection.embedding import Embeddings
@@ -56,7 +57,8 @@ class Selector:
                  fill: str = defaults.FILL, seed: int = defaults.SEED, bm25: Bm25Params | None = None,
                  parser: str | None = None, rbm25_variant: str = defaults.RBM25_VARIANT,
                  embedder: str | None = None, ef_search: int = defaults.EF_SEARCH,
-                 where: dict[str, str] | None = None, min_match: float | None = None) -> None:
+                 where: dict[str, str] | None = None, min_match: float | None = None,
+                 ctq_model: str | None = None) -> None:
         self.options = Options(k=k, method=method, pool=pool, similarity=similarity, word_overlap=word_overlap,
                                fill=fill, seed=seed, rbm25_variant=rbm25_variant, ef_search=ef_search,
                                min_match=min_match, corpora=corpora, where=where, bm25=bm25 or Bm25Params()).check()
@@ -79,6 +81,9 @@ class Selector:
         self.embeddings = Embeddings(embedder, ef_search)
         if methods.method(method).embeddings:
             self.embeddings.row(conn)  # fail now, not at the first sentence, when nothing is embedded
+        self.ctq_model, self._ctq = ctq_model, None  # --method ctq: the model's name (None: newest), its ranker
+        if methods.method(method).learned:
+            self.ctq_ranker()  # fail now when no model is fitted for the direction
         self._thread: futures.ThreadPoolExecutor | None = None
 
     # ------------------------------------------------------------------ what callers read
@@ -109,10 +114,23 @@ class Selector:
     def signature(self, method: str, k: int, min_match: float | None = None) -> str:
         """Every setting that changes a selection's result (scoi.core.signature)."""
         return self.options.signature(self.src, self.tgt, method, k, min_match, self._embedder_name(method),
-                                      self.query.scheme)
+                                      self.query.scheme, self._model_signature(method))
 
     def _embedder_name(self, method: str) -> str | None:
         return self.embeddings.row(self.primary).name if methods.method(method).embeddings else None
+
+    def ctq_ranker(self) -> CtqRanker:
+        """--method ctq: the CTQ Scorer ranker (scoi.ctq.CtqRanker) of ``ctq_model`` (None:
+        the direction's newest fitted model), loaded on first use; SelectionError without one."""
+        if self._ctq is None:
+            try:
+                self._ctq = CtqRanker(find_model(self.primary, self.ctq_model, self.src, self.tgt))
+            except CtqError as e:
+                raise SelectionError(str(e)) from None
+        return self._ctq
+
+    def _model_signature(self, method: str) -> str | None:
+        return self.ctq_ranker().model.signature if methods.method(method).learned else None
 
     # ------------------------------------------------------------------ batches
     def warm(self, texts: list[str] | None = None, method: str | None = None,
@@ -198,7 +216,8 @@ class Selector:
             pool_ms = round(pool_ms + _ms(time.perf_counter() - ts), 3)
         offered, embeddings = keep_matching(tokens, rows, embeddings, min_match)
         t2 = time.perf_counter()
-        selected = run_method(self.query, self.options, method, k, text, tokens, terms, offered, embeddings)
+        selected = run_method(self.query, self.options, method, k, text, tokens, terms, offered, embeddings,
+                              self.ctq_ranker() if entry.learned else None)
         t3 = time.perf_counter()
         if self.options.fill == "random" and entry.examples and len(selected) < k:
             selected += random_fill(conn, self.engine, k - len(selected), selected, tokens, self.options.seed,
@@ -207,11 +226,12 @@ class Selector:
         if min_match is not None and entry.examples and len(selected) < k:
             notice = (f"{len(offered)} of {len(rows)} candidates reach {min_match:g}% match: "
                       f"{len(selected)} example{'s' * (len(selected) != 1)} instead of {k}")
-        embedder = self._embedder_name(method)
+        embedder, model = self._embedder_name(method), self._model_signature(method)
         return SelectionResult(
             query=text, src_lang=self.src, tgt_lang=self.tgt, method=method, k=k,
-            params=self.options.params(method, k, min_match, embedder),
-            signature=self.options.signature(self.src, self.tgt, method, k, min_match, embedder, self.query.scheme),
+            params=self.options.params(method, k, min_match, embedder, model),
+            signature=self.options.signature(self.src, self.tgt, method, k, min_match, embedder, self.query.scheme,
+                                             model),
             query_tokens=tokens, query_terms=terms, candidates=offered, selected=selected,
             # analyze: Moses + spaCy on this thread; pool: the SQL round trips (overlapping
             # the parse); wait: what the pool added after the parse; select: pool +

@@ -37,7 +37,7 @@ def test_every_methods_job_signature_agrees_with_its_selections(job_db, st_model
         caches = WorkerCaches(conn, job_db)
         try:
             for name in METHODS:
-                if not REGISTRY[name].examples:
+                if not REGISTRY[name].examples or name == "ctq":  # needs a trained model: tests/e2e/test_ctq.py
                     continue
                 for extra in settings:
                     spec = JobSpec("fr", "en", "openai:m", method=name, k=3, embedder=st_model, **extra)

@@ -20,7 +20,7 @@ SPEC = {f.name: f for f in fields(JobSpec)}
 CLI_NAMES = {"corpus": "corpora", "backend_opt": "backend_options", "parser": "parsers"}
 #: JobSpec fields no job option sets: the job's name is each command's own argument, and a
 #: template file's text is read from --template's file at submit.
-NOT_OPTIONS = {"name", "template_text"}
+NOT_OPTIONS = {"name", "template_text", "ctq_train"}  # ctq_train: set by `scoi ctq train`
 #: JobRequest fields that are inputs, not settings.
 INPUTS = {"sentences", "references"}
 REQUIRED = object()

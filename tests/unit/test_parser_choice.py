@@ -34,5 +34,5 @@ def test_parser_name_forms(tmp_path):
 
 
 def test_treeless_methods_are_the_ones_that_read_no_tree():
-    assert set(TREELESS_METHODS) == {"bm25", "rbm25", "random", "zero", "fuzzy", "fuzzy-ann"}
+    assert set(TREELESS_METHODS) == {"bm25", "rbm25", "ctq", "random", "zero", "fuzzy", "fuzzy-ann"}
     assert set(TREELESS_METHODS) < set(METHODS)
