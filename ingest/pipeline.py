@@ -29,9 +29,10 @@ from ingest.readers import InputError, Record, detect_format, read_once, read_re
 from ingest.workers import BatchRunner, Parsed, ParseTask, count_repaired, repaired_notes
 from ingest.writer import (ON_CONFLICT, BatchWriter, LabelRegistry, PairRow, ParsedSentence, lock_writes, sha,
                            stored_sentences)
-from scoi.analysis import Analysis, ParserChoice, choose_parser, parser_labels, without_trees, word_tokenizer
+from scoi.analysis import Analysis, word_tokenizer
 from scoi.core.defaults import ON_CONFLICT_CORPUS, ON_CONFLICT_TMX
 from scoi.db import connect
+from scoi.parsers import ParserChoice, choose_parser, parser_labels, without_trees
 
 if TYPE_CHECKING:
     from scoi.embedding.embedder import Embedder

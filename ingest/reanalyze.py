@@ -31,10 +31,11 @@ from ingest.pipeline import scheme_parser
 from ingest.workers import BatchRunner, Parsed, ParseTask, count_repaired, repaired_notes
 from ingest.writer import (ParsedSentence, TermResolver, copy_sentence_terms, lock_writes, sentence_term_rows,
                            term_arrays)
-from scoi.analysis import Analysis, ParserChoice, ParserNotAvailable, Scheme, choose_parser
+from scoi.analysis import Analysis
 from scoi.db import connect
 from scoi.db.literals import int_array, text_array
 from scoi.db.queries import load
+from scoi.parsers import ParserChoice, ParserNotAvailable, Scheme, choose_parser
 
 RSQL = load("reanalyze")
 DEFAULT_BATCH = 512  # sentences per transaction (and per parse task)

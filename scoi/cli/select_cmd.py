@@ -56,10 +56,10 @@ def open_selector(src: str, tgt: str, k: int, method: str, pool: int, similarity
                   where: list[str] | None = None, min_match: float | None = None, ctq_model: str | None = None):
     """A Selector warmed up (its parser, Moses tables and model loaded), each start-up step
     timed in ``steps``; one line and exit 1 when it cannot be built."""
-    from scoi.analysis import ParserNotAvailable
     from scoi.db.engine import resolve_read_url
     from scoi.embedding.embedder import EmbedderError
     from scoi.embedding.embeddings import EmbeddingError
+    from scoi.parsers import ParserNotAvailable
     from scoi.selection.selector import SelectionError, Selector
 
     steps.step("imports")

@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from scoi.analysis import Scheme
 from scoi.core import defaults, methods
 from scoi.core.exact import check_where, where_part
 from scoi.core.greedy import check_args
@@ -16,6 +15,7 @@ from scoi.core.match import check_min_match
 from scoi.core.names import is_language_code, printable
 from scoi.core.rbm25 import check_variant
 from scoi.core.signature import corpora_part, method_parts, signature
+from scoi.parsers import Scheme
 from scoi.selection.preselector import Bm25Params
 from scoi.selection.types import SelectionError
 

@@ -9,7 +9,8 @@ import importlib.util
 import pytest
 
 from ingest.pipeline import IngestOptions, ingest_files
-from scoi.analysis import Analyzer, ParserNotAvailable, word_tokenizer
+from scoi.analysis import Analyzer, word_tokenizer
+from scoi.parsers import ParserNotAvailable
 from scoi.text.moses import PunctNormalizer, moses_tokenizer
 from scoi.selection.selector import Selector
 from tests.helpers.database import scalar

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from scoi import __version__
-from scoi.analysis import Scheme
+from scoi.parsers import Scheme
 from scoi.selection.fill import keep_matching
 from scoi.selection.options import Options, check_direction
 from scoi.selection.preselector import Bm25Params, depth
