@@ -27,7 +27,7 @@ run=(experiment run tiny-four --input "$out/test.fr" --references "$out/test.en"
      --ctq-model tiny-ctq --k 2 --max-new-tokens 16)
 scoi "${run[@]}" --json | tail -n 1 >"$out/tiny-four.json"
 # The terminal tables, kept in a file (rich output forced, colours off, 80 columns).
-FORCE_COLOR=1 NO_COLOR=1 COLUMNS=80 scoi experiment show tiny-four | tee "$out/tiny-four.txt"
+FORCE_COLOR=1 NO_COLOR=1 COLUMNS=80 scoi experiment show tiny-four | sed "s/\x1b\[[0-9;]*m//g" | tee "$out/tiny-four.txt"
 scoi experiment plot tiny-four -o "$out/experiment-tiny-ctq-chrf.png" --metric chrf
 scoi db stop
 echo "outputs in $out" >&2
