@@ -151,7 +151,7 @@ def run(
                           methods=_split(methods, "methods"), ks=_ints(ks, "k"), orders=_split(orders, "orders"),
                           templates=_split(templates, "templates"), baseline=baseline, random_seeds=random_seeds,
                           pool=opts.pool, max_new_tokens=opts.max_new_tokens, backend_options=opts.backend_options(),
-                          embedder=opts.embedder)
+                          embedder=opts.embedder, ctq_model=opts.ctq_model)
     url = database_url()
     log = (lambda msg: None) if json_out else (lambda msg: say(msg, err=True))
     with connect(url) as conn:

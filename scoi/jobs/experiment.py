@@ -164,6 +164,7 @@ class ExperimentSpec:
     max_attempts: int = defaults.MAX_ATTEMPTS
     backend_options: dict[str, Any] = field(default_factory=dict)
     embedder: str | None = None  # fuzzy / fuzzy-ann: the embedding model (default: the paper's)
+    ctq_model: str | None = None  # ctq: the stored CTQ model (default: the direction's newest fitted one)
 
     def cells(self) -> list[Cell]:
         return grid(self.methods, self.ks, self.orders, self.templates, random_seeds=self.random_seeds,
@@ -185,13 +186,16 @@ class ExperimentSpec:
                        template=cell.template, name=cell.job_name(self.name), max_attempts=self.max_attempts,
                        pool=self.pool, order=cell.order, seed=cell.seed, max_new_tokens=self.max_new_tokens,
                        backend_options=self.backend_options, embedder=self.embedder, reuse=REUSE,
-                       **({"rbm25_variant": variant} if variant else {}))
+                       **({"rbm25_variant": variant} if variant else {}),
+                       **({"ctq_model": self.ctq_model} if method == "ctq" else {}))
 
     def grid_json(self) -> dict[str, Any]:
         """The settings a rerun must repeat (the models are compared apart: a rerun may add one)."""
         d = asdict(self)
         for key in ("name", "src", "tgt", "models"):
             d.pop(key)
+        if d["ctq_model"] is None:  # absent unless given: experiments stored before it still resume
+            d.pop("ctq_model")
         d["baseline"] = self.baseline_method()
         return d
 

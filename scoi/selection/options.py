@@ -63,11 +63,12 @@ class Options:
 
     def params(self, method: str, k: int, min_match: float | None, embedder: str | None,
                model: str | None = None) -> dict[str, Any]:
-        """The settings of a selection (``min_match`` only when one was set)."""
+        """The settings of a selection (``min_match`` only when one was set; ``bm25.exact``:
+        the pool is exact BM25's top n, as the signature's ``exact`` says, whatever engine)."""
         return {"method": method, **self.method_settings(method, embedder, model), "k": k, "pool": self.pool,
                 "similarity": self.similarity, "word_overlap": self.word_overlap, "fill": self.fill,
                 "seed": self.seed, "corpora": self.corpora, **({"where": self.where} if self.where else {}),
-                "bm25": asdict(self.bm25), **({} if min_match is None else {"min_match": min_match})}
+                "bm25": {**asdict(self.bm25), "exact": True}, **({} if min_match is None else {"min_match": min_match})}
 
     def signature(self, src: str, tgt: str, method: str, k: int, min_match: float | None, embedder: str | None,
                   scheme: Scheme, model: str | None = None) -> str:
