@@ -105,7 +105,9 @@ def submit(
     with _connect() as conn:
         try:
             if source_sql is not None:
-                from scoi.jobs.sources import Destination, Source, submit_from_source
+                from scoi.jobs.destinations import Destination
+                from scoi.jobs.source_jobs import submit_from_source
+                from scoi.jobs.sources import Source
 
                 dest = (Destination("table", table=dest_table, key=dest_key, column=dest_column, url=dest_url)
                         if dest_table is not None else None)
