@@ -143,3 +143,5 @@ def eval_jobs(
             say(f"  {s.metric:6s} {s.score:7.2f}  {s.signature}")
         if t := terms[j.id]:
             share = f"{t['accuracy']:.2f}%" if t["required"] else "no term required"
+            say(f"  terms  {share}  {t['found']} of {t['required']} required target terms found "
+                f"(glossary {t['glossary']})")
