@@ -14,8 +14,9 @@ from rich.console import Console
 
 from scoi.cli.experiment_cmd import metric_tables
 from scoi.jobs.eval import model_label, model_labels
-from scoi.jobs.experiment import (ALPHA, SPREAD, TSV_HEADERS, Cell, ExperimentSpec, baseline_row, footnotes, grid,
-                                  input_hash, merge_models, metric_table, parse_models, stored_models, table, tsv_rows)
+from scoi.jobs.experiment_grid import (ALPHA, SPREAD, Cell, ExperimentSpec, grid, input_hash, merge_models,
+                                       parse_models, stored_models)
+from scoi.jobs.experiment_table import TSV_HEADERS, baseline_row, footnotes, metric_table, table, tsv_rows
 from scoi.jobs.spec import JobError
 
 
