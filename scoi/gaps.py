@@ -15,6 +15,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
+from scoi.core import defaults
 from scoi.db.queries import load
 from scoi.jobs.store import get_job
 from scoi.selection.recording import record_selections
@@ -41,7 +42,7 @@ class GapReport:
         return asdict(self)
 
 
-def rank(conn: psycopg.Connection, selection_ids: Sequence[int], scope: str, limit: int = 50) -> GapReport:
+def rank(conn: psycopg.Connection, selection_ids: Sequence[int], scope: str, limit: int = defaults.GAPS_LIMIT) -> GapReport:
     """The ranked gaps of these recorded selections (``limit`` per kind)."""
     report = GapReport(scope=scope, selections=len(selection_ids))
     with conn.cursor(row_factory=dict_row) as cur:
@@ -51,7 +52,7 @@ def rank(conn: psycopg.Connection, selection_ids: Sequence[int], scope: str, lim
     return report
 
 
-def job_gaps(conn: psycopg.Connection, refs: Sequence[str | int], limit: int = 50) -> GapReport:
+def job_gaps(conn: psycopg.Connection, refs: Sequence[str | int], limit: int = defaults.GAPS_LIMIT) -> GapReport:
     """Gaps of the recorded selections of jobs given by id or name."""
     jobs = [get_job(conn, r) for r in refs]
     ids = [r[0] for r in conn.execute(SQL["job_selection_ids"], {"job_ids": [j.id for j in jobs]})]
@@ -61,7 +62,7 @@ def job_gaps(conn: psycopg.Connection, refs: Sequence[str | int], limit: int = 5
     return rank(conn, ids, scope, limit)
 
 
-def schedule_gaps(conn: psycopg.Connection, name: str, limit: int = 50) -> GapReport:
+def schedule_gaps(conn: psycopg.Connection, name: str, limit: int = defaults.GAPS_LIMIT) -> GapReport:
     """Gaps over every job a schedule's runs grew."""
     if not conn.execute(SQL["schedule_exists"], {"name": name}).fetchone()[0]:
         raise GapError(f"no schedule {name!r}; see `scoi schedule list`")
@@ -74,7 +75,7 @@ def schedule_gaps(conn: psycopg.Connection, name: str, limit: int = 50) -> GapRe
 
 
 def sentence_gaps(sel: Selector, sentences: Sequence[str], *, scope: str, k: int | None = None,
-                  method: str | None = None, limit: int = 50,
+                  method: str | None = None, limit: int = defaults.GAPS_LIMIT,
                   progress: Callable[[int], None] | None = None) -> GapReport:
     """Gaps of sentences selected now with ``sel``: their selections are recorded inside a
     transaction that is rolled back, so the same view ranks them and nothing is kept.

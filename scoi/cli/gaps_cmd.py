@@ -19,7 +19,7 @@ def gaps(
     tgt: str | None = typer.Option(None, "--tgt", help="With --file: target language code."),
     method: str = typer.Option(defaults.METHOD, "--method", help="With --file: " + METHOD_HELP),
     k: int = typer.Option(defaults.K, "-k", "--k", min=0, help="With --file: examples per sentence."),
-    limit: int = typer.Option(30, "--limit", min=1, help="Rows per kind (words, terms)."),
+    limit: int = typer.Option(defaults.GAPS_LIMIT, "--limit", min=1, help="Rows per kind (words, terms)."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Words and tree terms that no selected example covers and no pool example contains,
