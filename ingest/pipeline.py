@@ -25,7 +25,9 @@ from typing import TYPE_CHECKING
 import psycopg
 
 from ingest import runs
-from ingest.readers import InputError, Record, detect_format, read_once, read_records
+from ingest.input_files import read_once
+from ingest.readers import detect_format, read_records
+from ingest.records import InputError, Record
 from ingest.workers import BatchRunner, Parsed, ParseTask, count_repaired, repaired_notes
 from ingest.writer import (ON_CONFLICT, BatchWriter, LabelRegistry, PairRow, ParsedSentence, lock_writes, sha,
                            stored_sentences)
@@ -164,7 +166,7 @@ def ingest_files(opts: IngestOptions, url: str, *, progress: Callable[[int], Non
                  on_start: Callable[[int], None] | None = None) -> IngestSummary:
     """Ingest ``opts.files`` into the database at ``url`` (libpq URI, already migrated).
     The files are read twice (validation, then writing): a pipe or FIFO is copied once to
-    a temporary file first (ingest.readers.read_once)."""
+    a temporary file first (ingest.input_files.read_once)."""
     from scoi.core.names import BadName, check_language_code, check_name
 
     try:  # names and codes are printed by every listing: refused before anything is read or written

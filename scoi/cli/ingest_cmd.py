@@ -57,7 +57,7 @@ def ingest(
     """
     from scoi.analysis import ParserNotAvailable
     from ingest.pipeline import IngestError, IngestOptions, ingest_files
-    from ingest.readers import InputError
+    from ingest.records import InputError
     from scoi.embedding.embedder import EmbedderError
     from scoi.embedding.embeddings import EmbeddingError
 
