@@ -29,8 +29,9 @@ from ingest.input_files import read_once
 from ingest.readers import detect_format, read_records
 from ingest.records import InputError, Record
 from ingest.workers import BatchRunner, Parsed, ParseTask, count_repaired, repaired_notes
-from ingest.writer import (ON_CONFLICT, BatchWriter, LabelRegistry, PairRow, ParsedSentence, lock_writes, sha,
-                           stored_sentences)
+from ingest.rows import PairRow, ParsedSentence, sha
+from ingest.terms import LabelRegistry
+from ingest.writer import ON_CONFLICT, BatchWriter, lock_writes, stored_sentences
 from scoi.analysis import Analysis, ParserChoice, choose_parser, parser_labels, without_trees, word_tokenizer
 from scoi.core.defaults import ON_CONFLICT_CORPUS, ON_CONFLICT_TMX
 from scoi.db import connect

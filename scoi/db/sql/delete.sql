@@ -1,5 +1,5 @@
--- Deleting pairs and corpora while the BM25 index stays exact (ingest/writer.py's
--- drop_pairs and ingest/delete.py read this file). Everything runs in one transaction
+-- Deleting pairs and corpora while the BM25 index stays exact (ingest/drops.py's
+-- drop_pairs, ingest/blocks.py and ingest/delete.py read this file). Everything runs in one transaction
 -- under the ingest lock (ingest.sql, lock_writes): a deleted pair's sentences go when no
 -- other pair (of any corpus or direction) uses them, with their forward row, postings
 -- (in the blocks), df and N/total length. Array parameters arrive as arrays.
@@ -41,7 +41,7 @@ WHERE b.lang = u.lang;
 DELETE FROM bm25_stats WHERE lang = ANY(%(langs)s::text[]) AND n_docs = 0;
 
 -- name: set_df
--- df of tokens that lost postings, counted from their rewritten blocks (ingest/writer.py,
+-- df of tokens that lost postings, counted from their rewritten blocks (ingest/blocks.py,
 -- rewrite_blocks). A token left without postings keeps its row (ids are cached by running
 -- ingests) with df 0, which every query skips.
 UPDATE vocab v SET df = u.df

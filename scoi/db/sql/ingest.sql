@@ -3,7 +3,7 @@
 -- ids, draws sentence ids from the sequence, COPYs the rows straight into the tables and
 -- inserts the pairs by id with ON CONFLICT DO NOTHING. Reruns and concurrent runs never
 -- duplicate. Array parameters arrive as array literals (text), cast here.
--- ingest/writer.py alone reads this file; the run and catalogue rows (corpus, parser,
+-- The ingest writer (ingest/writer.py, terms.py, blocks.py) alone reads this file; the run and catalogue rows (corpus, parser,
 -- ingest_run) are in ingest_runs.sql (ingest/runs.py).
 
 -- name: lock_writes
