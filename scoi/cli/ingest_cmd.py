@@ -56,7 +56,8 @@ def ingest(
     `scoi reanalyze` adds the trees later. Safe to rerun (already-stored pairs are skipped) and to run concurrently.
     """
     from scoi.analysis import ParserNotAvailable
-    from ingest.pipeline import IngestError, IngestOptions, ingest_files
+    from ingest.options import IngestError, IngestOptions
+    from ingest.pipeline import ingest_files
     from ingest.records import InputError
     from scoi.embedding.embedder import EmbedderError
     from scoi.embedding.embeddings import EmbeddingError

@@ -12,7 +12,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from ingest.pipeline import IngestOptions, ingest_files
+from ingest.options import IngestOptions
+from ingest.pipeline import ingest_files
 from ingest.reanalyze import ReanalyzeOptions, reanalyze
 from scoi.analysis import NATASHA, ParserNotAvailable, analyzer, choose_parser
 from scoi.selection.selector import SelectionError, Selector
