@@ -54,7 +54,9 @@ import psycopg
 from scoi import glossary
 from scoi.core import defaults, inline
 from scoi.core.methods import method
-from scoi.core.prompt import Example, PromptTooLong, extract_answer, fit_prompt, render_prompt, stop_markers
+from scoi.core.answer import extract_answer
+from scoi.core.prompt import Example, render_prompt, stop_markers
+from scoi.core.prompt_fit import PromptTooLong, fit_prompt
 from scoi.ctq import one_shot_example
 from scoi.jobs import store
 from scoi.jobs.caches import WorkerCaches
