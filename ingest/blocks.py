@@ -14,8 +14,7 @@ from scoi.core.bm25blocks import BLOCK, DIR, GROUP, Directory, decode_dir, decod
 from scoi.db.literals import int_array
 from scoi.db.queries import load
 
-_SQL = load("ingest")
-_DELETE = load("delete")
+_SQL = load("blocks")
 
 
 def write_blocks(cur: psycopg.Cursor, tids: np.ndarray, sids: np.ndarray, tfs: np.ndarray, dls: np.ndarray) -> None:
@@ -72,7 +71,7 @@ def rewrite_blocks(cur: psycopg.Cursor, tids: np.ndarray, sids: np.ndarray) -> N
             first_deleted[tid] = sid
     base: dict[int, int] = {}
     dirs: dict[int, Directory] = {}
-    for tid, meta in cur.execute(_DELETE["dirs"], {"ids": int_array(list(first_deleted))}):
+    for tid, meta in cur.execute(_SQL["dirs"], {"ids": int_array(list(first_deleted))}):
         directory = decode_dir(bytes(meta))
         j = int(np.searchsorted(directory.last, first_deleted[tid], side="left"))
         base[tid] = GROUP * (min(j, len(directory) - 1) // GROUP)
@@ -80,7 +79,7 @@ def rewrite_blocks(cur: psycopg.Cursor, tids: np.ndarray, sids: np.ndarray) -> N
     ids = list(base)
     where = {"ids": int_array(ids), "block_nos": int_array([base[t] for t in ids])}
     parts: list[tuple[np.ndarray, ...]] = []
-    for tid, b_ids, b_tfdl in cur.execute(_DELETE["blocks_from"], where):
+    for tid, b_ids, b_tfdl in cur.execute(_SQL["blocks_from"], where):
         t_sids, t_tfs, t_dls = decode_postings(dirs[tid], bytes(b_ids), bytes(b_tfdl))
         parts.append((np.full(len(t_sids), tid, dtype=np.int64), t_sids, t_tfs, t_dls))
     cols = [np.concatenate([p[i] for p in parts]) if parts else np.zeros(0, dtype=np.int64) for i in range(4)]
@@ -88,14 +87,14 @@ def rewrite_blocks(cur: psycopg.Cursor, tids: np.ndarray, sids: np.ndarray) -> N
     order = np.lexsort((cols[1][keep], cols[0][keep]))
     packed, per_token = pack(*(c[keep][order] for c in cols), base)
     left = Counter(cols[0][keep].tolist())
-    cur.execute(_DELETE["set_df"], {"ids": int_array(ids), "df": int_array([BLOCK * base[t] + left[t] for t in ids])})
+    cur.execute(_SQL["set_df"], {"ids": int_array(ids), "df": int_array([BLOCK * base[t] + left[t] for t in ids])})
     layout = {"block": BLOCK, "group": GROUP, "rec": DIR.itemsize}
-    cur.execute(_DELETE["delete_blocks_from"], where)
+    cur.execute(_SQL["delete_blocks_from"], where)
     with cur.copy(_SQL["copy_blocks"]) as cp:
         for row in packed:
             cp.write_row(row)
     emptied = [t for t in ids if t not in per_token]
-    cur.execute(_DELETE["delete_dirs"], {"ids": int_array([t for t in emptied if base[t] == 0])})
+    cur.execute(_SQL["delete_dirs"], {"ids": int_array([t for t in emptied if base[t] == 0])})
     # a token whose blocks from base[t] on are all gone keeps the full groups before them
     out = {**per_token, **{t: (base[t], 0, b"") for t in emptied if base[t] > 0}}
     if out:

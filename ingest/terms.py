@@ -14,7 +14,7 @@ from scoi.core.polynomial import LabelSpace, parse_key
 from scoi.db.literals import VECTOR_WIDTH, int_array, sparsevec, text_array
 from scoi.db.queries import load
 
-_SQL = load("ingest")
+_SQL = load("terms")
 
 
 def copy_sentence_terms(cur: psycopg.Cursor, rows: Iterable[str]) -> None:

@@ -4,9 +4,9 @@ One batch is one transaction, so a crash (even ``kill -9``) leaves whole batches
 nothing; a rerun skips what is already there. Sentences that already exist are neither
 re-parsed nor re-written: the pair simply points at them.
 
-With ingest/terms.py and ingest/blocks.py the only readers of scoi/db/sql/ingest.sql: the
-pipeline and ``scoi reanalyze`` take the ingest lock through ``lock_writes`` and write
-``sentence_term`` rows through ingest.terms.copy_sentence_terms.
+The only reader of scoi/db/sql/ingest.sql: the pipeline and ``scoi reanalyze`` take the
+ingest lock through ``lock_writes`` (and write ``sentence_term`` rows through
+ingest.terms.copy_sentence_terms).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from scoi.db.literals import bytea_array, copy_text, int_array, text_array
 from scoi.db.queries import load
 
 _SQL = load("ingest")
-_DELETE = load("delete")
 ON_CONFLICT = ("add", "replace", "keep")
 
 
@@ -147,7 +146,7 @@ class BatchWriter:
             return pairs, []
         keyed = list(zip(*self._pair_ids(pairs, ids), pairs))
         src_ids = sorted({a if self.src_is_a else b for a, b, _ in keyed})
-        stmt = sql.SQL(_DELETE["source_pairs"]).format(src=sql.Identifier("a_id" if self.src_is_a else "b_id"))
+        stmt = sql.SQL(_SQL["source_pairs"]).format(src=sql.Identifier("a_id" if self.src_is_a else "b_id"))
         stored = cur.execute(stmt, {"src_ids": src_ids, "corpus_id": self.corpus_id, "run_id": self.run_id}).fetchall()
         batch = {(a, b) for a, b, _ in keyed}
         if self.on_conflict == "replace":
