@@ -39,7 +39,8 @@ from shared_data import MISSING, available, corpus_pairs  # noqa: E402
 def _pipe(job: tuple[dict[str, list[str]], dict[str, str]]) -> tuple[int, float, float]:
     """Sentences parsed, wall and CPU seconds spent by plain ``nlp.pipe`` (tok2vec+parser,
     ingest's batch size) in this process."""
-    from scoi.analysis import PARSE_BATCH, load_pipeline
+    from scoi.analysis import PARSE_BATCH
+    from scoi.parsers import load_pipeline
 
     texts_by_lang, pipelines = job
     n, seconds, cpu = 0, 0.0, 0.0
@@ -107,8 +108,8 @@ def main() -> None:
     if args.big:
         big_import(args)
         return
-    from scoi.analysis import choose_parser
     from scoi.db.engine import create_database, drop_database, get_engine, resolve_database
+    from scoi.parsers import choose_parser
 
     pairs = [(f.strip(), e.strip()) for f, e in corpus_pairs() if f.strip() and e.strip()]
     if args.limit:
@@ -331,8 +332,8 @@ def big_import(args: argparse.Namespace) -> None:
     """The --big run: build the file, raw parsing on a sample, each mode's import; print a table."""
     import random
 
-    from scoi.analysis import choose_parser
     from scoi.db.engine import resolve_database
+    from scoi.parsers import choose_parser
 
     t0 = time.perf_counter()
     pairs = recombined_pairs(args.big)

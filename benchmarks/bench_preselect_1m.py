@@ -233,7 +233,7 @@ def profile(sel, token_lists: list[list[str]]) -> dict[str, list[float]]:
     kept undecoded (read + transfer), then the whole preselection with its own step
     timings (Stats.ms: waiting for rows, decoding, summing, the top 2n, pair mapping)."""
     from scoi.db.queries import load
-    from scoi.selection.preselect import CHUNK, Stats
+    from scoi.selection.blockread import CHUNK, Stats
     from scoi.core.bm25blocks import DIR
 
     stream_sql = load("select")["blocks_stream"].strip().rstrip(";")

@@ -35,8 +35,9 @@ from ingest.rows import PairRow, ParsedSentence, sha
 from ingest.terms import LabelRegistry
 from ingest.workers import BatchRunner, Parsed, ParseTask, count_repaired, repaired_notes
 from ingest.writer import ON_CONFLICT, BatchWriter, lock_writes, stored_sentences
-from scoi.analysis import Analysis, ParserChoice, choose_parser, parser_labels, without_trees, word_tokenizer
+from scoi.analysis import Analysis, word_tokenizer
 from scoi.db import connect
+from scoi.parsers import ParserChoice, choose_parser, parser_labels, without_trees
 
 if TYPE_CHECKING:
     from scoi.embedding.embedder import Embedder

@@ -32,10 +32,11 @@ from ingest.workers import BatchRunner, Parsed, ParseTask, count_repaired, repai
 from ingest.rows import ParsedSentence
 from ingest.terms import TermResolver, copy_sentence_terms, sentence_term_rows, term_arrays
 from ingest.writer import lock_writes
-from scoi.analysis import Analysis, ParserChoice, ParserNotAvailable, Scheme, choose_parser
+from scoi.analysis import Analysis
 from scoi.db import connect
 from scoi.db.literals import int_array, text_array
 from scoi.db.queries import load
+from scoi.parsers import ParserChoice, ParserNotAvailable, Scheme, choose_parser
 
 RSQL = load("reanalyze")
 DEFAULT_BATCH = 512  # sentences per transaction (and per parse task)

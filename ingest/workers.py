@@ -19,8 +19,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from scoi.analysis import NATASHA, Analysis, Analyzer, analyzer, needs_torch
+from scoi.analysis import Analysis, Analyzer, analyzer
 from scoi.config import environment, preload_environment
+from scoi.parsers import NATASHA, needs_torch
 
 _ANALYZERS: dict[str, Analyzer] = {}
 # BLAS/OpenMP thread pools of numpy (thinc's matrix products). One parse process is best

@@ -31,7 +31,7 @@ _EXPORTS = {
     "SelectionError": ("scoi.selection.selector", "SelectionError"),
     "Bm25Params": ("scoi.selection.selector", "Bm25Params"),
     "Analyzer": ("scoi.analysis", "Analyzer"),
-    "Scheme": ("scoi.analysis", "Scheme"),
+    "Scheme": ("scoi.parsers", "Scheme"),
     "render_prompt": ("scoi.core.prompt", "render_prompt"),
     "extract_answer": ("scoi.core.answer", "extract_answer"),
     "Example": ("scoi.core.prompt", "Example"),

@@ -18,12 +18,12 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from scoi.analysis import (NATASHA, NO_PARSER, ParserNotAvailable, choose_parser, import_spacy, is_factory, needs_torch,
-                           pipeline_meta)
 from scoi.db import connect
 from scoi.core.glossary import Entry, Index, Match, build_index, check_terms, find_matches, is_acronym, key_of
 from scoi.core.names import BadName, base_language, check_language_code
 from scoi.db.queries import load
+from scoi.parsers import (NATASHA, NO_PARSER, ParserNotAvailable, choose_parser, import_spacy, is_factory, needs_torch,
+                          pipeline_meta)
 from scoi.text.moses import PunctNormalizer, moses_tokenizer
 
 SQL = load("glossary")

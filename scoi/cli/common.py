@@ -134,7 +134,7 @@ def parser_options(parser: list[str]) -> dict[str, str]:
     """``--parser fr=fr_core_news_md`` options over ``SCOI_PARSERS`` (see scoi.config)."""
     from scoi.config import parse_parser_overrides, parser_overrides_from_env
 
-    from scoi.analysis import parser_name
+    from scoi.parsers import parser_name
 
     try:
         return {lang: parser_name(name)
@@ -146,8 +146,8 @@ def parser_options(parser: list[str]) -> dict[str, str]:
 def given_parsers(parser: list[str]) -> dict[str, str]:
     """The ``--parser`` options alone (not SCOI_PARSERS): what a job or schedule records in
     its params and signature (the selection then refuses a source parsed otherwise)."""
-    from scoi.analysis import parser_name
     from scoi.config import parse_parser_overrides
+    from scoi.parsers import parser_name
 
     try:
         return {lang: parser_name(name) for lang, name in parse_parser_overrides(parser).items()}

@@ -42,11 +42,11 @@ def _models(model: list[str], models: str | None) -> list[str]:
 
 
 def metric_tables(result: dict) -> list:
-    """The rich tables of an experiment's result, one per metric (scoi.jobs.experiment.metric_table)."""
+    """The rich tables of an experiment's result, one per metric (scoi.jobs.experiment_table.metric_table)."""
     from rich import box
     from rich.table import Table
 
-    from scoi.jobs.experiment import metric_table
+    from scoi.jobs.experiment_table import metric_table
 
     names = {"bleu": "BLEU", "chrf": "chrF", "comet": "COMET"}
     tables = []
@@ -65,7 +65,7 @@ def _print_table(result: dict) -> None:
     """One table per metric on a terminal; long TSV (one header) when stdout is a pipe or a file."""
     from rich.text import Text
 
-    from scoi.jobs.experiment import TSV_HEADERS, footnotes, tsv_rows
+    from scoi.jobs.experiment_table import TSV_HEADERS, footnotes, tsv_rows
 
     if not console.is_terminal:
         print_rows(TSV_HEADERS, tsv_rows(result))
@@ -138,7 +138,8 @@ def run(
     jobs never reuse the translation memory (--reuse off): an experiment measures the model.
     """
     from scoi.db.engine import resolve_read_url
-    from scoi.jobs.experiment import ExperimentSpec, create_or_resume, parse_models, run_jobs
+    from scoi.jobs.experiment import create_or_resume, run_jobs
+    from scoi.jobs.experiment_grid import ExperimentSpec, parse_models
     from scoi.jobs.spec import read_lines, JobError
     from scoi.jobs.store import connect
 
@@ -151,7 +152,7 @@ def run(
                           methods=_split(methods, "methods"), ks=_ints(ks, "k"), orders=_split(orders, "orders"),
                           templates=_split(templates, "templates"), baseline=baseline, random_seeds=random_seeds,
                           pool=opts.pool, max_new_tokens=opts.max_new_tokens, backend_options=opts.backend_options(),
-                          embedder=opts.embedder)
+                          embedder=opts.embedder, ctq_model=opts.ctq_model)
     url = database_url()
     log = (lambda msg: None) if json_out else (lambda msg: say(msg, err=True))
     with connect(url) as conn:

@@ -55,12 +55,12 @@ def ingest(
     With --no-trees: no parsing and no terms (a big memory loads several times faster);
     `scoi reanalyze` adds the trees later. Safe to rerun (already-stored pairs are skipped) and to run concurrently.
     """
-    from scoi.analysis import ParserNotAvailable
     from ingest.options import IngestError, IngestOptions
     from ingest.pipeline import ingest_files
     from ingest.records import InputError
     from scoi.embedding.embedder import EmbedderError
     from scoi.embedding.embeddings import EmbeddingError
+    from scoi.parsers import ParserNotAvailable
 
     files = [str(file)] + ([str(file2)] if file2 else [])
     # --no-trees parses nothing: only a --parser given here contradicts it, not SCOI_PARSERS
@@ -137,7 +137,7 @@ def corpora(json_out: bool = typer.Option(False, "--json", help="Print a JSON ar
 
 def _language_rows(rows: list[dict]) -> list[list[str]]:
     """One line per language and scheme: sentences, how many have trees, the parser."""
-    from scoi.analysis import Scheme
+    from scoi.parsers import Scheme
 
     out = []
     for r in rows:

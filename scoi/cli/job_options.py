@@ -107,7 +107,7 @@ def _options() -> dict[str, tuple[type | Any, Any]]:
 
 #: What ``scoi experiment run`` takes from the group (its grid options replace method, k,
 #: order and template; each cell is a job with the rest at their defaults).
-EXPERIMENT = ("src", "tgt", "pool", "max_new_tokens", "backend_opt", "embedder")  # --model: its own, repeatable
+EXPERIMENT = ("src", "tgt", "pool", "max_new_tokens", "backend_opt", "embedder", "ctq_model")  # --model: its own, repeatable
 
 
 def job_options(only: tuple[str, ...] | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -1,4 +1,5 @@
-"""``scoi job ...`` (submit, list, status, export, retry, cancel, sync), ``scoi worker``, ``scoi eval``.
+"""``scoi job ...`` (submit, list, status, export, retry, cancel, sync); ``scoi worker`` is
+scoi.cli.worker_cmd's, ``scoi eval`` scoi.cli.eval_cmd's.
 
 JOB arguments take a job id or a job name. Every command with ``--json`` prints one JSON
 value on the last line of stdout.
@@ -13,35 +14,19 @@ import typer
 
 from scoi.cli.common import (BACKEND_OPT_HELP, DEST_COLUMN_HELP, DEST_KEY_HELP, DEST_TABLE_HELP, DEST_URL_HELP,
                              METHOD_HELP, SOURCE_SQL_HELP, SOURCE_TIMEOUT_HELP, SOURCE_URL_HELP, WHERE_HELP,
-                             console, database_url, emit_json, err_console, fail, given_where, parse_key_values,
-                             print_rows, say, status_line, table_cells)
+                             database_url, emit_json, fail, given_where, parse_key_values, print_rows, say)
+from scoi.cli.job_access import job_or_fail, open_db
 from scoi.cli.job_options import JobOptions, job_options
 from scoi.core import defaults
 from scoi.core.limits import LIMITS
-from scoi.core.names import printable
-
-#: ``scoi worker --burst``'s exit status when items ended failed in its run (1 is the worker's own error).
-ITEMS_FAILED = 3
 
 job_app = typer.Typer(help="Batch translation jobs stored in PostgreSQL.", no_args_is_help=True)
-
 
 
 def _say(text: str) -> None:
     """Print a line as it is, control characters escaped (job names, models, errors and
     signatures are user or model text: see scoi.cli.common.say)."""
     say(text)
-
-
-def _log(text: str) -> None:
-    """A worker's log line, on stderr (stdout stays clean for --json), printed as it is."""
-    say(text, err=True)
-
-
-def _connect():
-    from scoi.jobs.store import connect
-
-    return connect(database_url())
 
 
 def _read_inputs(input_file: Path, references: Path | None) -> tuple[list[str], list[str] | None]:
@@ -53,16 +38,6 @@ def _read_inputs(input_file: Path, references: Path | None) -> tuple[list[str], 
     except JobError as e:
         fail(str(e))
     return sources, refs
-
-
-def _job(conn, ref: str):
-    from scoi.jobs.spec import JobError
-    from scoi.jobs.store import get_job
-
-    try:
-        return get_job(conn, ref)
-    except JobError as e:
-        fail(str(e))
 
 
 # --------------------------------------------------------------------------- job submit
@@ -102,10 +77,12 @@ def submit(
     if source_sql is not None and references is not None:
         fail("--references goes with --input (line-aligned), not with --source-sql")
     spec = opts.spec(name)
-    with _connect() as conn:
+    with open_db() as conn:
         try:
             if source_sql is not None:
-                from scoi.jobs.sources import Destination, Source, submit_from_source
+                from scoi.jobs.destinations import Destination
+                from scoi.jobs.source_jobs import submit_from_source
+                from scoi.jobs.sources import Source
 
                 dest = (Destination("table", table=dest_table, key=dest_key, column=dest_column, url=dest_url)
                         if dest_table is not None else None)
@@ -176,7 +153,7 @@ def sync(
                    k=defaults.K if k is None else k, template=template or defaults.TEMPLATE, name=name,
                    max_attempts=max_attempts, reuse=reuse, where=given_where(where),
                    backend_options=parse_key_values(backend_opt, "--backend-opt"))
-    with _connect() as conn:
+    with open_db() as conn:
         try:
             result = sync_job(conn, spec, sources, refs, input_path=str(input_file.resolve()),
                               references_path=str(references.resolve()) if references else None, check=given)
@@ -195,7 +172,7 @@ def list_cmd(json_out: bool = typer.Option(False, "--json", help="Print a JSON a
     """Jobs with their item counts by status (a table on a terminal, TSV lines otherwise)."""
     from scoi.jobs.store import list_jobs
 
-    with _connect() as conn:
+    with open_db() as conn:
         rows = list_jobs(conn)
     if json_out:
         emit_json(rows)
@@ -219,8 +196,8 @@ def status_cmd(job: str = typer.Argument(..., help="Job id or name."),
     from scoi.jobs.spec import job_reuse
     from scoi.jobs.store import status
 
-    with _connect() as conn:
-        j = _job(conn, job)
+    with open_db() as conn:
+        j = job_or_fail(conn, job)
         st = status(conn, j.id)
     st.update(signature=j.signature, max_attempts=j.max_attempts, input_path=j.input_path,
               reuse=job_reuse(j.params), where=j.params.get("where"))
@@ -294,8 +271,8 @@ def export_cmd(
     try:
         if output is not None:
             export_target(output)  # a bad path fails before the database is asked anything
-        with _connect() as conn:
-            j = _job(conn, job)
+        with open_db() as conn:
+            j = job_or_fail(conn, job)
             if output is None and fmt in DOCUMENT_FORMATS:
                 data, _ = export_document(conn, j.id, fmt)
                 sys.stdout.buffer.write(data)
@@ -334,8 +311,8 @@ def retry_cmd(job: str = typer.Argument(..., help="Job id or name."),
     """
     from scoi.jobs.store import retry, status
 
-    with _connect() as conn:
-        j = _job(conn, job)
+    with open_db() as conn:
+        j = job_or_fail(conn, job)
         n = retry(conn, j.id, include_cancelled=not failed_only)
         st = status(conn, j.id, errors=0)
     if json_out:
@@ -355,8 +332,8 @@ def cancel_cmd(job: str = typer.Argument(..., help="Job id or name."),
     """Stop a job: queued and running items become cancelled (`scoi job retry` resumes)."""
     from scoi.jobs.store import cancel, status
 
-    with _connect() as conn:
-        j = _job(conn, job)
+    with open_db() as conn:
+        j = job_or_fail(conn, job)
         n = cancel(conn, j.id)
         st = status(conn, j.id) if not n else None
     if json_out:
@@ -366,232 +343,3 @@ def cancel_cmd(job: str = typer.Argument(..., help="Job id or name."),
     else:
         _say(f"job {j.id}: nothing to cancel, no item is queued or running (the job is {st['state']}: "
              f"{st['done']} done, {st['failed']} failed, {st['cancelled']} cancelled)")
-
-
-# --------------------------------------------------------------------------- worker
-def worker(
-    burst: bool = typer.Option(False, "--burst", help="Exit once no item is claimable (cron, CI)."),
-    batch_size: int = typer.Option(defaults.WORKER_BATCH, "--batch-size", min=1, max=LIMITS["batch_size"][1],
-                                   help="Items claimed and generated together."),
-    concurrency: int = typer.Option(1, "--concurrency", min=1, max=LIMITS["workers"][1],
-                                    help="Worker processes to run (each loads the model)."),
-    stall_timeout: float = typer.Option(defaults.STALL_TIMEOUT, "--stall-timeout", min=0.1,
-                                        help="Seconds without heartbeat before a live but stuck worker's item is "
-                                             "re-claimed (a dead worker's go at once); use one value "
-                                             "for all workers (each beats every min(timeout/3, 10) s)."),
-    job: str | None = typer.Option(None, "--job", help="Only this job's items (id or name)."),
-    max_items: int | None = typer.Option(None, "--max-items", min=1, max=LIMITS["limit"][1],
-                                         help="Stop after claiming this many items."),
-    poll: float = typer.Option(defaults.POLL_SECONDS, "--poll", min=0.05, help="Idle wait between claims, seconds."),
-    prefetch: bool = typer.Option(True, "--prefetch/--no-prefetch",
-                                  help="Select the next batch's examples while this batch generates (same "
-                                       "results; --no-prefetch when the model needs every core)."),
-    dest_dir: Path | None = typer.Option(None, "--dest-dir", file_okay=False, exists=True,
-                                         help="The only directory file destinations (schedule add --dest-file) "
-                                              "are written in (default: $SCOI_DEST_DIR; without one, none is)."),
-    source_dir: Path | None = typer.Option(None, "--source-dir", file_okay=False, exists=True,
-                                           help="The only directory schedules' file sources (schedule add --input) "
-                                                "are read in (default: $SCOI_SOURCE_DIR; without one, none is)."),
-    trust_remote_code: bool = typer.Option(False, "--trust-remote-code",
-                                           help="Let local models (hf:) run the Python code of their files "
-                                                "(default: $SCOI_TRUST_REMOTE_CODE; a job can never ask for it)."),
-    json_out: bool = typer.Option(False, "--json", help="Last line of stdout: a JSON summary."),
-    quiet: bool = typer.Option(False, "--quiet", "-q",
-                               help="No live line of items done/failed on stderr (never shown when stderr is "
-                                    "not a terminal)."),
-) -> None:
-    """Translate queued items: claim a batch, select examples, prompt, generate, store; repeat.
-
-    SIGTERM / Ctrl-C finish the current batch and exit; kill -9 loses nothing: a dead
-    worker's items are claimed again at once by the next claim of any worker (a live one
-    that stops sending heartbeats, after the stall timeout). A worker without --burst
-    that loses the database (a restart) waits for it and carries on.
-
-    What a stored job may make the worker do is bounded by the worker's own settings:
-    its API key goes only to $SCOI_OPENAI_BASE_URL and $SCOI_OPENAI_ALLOWED_BASE_URLS,
-    schedules' files are read only in --source-dir and written only in --dest-dir, model
-    code runs only with --trust-remote-code (docs/security.md).
-
-    Exit status: 0 the run ended and no item failed in it; 1 the worker stopped on an
-    error (bad option, database unreachable at start); 3 (--burst) some items ended failed
-    in this run (`scoi job status JOB` shows their errors); 130 interrupted twice.
-    """
-    import psycopg
-
-    from scoi.config import ENV_DEST_DIR, ENV_SOURCE_DIR, ENV_TRUST_REMOTE_CODE, environment
-    from scoi.db.engine import resolve_read_url
-    from scoi.jobs.supervisor import SupervisorError, run_pool, run_worker
-    from scoi.jobs.worker import WorkerOptions
-
-    url = database_url()
-    job_id = None
-    if job is not None:
-        with _connect() as conn:
-            job_id = _job(conn, job).id
-    opts = WorkerOptions(batch_size=batch_size, stall_timeout=stall_timeout, burst=burst, job_id=job_id,
-                         poll_seconds=poll, max_items=max_items, prefetch=prefetch)
-    own = {**({ENV_DEST_DIR: str(dest_dir.resolve())} if dest_dir is not None else {}),
-           **({ENV_SOURCE_DIR: str(source_dir.resolve())} if source_dir is not None else {}),
-           **({ENV_TRUST_REMOTE_CODE: "1"} if trust_remote_code else {})}  # pool processes inherit them
-    try:
-        with environment(own), status_line(not quiet and sys.stderr.isatty()) as progress:
-            if concurrency > 1:
-                summary = run_pool(concurrency, opts, url, read_url=resolve_read_url(), progress=progress)
-            else:
-                summary = run_worker(url, opts, read_url=resolve_read_url(), log=_log, progress=progress)
-    except KeyboardInterrupt:
-        fail("interrupted; unfinished items were handed back to the queue", code=130)
-    except SupervisorError as e:
-        fail(str(e))
-    except (ValueError, psycopg.Error) as e:
-        fail(f"worker stopped: {e}")
-    if json_out:
-        emit_json(summary)
-    else:
-        _say(f"{summary['worker']}: {summary['done']} done"
-             + (f" ({summary['reused']} reused from the memory)" if summary["reused"] else "")
-             + f", {summary['failed']} failed, {summary['requeued']} requeued, "
-             + (f"{summary['cancelled']} cancelled while running, " if summary["cancelled"] else "")
-             + f"{summary['lost']} lost to other workers in "
-             f"{summary['seconds']:.1f}s ({summary['items_per_second']:.2f} items/s, overhead "
-             f"{summary['overhead_ms_per_item']:.1f} ms/item)"
-             + (f"; {summary['retries']} requests retried" if summary["retries"] else ""))
-    if burst and summary["failed"]:
-        raise typer.Exit(ITEMS_FAILED)
-
-
-# --------------------------------------------------------------------------- eval
-def _score_cell(row: dict, metric: str) -> str:
-    """A metric's cell of the compare table: the score, and for a job tested against the
-    baseline its bootstrap mean ± interval with * when p < 0.05."""
-    if metric not in row:
-        return "-"
-    sig = row.get("significance", {}).get(metric)
-    if sig is None or row.get("baseline"):
-        return f"{row[metric]:.2f}" + (f" ({sig['mean']:.2f} ± {sig['ci']:.2f})" if sig else "")
-    star = "*" if sig["p_value"] < 0.05 else ""
-    return f"{row[metric]:.2f}{star} ({sig['mean']:.2f} ± {sig['ci']:.2f}, p={sig['p_value']:.3f})"
-
-
-def _print_compare(rows: list[dict], columns: list[str], base: int, samples: int) -> None:
-    """The --compare table: models by short label (the full specs in a note), so it fits 80
-    columns on a terminal; long TSV, every number in a field of its own, when piped."""
-    from scoi.jobs.eval import model_labels
-
-    labels = model_labels([r["model"] for r in rows])
-    with_terms = any("terms" in r for r in rows)
-    if not console.is_terminal:
-        headers = ["job_id", "job", "method", "k", "model", "template", "metric", "score", "mean", "ci", "p_value",
-                   "items", *(["terms_accuracy"] if with_terms else [])]
-        out = []
-        for r in rows:
-            for c in columns:
-                if c not in r:
-                    continue
-                sig = r.get("significance", {}).get(c) or {}
-                out.append([str(r["job_id"]), r["name"] or "", r["method"], str(r["k"]), r["model"], r["template"], c,
-                            str(r[c]), str(sig.get("mean", "")), str(sig.get("ci", "")),
-                            "" if sig.get("p_value") is None else str(sig["p_value"]), str(r["n_items"]),
-                            *([str((r.get("terms") or {}).get("accuracy") or "")] if with_terms else [])])
-        print_rows(headers, out)
-        return
-    from rich.table import Table
-    from rich.text import Text
-
-    templates = len({r["template"] for r in rows}) > 1  # a column only when it tells the rows apart
-    table = Table("job", "method", "k", "model", *(["template"] if templates else []), *columns,
-                  *(["terms %"] if with_terms else []), "items")
-    for r in rows:
-        term_cell = ([f"{r['terms']['accuracy']:.2f}" if r.get("terms", {}).get("required") else "-"]
-                     if with_terms else [])
-        table.add_row(*table_cells([r["name"] or str(r["job_id"]), r["method"], str(r["k"]), labels[r["model"]],
-                                    *([r["template"]] if templates else []), *(_score_cell(r, c) for c in columns),
-                                    *term_cell, str(r["n_items"])]))
-    notes = []
-    if len(rows) > 1:
-        n = max((v["n_items"] for r in rows for v in r.get("significance", {}).values()), default=0)
-        notes.append(f"paired bootstrap ({samples} resamples) against {rows[base]['name'] or rows[base]['job_id']} "
-                     f"over {n} items all jobs translated: mean ± 95% interval; * p < 0.05")
-    named = [f"{lab} = {spec}" for spec, lab in labels.items() if lab != spec]
-    if named:
-        notes.append("models: " + ", ".join(named))
-    console.print(table)
-    for note in notes:
-        console.print(Text(printable(note)), highlight=False)  # wrapped to the terminal, never read as markup
-
-
-def _warn(text: str) -> None:
-    """A warning line on stderr (stdout stays clean for --json)."""
-    _log(f"warning: {text}")
-
-
-def eval_jobs(
-    jobs: list[str] = typer.Argument(..., help="Job ids or names."),
-    compare: bool = typer.Option(False, "--compare", help="One table: a row per job, a column per metric."),
-    comet: str | None = typer.Option(None, "--comet",
-                                     help="COMET checkpoint: a .ckpt file, a model directory, or a cached hub name."),
-    partial: bool = typer.Option(False, "--partial", help="Score the done items even if others are not."),
-    baseline: str | None = typer.Option(None, "--baseline",
-                                        help="With --compare: the job the others are tested against "
-                                             "(default: the first)."),
-    samples: int = typer.Option(defaults.BOOTSTRAP_SAMPLES, "--samples", min=100, max=LIMITS["samples"][1],
-                                help="With --compare: bootstrap resamples."),
-    origin: str | None = typer.Option(None, "--origin",
-                                      help="llm | tm: score only the outputs the model wrote (llm) or those reused "
-                                           "from the translation memory (tm); printed, not stored. Not with "
-                                           "--compare."),
-    json_out: bool = typer.Option(False, "--json", help="Last line of stdout: the scores as JSON."),
-) -> None:
-    """BLEU and chrF (sacrebleu) of a job against its references, COMET with --comet; stored.
-
-    --origin llm scores the model alone: a job that reused exact matches (--reuse exact)
-    otherwise scores the memory's stored translations too.
-
-    With --compare, each job's difference from the baseline gets a paired bootstrap test
-    over the items all jobs translated (sacreBLEU's own for BLEU and chrF, the same
-    resampling over per-item COMET scores): mean ± 95% interval, and * when p < 0.05.
-    """
-    from scoi.jobs.eval import EvalError, compare as compare_jobs, evaluate, term_summary
-
-    if origin is not None and compare:
-        fail("--origin scores one job's outputs of that origin; it cannot be combined with --compare")
-    with _connect() as conn:
-        found = [_job(conn, ref) for ref in jobs]
-        base = 0
-        if baseline is not None:
-            base_job = _job(conn, baseline)
-            if base_job.id not in [j.id for j in found]:
-                found.insert(0, base_job)
-            base = [j.id for j in found].index(base_job.id)
-        try:
-            if compare:
-                columns, rows = compare_jobs(conn, found, comet=comet, partial=partial, baseline=base,
-                                             n_samples=samples, warn=_warn)
-            else:
-                results = [(j, evaluate(conn, j, comet=comet, partial=partial, warn=_warn, origin=origin))
-                           for j in found]
-            terms = {j.id: term_summary(conn, j) for j in found}  # glossary term accuracy (docs/glossary.md)
-        except EvalError as e:
-            fail(str(e))
-    if compare:
-        for r in rows:
-            if terms[r["job_id"]]:
-                r["terms"] = terms[r["job_id"]]
-        if json_out:
-            emit_json({"columns": columns, "rows": rows})
-            return
-        _print_compare(rows, columns, base, samples)
-        return
-    if json_out:
-        out = [{"job_id": j.id, "name": j.name, "scores": [s.to_dict() for s in scores],
-                **({"terms": terms[j.id]} if terms[j.id] else {})} for j, scores in results]
-        emit_json(out[0] if len(out) == 1 else out)
-        return
-    for j, scores in results:
-        _say(f"{j.label} ({j.method}, k={j.k}, {len(scores) and scores[0].n_items} items):")
-        for s in scores:
-            _say(f"  {s.metric:6s} {s.score:7.2f}  {s.signature}")
-        if t := terms[j.id]:
-            share = f"{t['accuracy']:.2f}%" if t["required"] else "no term required"
-            _say(f"  terms  {share}  {t['found']} of {t['required']} required target terms found "
-                 f"(glossary {t['glossary']})")

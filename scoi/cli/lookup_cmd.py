@@ -24,8 +24,8 @@ def lookup(
 ) -> None:
     """The stored pairs whose source is closest to TEXT by match % (word-level edit
     distance), best first: source, target, corpus and metadata. Ties: BM25, then pair id."""
-    from scoi.analysis import ParserNotAvailable
     from scoi.lookup import lookup as find
+    from scoi.parsers import ParserNotAvailable
     from scoi.selection.selector import SelectionError, Selector
 
     from scoi.db.engine import resolve_read_url

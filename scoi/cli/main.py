@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from scoi.cli import (ctq_cmd, db, delete_cmd, demo_cmd, embed_cmd, experiment_cmd, gaps_cmd, glossary_cmd, ingest_cmd,
-                      jobs_cmd, lookup_cmd, reanalyze_cmd, schedule_cmd, select_cmd, serve_cmd)
+from scoi.cli import (ctq_cmd, db, delete_cmd, demo_cmd, embed_cmd, eval_cmd, experiment_cmd, gaps_cmd, glossary_cmd,
+                      ingest_cmd, jobs_cmd, lookup_cmd, reanalyze_cmd, schedule_cmd, select_cmd, serve_cmd, worker_cmd)
 
 app = typer.Typer(
     help="SCOI in-context example selection for LLM translation, backed by PostgreSQL.",
@@ -24,8 +24,8 @@ app.command("prompt")(select_cmd.prompt)
 app.command("lookup")(lookup_cmd.lookup)
 app.command("demo")(demo_cmd.demo)
 app.add_typer(jobs_cmd.job_app, name="job")
-app.command("worker")(jobs_cmd.worker)
-app.command("eval")(jobs_cmd.eval_jobs)
+app.command("worker")(worker_cmd.worker)
+app.command("eval")(eval_cmd.eval_jobs)
 app.add_typer(schedule_cmd.schedule_app, name="schedule")
 app.add_typer(experiment_cmd.experiment_app, name="experiment")
 app.command("serve")(serve_cmd.serve)

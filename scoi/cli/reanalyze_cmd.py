@@ -29,7 +29,7 @@ def reanalyze(
     and to run beside an ingest.
     """
     from ingest.reanalyze import DEFAULT_BATCH, ReanalyzeError, ReanalyzeOptions, reanalyze as run
-    from scoi.analysis import ParserNotAvailable
+    from scoi.parsers import ParserNotAvailable
 
     opts = ReanalyzeOptions(langs=lang, workers=workers, batch_size=batch_size or DEFAULT_BATCH,
                             parsers=parser_options(parser))

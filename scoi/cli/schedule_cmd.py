@@ -76,7 +76,8 @@ def add(
     the destination table (key column with a unique constraint, INSERT and UPDATE rights).
     """
     from scoi.jobs.schedules import add_schedule
-    from scoi.jobs.sources import Destination, Source
+    from scoi.jobs.destinations import Destination
+    from scoi.jobs.sources import Source
 
     if (input_file is None) == (source_sql is None):
         fail("give exactly one source: --input FILE or --source-sql \"SELECT key, text FROM ...\"")

@@ -10,6 +10,7 @@ from scoi.cli.common import (CTQ_MODEL_HELP, EMBEDDER_HELP, METHOD_HELP, ORDER_H
                              console, database_url, emit_json, err_console, fail, given_where, parser_options, say,
                              table_cells)
 from scoi.core import defaults
+from scoi.core.criteria import value_of
 from scoi.core.limits import LIMITS
 from scoi.core.methods import INDEX, REGISTRY
 
@@ -56,10 +57,10 @@ def open_selector(src: str, tgt: str, k: int, method: str, pool: int, similarity
                   where: list[str] | None = None, min_match: float | None = None, ctq_model: str | None = None):
     """A Selector warmed up (its parser, Moses tables and model loaded), each start-up step
     timed in ``steps``; one line and exit 1 when it cannot be built."""
-    from scoi.analysis import ParserNotAvailable
     from scoi.db.engine import resolve_read_url
     from scoi.embedding.embedder import EmbedderError
     from scoi.embedding.embeddings import EmbeddingError
+    from scoi.parsers import ParserNotAvailable
     from scoi.selection.selector import SelectionError, Selector
 
     steps.step("imports")
@@ -188,10 +189,11 @@ def _print_result(result) -> None:
 
     table = Table(title=f"{result.method}: {len(result.selected)} of {len(result.candidates)} candidates",
                   show_lines=False)
-    for col in ("#", "criterion", "coverage", "match %", "pair", "source", "target"):
+    for col in ("#", "criterion", "value", "match %", "pair", "source", "target"):
         table.add_column(col, overflow="fold")
     for i, p in enumerate(result.selected, 1):
-        cov = "" if p.coverage is None else f"{p.coverage:.3f}"
+        named = value_of(p.criterion, p.coverage)  # what the number is: coverage, residual, distance, ...
+        cov = "" if named is None else f"{named['kind'].replace('_', ' ')} {p.coverage:.3f}"
         match = "" if p.match is None else f"{p.match:g}"
         table.add_row(*table_cells([str(i), p.criterion, cov, match, str(p.pair_id), p.src, p.tgt]))
     console.print(table)

@@ -31,8 +31,9 @@ COV_TOL = 1e-12
 
 def distance_similarity(distance: float | np.ndarray) -> float | np.ndarray:
     """c = 1 / (1 + d) of an L1 distance d (docs/method.md §3): 1 for equal terms, falling
-    towards 0 as they differ. The one definition: the coverage measures, the page's
-    explanation and the DPP kernel all call it (d = inf gives 0)."""
+    towards 0 as they differ. The one definition: the coverage measures, the greedy cover's
+    per-candidate matrix (scoi.core.greedy), the page's explanation and the DPP kernel all
+    call it (d = inf gives 0)."""
     return 1.0 / (1.0 + distance)
 
 

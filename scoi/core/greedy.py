@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from scoi.core.coverage import argmax_first, as_terms, improves, l1_to_rows, term_similarity
+from scoi.core.coverage import argmax_first, as_terms, distance_similarity, improves, l1_to_rows, term_similarity
 from scoi.core.limits import check_range
 from scoi.core.methods import METHODS, method as registry_entry
 from scoi.core.pool import Choice, Features, PackedPool, PoolTexts, Ranking, candidate_term_rows, token_lists
@@ -91,7 +91,7 @@ class _Covers:
                 # (query term, candidate) instead of per term pair (the same floats, bit for bit).
                 dist = l1_to_rows(uq, source, rows, norms)[:, inv]
                 closest = np.minimum.reduceat(dist, starts, axis=1).astype(np.float64)
-                self.syn[:, nonempty] = 1.0 / (1.0 + closest)
+                self.syn[:, nonempty] = distance_similarity(closest)
             elif nonempty.size:
                 per_term = term_similarity(uq, source[rows], similarity)[:, inv]
                 self.syn[:, nonempty] = np.maximum.reduceat(per_term, starts, axis=1)

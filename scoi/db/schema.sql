@@ -831,7 +831,18 @@ CREATE VIEW public.selection_pick_text AS
     src.text AS src,
     tgt.text AS tgt,
     src.tokens AS src_tokens,
-    sp.match
+    sp.match,
+        CASE sp.criterion
+            WHEN 'syntax'::text THEN 'coverage'::text
+            WHEN 'word'::text THEN 'coverage'::text
+            WHEN 'poly'::text THEN 'distance'::text
+            WHEN 'dpp'::text THEN 'residual'::text
+            WHEN 'rbm25'::text THEN 'rbm25'::text
+            WHEN 'fuzzy'::text THEN 'cosine'::text
+            WHEN 'predicted-quality'::text THEN 'predicted_quality'::text
+            ELSE NULL::text
+        END AS quantity,
+    sp.coverage AS value
    FROM ((((public.selection_pick sp
      JOIN public.selection s ON ((s.id = sp.selection_id)))
      JOIN public.example e ON (((e.pair_id = sp.pair_id) AND (e.src_lang = s.src_lang) AND (e.tgt_lang = s.tgt_lang))))
@@ -841,6 +852,14 @@ CREATE VIEW public.selection_pick_text AS
 -- COMMENT COLUMN selection_pick_text.match
 
 COMMENT ON COLUMN public.selection_pick_text.match IS 'Match % (0-100) of the example''s source against the query (docs/method.md); NULL before migration 0023.';
+
+-- COMMENT COLUMN selection_pick_text.quantity
+
+COMMENT ON COLUMN public.selection_pick_text.quantity IS 'What value is: coverage (scoi, syntax, word), distance (poly-topk), residual (dpp), rbm25, cosine (fuzzy), predicted_quality (ctq); NULL when the pick has no value (bm25, random, fill). docs/selection.md';
+
+-- COMMENT COLUMN selection_pick_text.value
+
+COMMENT ON COLUMN public.selection_pick_text.value IS 'The number the pick''s criterion scored it with, the quantity named by quantity (the coverage column holds the same number; deprecated name).';
 
 -- VIEW job_item_trace
 
@@ -862,7 +881,9 @@ CREATE VIEW public.job_item_trace AS
     p.coverage,
     p.src AS example_src,
     p.tgt AS example_tgt,
-    p.match
+    p.match,
+    p.quantity,
+    p.value
    FROM ((public.job_item i
      LEFT JOIN public.selection s ON ((s.id = i.selection_id)))
      LEFT JOIN public.selection_pick_text p ON ((p.selection_id = i.selection_id)));
@@ -870,6 +891,14 @@ CREATE VIEW public.job_item_trace AS
 -- COMMENT COLUMN job_item_trace.match
 
 COMMENT ON COLUMN public.job_item_trace.match IS 'Match % (0-100) of the example''s source against the item''s source (docs/method.md).';
+
+-- COMMENT COLUMN job_item_trace.quantity
+
+COMMENT ON COLUMN public.job_item_trace.quantity IS 'What value is (see selection_pick_text.quantity).';
+
+-- COMMENT COLUMN job_item_trace.value
+
+COMMENT ON COLUMN public.job_item_trace.value IS 'The number the pick''s criterion scored it with, the quantity named by quantity.';
 
 -- VIEW job_latest_score
 

@@ -1,5 +1,5 @@
 """``scoi experiment plot``: each method's score with its 95% bootstrap interval, one
-panel per model, drawn from an experiment's stored table (scoi.jobs.experiment.table).
+panel per model, drawn from an experiment's stored table (scoi.jobs.experiment_table.table).
 
 matplotlib (the ``plot`` extra) draws with its Agg backend, so no display is needed; the
 file is written whole or not at all (scoi.outfile).

@@ -28,8 +28,10 @@ from psycopg.rows import dict_row
 from scoi.core import defaults
 from scoi.core.cron import CronError, check_cron, due_tick, next_tick
 from scoi.db.queries import load
-from scoi.jobs.sources import (Destination, Source, SourceInterrupted, append_from_source, deliver, destinations,
-                               read_source, save_destination, save_source, source_of_job)
+from scoi.jobs.destinations import Destination, deliver, destinations, save_destination
+from scoi.jobs.source_checks import SourceInterrupted
+from scoi.jobs.source_jobs import append_from_source
+from scoi.jobs.sources import Source, read_source, save_source, source_of_job
 from scoi.jobs.spec import JobError, JobSpec
 from scoi.jobs.create import new_job
 from scoi.jobs.store import find_job_by_name, get_job, notify_workers

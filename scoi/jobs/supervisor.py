@@ -20,7 +20,8 @@ import threading
 from collections.abc import Iterator
 from typing import Any, Callable, Sequence
 
-from scoi.jobs.worker import Worker, WorkerOptions, WorkerStats
+from scoi.jobs.worker import Worker, WorkerOptions
+from scoi.jobs.worker_stats import WorkerStats
 from scoi.periodic import every
 
 #: The summary fields that add up over workers (WorkerStats.to_dict).

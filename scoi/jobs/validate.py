@@ -131,8 +131,8 @@ def check_parsers(conn: psycopg.Connection, spec: JobSpec) -> None:
     language than the job's source (the only one a job parses), or one other than the
     parser the stored source sentences were analysed with. Compared by name only, so
     nothing is imported at submit (a ``module:function`` parser runs code when loaded)."""
-    from scoi.analysis import parser_name
     from scoi.db.queries import load
+    from scoi.parsers import parser_name
 
     for lang, override in spec.parsers.items():
         if lang != spec.src:

@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from scoi.analysis import Scheme
 from scoi.core import defaults, methods
 from scoi.core.exact import check_where, where_part
 from scoi.core.greedy import check_args
@@ -16,6 +15,7 @@ from scoi.core.match import check_min_match
 from scoi.core.names import is_language_code, printable
 from scoi.core.rbm25 import check_variant
 from scoi.core.signature import corpora_part, method_parts, signature
+from scoi.parsers import Scheme
 from scoi.selection.preselector import Bm25Params
 from scoi.selection.types import SelectionError
 
@@ -63,11 +63,12 @@ class Options:
 
     def params(self, method: str, k: int, min_match: float | None, embedder: str | None,
                model: str | None = None) -> dict[str, Any]:
-        """The settings of a selection (``min_match`` only when one was set)."""
+        """The settings of a selection (``min_match`` only when one was set; ``bm25.exact``:
+        the pool is exact BM25's top n, as the signature's ``exact`` says, whatever engine)."""
         return {"method": method, **self.method_settings(method, embedder, model), "k": k, "pool": self.pool,
                 "similarity": self.similarity, "word_overlap": self.word_overlap, "fill": self.fill,
                 "seed": self.seed, "corpora": self.corpora, **({"where": self.where} if self.where else {}),
-                "bm25": asdict(self.bm25), **({} if min_match is None else {"min_match": min_match})}
+                "bm25": {**asdict(self.bm25), "exact": True}, **({} if min_match is None else {"min_match": min_match})}
 
     def signature(self, src: str, tgt: str, method: str, k: int, min_match: float | None, embedder: str | None,
                   scheme: Scheme, model: str | None = None) -> str:

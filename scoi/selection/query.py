@@ -13,9 +13,10 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from scoi.analysis import Analyzer, Scheme, import_spacy, load_trees, needs_torch
+from scoi.analysis import Analyzer, load_trees
 from scoi.core.pool import PackedPool
 from scoi.core.polynomial import LabelSpace, TermTable, expand
+from scoi.parsers import Scheme, import_spacy, needs_torch
 from scoi.selection import scheme as schemes
 from scoi.selection.types import Candidate
 

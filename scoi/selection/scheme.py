@@ -8,9 +8,9 @@ from typing import Any
 
 import psycopg
 
-from scoi.analysis import NO_TREES, Scheme, add_trees_hint, choose_parser, parser_name, parser_version
 from scoi.core import methods
 from scoi.db.queries import load
+from scoi.parsers import NO_TREES, Scheme, add_trees_hint, choose_parser, parser_name, parser_version
 from scoi.selection.types import SelectionError
 
 SQL = load("select")

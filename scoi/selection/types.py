@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from scoi.core.criteria import value_of
 from scoi.db.reads import ReadStatus
 
 #: Why a blank sentence (empty, or only whitespace) gets no selection.
@@ -44,8 +45,16 @@ class Pick:
     src: str
     tgt: str
     criterion: str
+    #: the criterion's number for this pick, whatever quantity it is (kept under this name,
+    #: the stored column's; :meth:`to_dict` names the quantity: scoi.core.criteria)
     coverage: float | None
     match: float | None = None  # match % of its source against the query (scoi.core.match)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The pick's JSON: its fields, and ``value`` naming what its number is
+        (``{"kind": "residual", "value": 6.05}``; null when it has none). ``coverage`` is
+        the same number under its old name, deprecated (docs/selection.md)."""
+        return {**asdict(self), "value": value_of(self.criterion, self.coverage)}
 
 
 @dataclass
@@ -94,7 +103,7 @@ class SelectionResult:
         return {
             "query": self.query, "src_lang": self.src_lang, "tgt_lang": self.tgt_lang, "method": self.method,
             "k": self.k, "params": self.params, "signature": self.signature,
-            "candidates": cands, "selected": [asdict(p) for p in self.selected],
+            "candidates": cands, "selected": [p.to_dict() for p in self.selected],
             "selection_id": self.selection_id, "certified": self.certified, "timings_ms": self.timings_ms,
             "read": self.read.to_dict() if self.read else None, "min_match": self.min_match, "notice": self.notice,
         }

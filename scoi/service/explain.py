@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from scoi.core.coverage import distance_similarity, is_word
+from scoi.core.criteria import value_of
 from scoi.core.polynomial import ROOT, parse_key, term_key
 
 if TYPE_CHECKING:
@@ -58,6 +59,7 @@ def explain(sel: Selector, result: SelectionResult, *, tree: bool = True) -> dic
                       "best_term": best_term, "exact": best_sim == 1.0, "in_pool": key in pool_terms}
     out: dict[str, Any] = {
         "picks": [{"position": i, "pair_id": p.pair_id, "criterion": p.criterion, "coverage": p.coverage,
+                   "value": value_of(p.criterion, p.coverage),
                    "src": p.src, "tgt": p.tgt,
                    "words": sorted({w["text"] for w in words if w["word"] and w["covered_by"] == i}),
                    "terms": sorted(k for k, t in terms.items() if t["covered_by"] == i and t["exact"])}

@@ -66,7 +66,8 @@ def test_ctq_trains_on_one_shot_translations_then_selects_and_runs_a_job(job_db,
         query, [c["src"] for c in pool], [c["tgt"] for c in pool], [c["score"] for c in pool]))
     best = sorted(range(len(pool)), key=lambda i: -round(float(predicted[i]), 4))[:2]
     assert [p["pair_id"] for p in picks] == [pool[i]["pair_id"] for i in best]
-    assert [p["coverage"] for p in picks] == [round(float(predicted[i]), 4) for i in best]
+    assert [p["value"] for p in picks] == [{"kind": "predicted_quality", "value": round(float(predicted[i]), 4)}
+                                           for i in best]
 
     src = write_lines(tmp_path / "job.fr", [query, demo_test_pairs()[6][0]])
     job = last_json(scoi_cli(["job", "submit", "--input", str(src), "--src", "fr", "--tgt", "en", "--model",

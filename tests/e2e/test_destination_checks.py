@@ -72,7 +72,7 @@ def test_undelivered_items_show_as_their_own_state(db_url):
     # Once the table takes it, the next delivery clears the state.
     with psycopg.connect(db_url, autocommit=True) as conn:
         conn.execute("ALTER TABLE documents_en DROP CONSTRAINT documents_en_id_check")
-    from scoi.jobs.sources import deliver
+    from scoi.jobs.destinations import deliver
     from scoi.jobs.store import connect
 
     with connect(db_url) as conn:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import psycopg
+import pytest
 
 from tests.helpers.cli import last_json, scoi_cli, scoi_env
 from tests.helpers.jobs import demo_test_pairs, ok_server, write_lines
@@ -149,3 +150,44 @@ def test_bad_options_are_refused_before_any_job(job_db, tmp_path):
     with psycopg.connect(job_db) as conn:
         assert conn.execute("SELECT count(*) FROM job").fetchone()[0] == 0
         assert conn.execute("SELECT count(*) FROM experiment").fetchone()[0] == 0
+
+
+@pytest.mark.slow  # two local models translate; a CTQ model is trained first
+def test_experiment_with_two_local_models_compares_four_methods_including_ctq(job_db, tiny_model, tmp_path):
+    from tests.tiny_model import build_tiny_model
+
+    second = "hf:" + str(build_tiny_model(tmp_path / "tiny2", seed=1))
+    dev = demo_test_pairs()[:3]
+    trained = last_json(scoi_cli([
+        "ctq", "train", "--src", "fr", "--tgt", "en", "--name", "exp-ctq",
+        "--dev", str(write_lines(tmp_path / "dev.fr", [fr for fr, _ in dev])),
+        "--dev-ref", str(write_lines(tmp_path / "dev.en", [en for _, en in dev])),
+        "--model", tiny_model, "--pool", "4", "--max-new-tokens", "8", "--json"], job_db))
+    assert trained["status"] == "fitted"
+    test = demo_test_pairs()[3:7]  # not the development sentences
+    args = ["experiment", "run", "four", "--input", str(write_lines(tmp_path / "t.fr", [fr for fr, _ in test])),
+            "--references", str(write_lines(tmp_path / "t.en", [en for _, en in test])), "--src", "fr", "--tgt", "en",
+            "--model", f"one={tiny_model}", "--model", f"two={second}", "--methods", "zero,bm25,scoi,ctq",
+            "--k", "2", "--max-new-tokens", "8", "--samples", "100", "--ctq-model", "exp-ctq"]
+    out = last_json(scoi_cli([*args, "--json"], job_db))
+    assert [(r["model"], r["method"]) for r in out["rows"]] == [
+        (m, meth) for m in ("one", "two") for meth in ("zero", "bm25", "scoi", "ctq")]
+    assert all(s["low"] <= s["score"] <= s["high"] for r in out["rows"] for s in r["scores"].values())
+    with psycopg.connect(job_db) as conn:
+        ctq_jobs = conn.execute("SELECT j.params->>'ctq_model', p.state FROM experiment_job x JOIN job j "
+                                "ON j.id = x.job_id JOIN job_progress p ON p.job_id = j.id WHERE x.method = 'ctq'"
+                                ).fetchall()
+    assert ctq_jobs == [(trained["signature"], "done")] * 2  # the named model ranks both models' ctq cells
+
+    shown = scoi_cli(["experiment", "show", "four"], job_db)  # piped: long TSV
+    assert shown.returncode == 0, shown.stderr
+    table = list(csv.reader(io.StringIO(shown.stdout), delimiter="\t"))
+    assert sum(r[:2] == ["two", "ctq"] for r in table) == 2  # bleu, chrf
+    svg = tmp_path / "four.svg"
+    plotted = last_json(scoi_cli(["experiment", "plot", "four", "-o", str(svg), "--metric", "chrf", "--json"],
+                                 job_db))
+    assert plotted["panels"] == 2 and "ctq" in svg.read_text()
+    unknown = scoi_cli(["experiment", "run", "other", *args[3:-1], "nope"], job_db)
+    assert unknown.returncode != 0 and "nope" in unknown.stderr
+    with psycopg.connect(job_db) as conn:  # refused before any job
+        assert conn.execute("SELECT count(*) FROM experiment WHERE name = 'other'").fetchone() == (0,)

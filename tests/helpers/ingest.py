@@ -129,7 +129,7 @@ def integrity_problems(db_url: str) -> dict[str, int]:
 
 def spacy_tokens(pipeline: str, text: str) -> list[str]:
     """The nodes of a stored tree: the pipeline's own tokenizer over the stripped text."""
-    from scoi.analysis import load_pipeline
+    from scoi.parsers import load_pipeline
 
     return [t.text for t in load_pipeline(pipeline).tokenizer(text.strip())]
 

@@ -64,7 +64,7 @@ def submit_lines(url: str, path: Path, lines, model: str, *extra: str, refs=None
 def prepared(claimed):
     """A claimed item made ready to generate (prompt "prompt", 0.5 s of selection), for
     tests that call a worker's steps one by one."""
-    from scoi.jobs.worker import Prepared
+    from scoi.jobs.batch_items import Prepared
 
     return Prepared(claimed, None, None, "prompt", 0.5)
 

@@ -36,7 +36,7 @@ def to_old_scheme(url: str) -> None:
     'spacy' parser row, term or label left."""
     from ingest.reanalyze import write_batch
     from ingest.terms import LabelRegistry, TermResolver
-    from scoi.analysis import parser_labels
+    from scoi.parsers import parser_labels
 
     with psycopg.connect(url) as conn:
         for new_pid, lang, name, version in conn.execute("SELECT id, lang, name, version FROM parser").fetchall():

@@ -10,8 +10,9 @@ from collections import Counter
 import psycopg
 import pytest
 
-from scoi.analysis import Scheme, analyzer
+from scoi.analysis import analyzer
 from scoi.core.polynomial import ROOT, term_key
+from scoi.parsers import Scheme
 from scoi.selection.selector import SelectionError, Selector
 from tests.helpers.ingest import (
     PIPELINES,

@@ -14,7 +14,8 @@ import pytest
 from scoi.jobs import schedules as S
 from scoi.jobs.create import submit
 from scoi.jobs.documents import export_document, submit_document
-from scoi.jobs.sources import Destination, Source
+from scoi.jobs.destinations import Destination
+from scoi.jobs.sources import Source
 from scoi.jobs.spec import JobError, JobSpec
 from scoi.jobs.store import connect, status
 from scoi.jobs.worker import Worker, WorkerOptions

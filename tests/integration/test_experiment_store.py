@@ -9,7 +9,8 @@ from dataclasses import replace
 import psycopg
 import pytest
 
-from scoi.jobs.experiment import ExperimentSpec, create_or_resume, get_experiment
+from scoi.jobs.experiment import create_or_resume, get_experiment
+from scoi.jobs.experiment_grid import ExperimentSpec
 from scoi.jobs.spec import JobError
 from tests.helpers.jobs import demo_test_pairs
 

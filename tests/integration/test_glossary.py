@@ -113,7 +113,9 @@ def test_job_prompts_hold_the_glossary_and_outputs_are_checked(job_db: str, tmp_
     compared = last_json(scoi_cli(["eval", str(job), "--compare", "--json"], job_db))
     assert compared["rows"][0]["terms"] == ev["terms"]
     table = scoi_cli(["eval", str(job), "--compare"], job_db)
-    assert table.returncode == 0 and "terms %" in table.stdout and "100.00" in table.stdout, table.stdout
+    header, *rows = table.stdout.splitlines()  # piped: TSV, one line per job and metric
+    assert table.returncode == 0 and header.split("\t")[-1] == "terms_accuracy", table.stdout
+    assert rows and all(r.split("\t")[-1] == "100.0" for r in rows), table.stdout
 
 
 def test_a_reused_translation_is_checked_for_the_glossary_terms(job_db: str, tmp_path: Path) -> None:

@@ -73,7 +73,7 @@ def test_pipeline_discovery_matches_spacy_without_importing_it(tmp_path, monkeyp
 
     import spacy.util
 
-    from scoi.analysis import installed_pipelines, needs_torch, pipeline_meta
+    from scoi.parsers import installed_pipelines, needs_torch, pipeline_meta
 
     installed = installed_pipelines()
     assert installed and set(installed) <= set(spacy.util.get_installed_models())
@@ -83,7 +83,7 @@ def test_pipeline_discovery_matches_spacy_without_importing_it(tmp_path, monkeyp
         assert {k: pipeline_meta(name).get(k) for k in keys} == {k: meta.get(k) for k in keys}
         assert (lang, version) == (meta["lang"], meta["version"])
         assert not needs_torch(name)  # the "sm" pipelines: thinc-only
-    code = ("import sys; from scoi.analysis import choose_parser, parser_labels; "
+    code = ("import sys; from scoi.parsers import choose_parser, parser_labels; "
             "c = choose_parser('fr'); parser_labels(c.name); print('spacy' in sys.modules, 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]

@@ -78,8 +78,9 @@ def test_failed_write_with_workers_fails_fast_and_keeps_whole_batches(db_url, tm
 WORKER_PROBE = """
 import json, os, sys
 import ingest.workers as W
-from scoi.analysis import analyzer, choose_parser
+from scoi.analysis import analyzer
 from scoi.config import ENV_PRELOAD_PIPELINES
+from scoi.parsers import choose_parser
 
 def probe(_):
     info = analyzer.cache_info()

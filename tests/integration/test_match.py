@@ -131,12 +131,12 @@ def test_migration_0029_adds_match_to_the_views_and_its_downgrade_removes_it(db_
             return out
 
     engine = get_engine(db_url)
-    assert [cols[-1] for cols in view_columns().values()] == ["match", "match"]
+    assert all("match" in cols for cols in view_columns().values())
     downgrade(engine, "0023")
     after = view_columns()
     assert "match" not in after["selection_pick_text"] and "match" not in after["job_item_trace"]
     upgrade(engine)
-    assert [cols[-1] for cols in view_columns().values()] == ["match", "match"]
+    assert all("match" in cols for cols in view_columns().values())
 
 
 def test_lookup_small_first_pool_returns_what_the_full_pool_does(job_db: str, monkeypatch) -> None:

@@ -8,8 +8,9 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.shared_data import DATA
-from scoi.analysis import NATASHA, analyzer, load_trees
+from scoi.analysis import analyzer, load_trees
 from scoi.core.trees import is_tree
+from scoi.parsers import NATASHA
 from tests.integration.test_parsers import RU_EN
 
 NEWS = DATA / "ru-news-sample" / "news.ru"

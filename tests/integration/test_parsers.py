@@ -15,7 +15,8 @@ import pytest
 from ingest.options import IngestOptions
 from ingest.pipeline import ingest_files
 from ingest.reanalyze import ReanalyzeOptions, reanalyze
-from scoi.analysis import NATASHA, ParserNotAvailable, analyzer, choose_parser
+from scoi.analysis import analyzer
+from scoi.parsers import NATASHA, ParserNotAvailable, choose_parser
 from scoi.selection.selector import SelectionError, Selector
 from tests.helpers.database import scalar
 from tests.helpers.ingest import assert_consistent
@@ -86,7 +87,7 @@ def test_pipeline_built_by_a_function(german_parser):
     assert str(choice.scheme) == f"{factory}==unversioned/spacy-tokens"
     texts = [de for _, de in EN_DE]
     # In a process of its own: the pipeline needs PyTorch, and this one may have imported
-    # spaCy without it for an earlier test's pipeline (scoi.analysis.import_spacy).
+    # spaCy without it for an earlier test's pipeline (scoi.parsers.import_spacy).
     code = ("import sys; from scoi.analysis import analyzer; from tests.helpers import parsers; "
             "parsers.TRAINED[:] = [sys.argv[2]]; texts = sys.argv[3:]; "
             "print([a.terms for a in analyzer('de', sys.argv[1]).analyze(texts)] == "

@@ -267,7 +267,8 @@ def test_streamed_chunks_sum_the_same_in_any_order(server_url, template_url):
     import random
 
     from scoi.core.bm25blocks import DIR
-    from scoi.selection.preselect import SQL, sum_chunks
+    from scoi.selection.blockread import sum_chunks
+    from scoi.selection.preselect import SQL
 
     frs = [["de", f"w{i % 13}", f"u{i}"] + ["la"] * (i % 3 == 0) for i in range(2600)]
     with corpus(server_url) as c:

@@ -33,7 +33,8 @@ def test_selection_refuses_mixed_schemes(old_db):
     from ingest.pipeline import scheme_parser
     from ingest.reanalyze import write_batch
     from ingest.terms import TermResolver
-    from scoi.analysis import analyzer, choose_parser
+    from scoi.analysis import analyzer
+    from scoi.parsers import choose_parser
 
     with psycopg.connect(old_db) as conn:
         with conn.transaction():

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from scoi.analysis import Analyzer, choose_parser
+from scoi.analysis import Analyzer
 from scoi.core.names import base_language
+from scoi.parsers import choose_parser
 from tests.helpers.cli import cli_json
 from tests.helpers.ingest import write_tmx
 

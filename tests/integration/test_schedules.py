@@ -15,7 +15,8 @@ import pytest
 from psycopg.conninfo import make_conninfo
 
 from scoi.jobs import schedules as S
-from scoi.jobs.sources import Destination, Source
+from scoi.jobs.destinations import Destination
+from scoi.jobs.sources import Source
 from scoi.jobs.spec import JobError, JobSpec
 from scoi.jobs.store import connect
 from scoi.jobs.worker import Worker, WorkerOptions

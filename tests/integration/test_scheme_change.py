@@ -53,7 +53,8 @@ def test_a_running_selector_refuses_to_select_during_a_reanalysis(small_db, pipe
     """Some sentences on the new parser, the rest on the old: two schemes until it ends."""
     from ingest.pipeline import scheme_parser
     from ingest.terms import TermResolver
-    from scoi.analysis import analyzer, choose_parser
+    from scoi.analysis import analyzer
+    from scoi.parsers import choose_parser
 
     with Selector("fr", "en", url=small_db) as running:
         running.select(QUERY)

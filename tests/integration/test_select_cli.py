@@ -10,7 +10,7 @@ def test_spacy_imported_without_torch_leaves_torch_importable():
     import sys
 
     code = ("import sys, importlib.util\n"
-            "from scoi.analysis import import_spacy\n"
+            "from scoi.parsers import import_spacy\n"
             "import_spacy(with_torch=False)\n"
             "import thinc.compat\n"
             "assert 'spacy' in sys.modules and 'torch' not in sys.modules and not thinc.compat.has_torch\n"

@@ -47,6 +47,9 @@ def test_select_has_the_cli_shape_and_the_coverage_view(api, job_db):
     assert set(got["candidates"][0]) == {"pair_id", "score", "match", "src", "tgt"}
     cov = got["coverage"]
     assert [p["pair_id"] for p in cov["picks"]] == [p["pair_id"] for p in got["selected"]]
+    # the page's picks name their value as the API's do (scoi: a coverage)
+    assert [p["value"] for p in cov["picks"]] == [p["value"] for p in got["selected"]]
+    assert {p["value"]["kind"] for p in got["selected"]} == {"coverage"}
     # a word is covered by the first pick whose source holds it, and only then
     for w in cov["words"]:
         holders = [i for i, p in enumerate(got["selected"]) if w["text"] in p["src"]]

@@ -13,7 +13,8 @@ import psycopg
 import pytest
 
 from scoi.jobs import schedules as S
-from scoi.jobs.sources import Source, SourceError, cancelled_on, read_query, read_source, reader_url
+from scoi.jobs.source_checks import SourceError, reader_url
+from scoi.jobs.sources import Source, cancelled_on, read_query, read_source
 from scoi.jobs.spec import JobSpec
 from scoi.jobs.store import claim_items, connect
 from scoi.jobs.create import submit as submit_job

@@ -10,7 +10,8 @@ import pytest
 
 from ingest.options import IngestOptions
 from ingest.pipeline import ingest_files
-from scoi.analysis import Analyzer, ParserNotAvailable, word_tokenizer
+from scoi.analysis import Analyzer, word_tokenizer
+from scoi.parsers import ParserNotAvailable
 from scoi.text.moses import PunctNormalizer, moses_tokenizer
 from scoi.selection.selector import Selector
 from tests.helpers.database import scalar

@@ -11,7 +11,8 @@ import psycopg
 
 from scoi.jobs.create import submit
 from scoi.jobs.spec import JobSpec
-from scoi.jobs.worker import Generated, Worker, WorkerOptions
+from scoi.jobs.batch_items import Generated
+from scoi.jobs.worker import Worker, WorkerOptions
 from tests.helpers.jobs import items, prepared
 
 

@@ -3,7 +3,7 @@ which parsers build trees over which tokens."""
 
 from __future__ import annotations
 
-from scoi.analysis import NATASHA, NO_PARSER, NO_TREES, Scheme, tree_tokens_of
+from scoi.parsers import NATASHA, NO_PARSER, NO_TREES, Scheme, tree_tokens_of
 
 
 def test_scheme_string_names_pipeline_version_and_tokens():

@@ -14,8 +14,9 @@ from rich.console import Console
 
 from scoi.cli.experiment_cmd import metric_tables
 from scoi.jobs.eval import model_label, model_labels
-from scoi.jobs.experiment import (ALPHA, SPREAD, TSV_HEADERS, Cell, ExperimentSpec, baseline_row, footnotes, grid,
-                                  input_hash, merge_models, metric_table, parse_models, stored_models, table, tsv_rows)
+from scoi.jobs.experiment_grid import (ALPHA, SPREAD, Cell, ExperimentSpec, grid, input_hash, merge_models,
+                                       parse_models, stored_models)
+from scoi.jobs.experiment_table import TSV_HEADERS, baseline_row, footnotes, metric_table, table, tsv_rows
 from scoi.jobs.spec import JobError
 
 
@@ -201,3 +202,15 @@ def test_rbm25_variants_are_rows_of_their_own():
     assert [j.name for j in jobs] == ["e/m/rbm25-k4-reverse-xglm-s0", "e/m/rbm25:ctq-k4-reverse-xglm-s0",
                                       "e/m/rbm25:agrawal-k4-reverse-xglm-s0"]
     assert "|rbm25:ctq|" in jobs[1].signature() and "|rbm25:moses|" in jobs[0].signature()
+
+
+def test_the_named_ctq_model_reaches_only_the_ctq_cells_and_the_grid():
+    """``--ctq-model``: every model's ctq job ranks with it; the other methods' jobs (and
+    their signatures) do not carry it; a grid made without it stays as it was stored."""
+    spec = ExperimentSpec("e", "fr", "en", {"a": "openai:a", "b": "openai:b"}, methods=["bm25", "ctq"],
+                          ctq_model="fr-en-tiny")
+    jobs = {(c.model, c.method): spec.job_spec(c) for c in spec.cells()}
+    assert jobs["a", "ctq"].ctq_model == jobs["b", "ctq"].ctq_model == "fr-en-tiny"
+    assert jobs["a", "bm25"].ctq_model is None and "ctq" not in jobs["a", "bm25"].signature()
+    assert spec.grid_json()["ctq_model"] == "fr-en-tiny"
+    assert "ctq_model" not in ExperimentSpec("e", "fr", "en", {"a": "openai:a"}, methods=["ctq"]).grid_json()

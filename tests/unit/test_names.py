@@ -8,9 +8,9 @@ import os
 
 import pytest
 
-from scoi.analysis import ParserNotAvailable, choose_parser
 from scoi.core.limits import LIMITS, check_range
 from scoi.core.names import BadName, check_language_code, check_name, printable
+from scoi.parsers import ParserNotAvailable, choose_parser
 
 
 @pytest.mark.parametrize("name", ["esc\x1b[2J\x1b[31mred", "x\x1b[2Jy\nz", "tab\there", "cr\r", "nul\x00",

@@ -8,7 +8,7 @@ import pytest
 
 from ingest.options import IngestError, IngestOptions
 from ingest.pipeline import ingest_files
-from scoi.analysis import NO_TREES, add_trees_hint, choose_parser, without_trees
+from scoi.parsers import NO_TREES, add_trees_hint, choose_parser, without_trees
 
 
 def test_no_trees_choice_is_the_scheme_of_a_language_without_parser():

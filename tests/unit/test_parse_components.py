@@ -1,5 +1,5 @@
 """Ingest and selection run only the pipeline components the trees need (``tok2vec`` and
-``parser``: scoi.analysis.load_pipeline excludes the tagger, morphologizer, lemmatizer,
+``parser``: scoi.parsers.load_pipeline excludes the tagger, morphologizer, lemmatizer,
 NER, ...). The polynomial terms read nothing but the parser's heads and relation labels,
 so they must be byte for byte those of the whole pipeline, checked here on real
 sentences: the demo corpus, and the first Europarl lines of the development data where
@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from scoi.analysis import NEEDED_COMPONENTS, doc_trees, import_spacy, load_pipeline, made_tree, pipeline_meta
+from scoi.analysis import doc_trees, made_tree
 from scoi.core.polynomial import tree_terms
+from scoi.parsers import NEEDED_COMPONENTS, import_spacy, load_pipeline, pipeline_meta
 from tests.helpers.ingest import PIPELINES, demo_pairs
 
 # SCOI_DEV_DATA, else shared/data beside the repository's folder (benchmarks/shared_data.py)
@@ -62,7 +63,8 @@ def test_terms_of_the_trimmed_pipeline_are_the_whole_pipelines(lang):
 def test_natasha_parses_the_same_in_ingests_batches_as_one_at_a_time():
     """natasha's batches are padded to their longest sentence; ingest's batch size
     (NATASHA_BATCH, not slovnet's 8) must not change a parse, nor may the neighbours."""
-    from scoi.analysis import NATASHA, NATASHA_BATCH, load_trees
+    from scoi.analysis import NATASHA_BATCH, load_trees
+    from scoi.parsers import NATASHA
 
     trees = load_trees(NATASHA)
     assert trees.syntax.infer.encoder.batch_size == NATASHA_BATCH > 8

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from scoi.analysis import (NO_PARSER, NO_TREES, ParserNotAvailable, Scheme, choose_parser, is_factory, is_path,
-                           parser_name, tree_tokens_of)
 from scoi.core.methods import METHODS, TREELESS_METHODS
+from scoi.parsers import (NO_PARSER, NO_TREES, ParserNotAvailable, Scheme, choose_parser, is_factory, is_path,
+                          parser_name, tree_tokens_of)
 
 
 def test_installed_default_and_no_parser():

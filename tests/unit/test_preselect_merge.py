@@ -1,4 +1,4 @@
-"""Merging the best sentences of several sentence-id ranges (scoi.selection.preselect.merge_heads):
+"""Merging the best sentences of several sentence-id ranges (scoi.selection.blockscore.merge_heads):
 what ranges scored on other connections or servers send back must merge into exactly the
 best sentences of the whole, ties and the bound on the sentences left out included."""
 
@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scoi.selection.preselect import merge_heads
+from scoi.selection.blockscore import merge_heads
 
 
 def head(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, float | None]:

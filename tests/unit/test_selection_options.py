@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from scoi import __version__
-from scoi.analysis import Scheme
+from scoi.parsers import Scheme
 from scoi.selection.fill import keep_matching
 from scoi.selection.options import Options, check_direction
 from scoi.selection.preselector import Bm25Params, depth
@@ -44,7 +44,9 @@ def test_language_codes_are_lowercased_and_a_non_code_is_refused() -> None:
 def test_params_name_min_match_and_where_only_when_set() -> None:
     plain = Options().check().params("scoi", 4, None, None)
     assert "min_match" not in plain and "where" not in plain
-    assert plain["bm25"] == {"k1": 1.5, "b": 0.75, "read_all": 2**62, "rare": 200_000, "probe": 0, "connections": 1}
+    # exact: the pool is exact BM25's top n whatever the engine settings, as the signature's "exact" says
+    assert plain["bm25"] == {"k1": 1.5, "b": 0.75, "read_all": 2**62, "rare": 200_000, "probe": 0, "connections": 1,
+                             "exact": True}
     narrowed = Options(where={"domain": "legal"}).check().params("rbm25", 2, 70.0, None)
     assert narrowed["min_match"] == 70.0 and narrowed["where"] == {"domain": "legal"}
     assert narrowed["rbm25_variant"] == "moses" and narrowed["k"] == 2
@@ -82,3 +84,4 @@ def test_a_candidate_becomes_a_pick_with_its_match_and_the_result_serialises() -
     assert result.to_dict(explain=True)["candidates"] == [
         {"pair_id": 7, "score": 2.5, "match": 80.0, "src": "le chat", "tgt": "the cat"}]
     assert result.to_dict()["selected"][0]["criterion"] == "syntax"
+    assert result.to_dict()["selected"][0]["value"] == {"kind": "coverage", "value": 0.5}

@@ -157,7 +157,7 @@ function renderCoverage(res) {
   $("#picks-meta").textContent = `${res.method}, ${res.selected.length} of ${res.candidates.length} candidates`;
   $("#picks").replaceChildren(...cov.picks.map((p, i) => el("li", { class: "pick", style: `--pc:${color(i)}` },
     el("div", { class: "pick-head" }, el("span", { class: "pick-n" }, `#${i + 1}`), el("span", { class: "badge" }, p.criterion),
-      p.coverage !== null ? el("span", {}, `coverage ${fmt(p.coverage)}`) : null,
+      p.value ? el("span", {}, `${p.value.kind.replace("_", " ")} ${fmt(p.value.value)}`) : null,
       res.selected[i] && res.selected[i].match !== null ? el("span", { class: "badge match", title: "match %: word-level edit-distance similarity to the sentence" }, `${res.selected[i].match}% match`) : null,
       el("span", {}, `pair ${p.pair_id}`)),
     el("p", { class: "pick-src" }, p.src), el("p", { class: "pick-tgt" }, p.tgt),
