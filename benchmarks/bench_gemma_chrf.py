@@ -107,7 +107,8 @@ def main() -> int:
 
     from scoi.backends.loader import load_backend
     from scoi.backends.transformers_backend import TransformersBackend
-    from scoi.core.prompt import DEFAULT_STOP_MARKERS, Example, extract_answer, render_prompt
+    from scoi.core.answer import extract_answer
+    from scoi.core.prompt import DEFAULT_STOP_MARKERS, Example, render_prompt
 
     queries, refs = held_out(args.n)
     if args.examples == "bm25":

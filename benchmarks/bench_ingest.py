@@ -80,7 +80,8 @@ def raw_pipe(texts_by_lang: dict[str, list[str]], pipelines: dict[str, str], pro
 
 
 def ingest_once(tsv: str, url: str, workers: int) -> tuple[float, int]:
-    from ingest.pipeline import IngestOptions, ingest_files
+    from ingest.options import IngestOptions
+    from ingest.pipeline import ingest_files
 
     t0 = time.perf_counter()
     s = ingest_files(IngestOptions(files=[tsv], src="fr", tgt="en", fmt="tsv", workers=workers, corpus="bench"), url)

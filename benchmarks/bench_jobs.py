@@ -80,7 +80,8 @@ def database(name: str | None = None) -> tuple[str, callable]:
             return direction_exists(conn, "fr", "en")
 
     def ingest_demo(url: str) -> None:
-        from ingest.pipeline import IngestOptions, ingest_files
+        from ingest.options import IngestOptions
+        from ingest.pipeline import ingest_files
 
         ingest_files(IngestOptions(files=[str(DEMO)], src="fr", tgt="en", fmt="tsv", workers=0), url)
 

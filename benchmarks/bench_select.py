@@ -55,7 +55,8 @@ def build(url: str) -> None:
     """Ingest the development corpora except the held-out Europarl lines (the long queries)."""
     import tempfile
 
-    from ingest.pipeline import IngestOptions, ingest_files
+    from ingest.options import IngestOptions
+    from ingest.pipeline import ingest_files
 
     workdir = Path(tempfile.mkdtemp(prefix="scoi-bench-"))
     for fr, en in selection_corpus_files(workdir):

@@ -2,7 +2,7 @@
 
 Each call is one transaction under the ingest lock (ingest.writer.lock_writes), so a
 delete never interleaves with an ingest batch, ``kill -9`` leaves all of it or none, and
-the next query sees it whole. The work is ingest.writer.drop_pairs: the pairs, the
+the next query sees it whole. The work is ingest.drops.drop_pairs: the pairs, the
 sentences no other pair (of any corpus or direction) uses, and their BM25 entries, with
 df, token bounds, N, total length, blocks and directories kept exact. Recorded
 selections keep their rows; their link to a deleted pair becomes NULL (migration 0030).
@@ -17,7 +17,8 @@ from dataclasses import asdict, dataclass, field
 
 import psycopg
 
-from ingest.writer import drop_pairs, lock_writes
+from ingest.drops import drop_pairs
+from ingest.writer import lock_writes
 from scoi.db.queries import load
 
 _SQL = load("delete")

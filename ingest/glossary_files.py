@@ -1,7 +1,7 @@
 """Readers for glossary files (docs/glossary.md): TBX (TBX-Basic, TBX 2019 core) and CSV/TSV.
 
 Each reader returns every entry of the file for one language pair, or raises one
-:class:`~ingest.readers.InputError` for the first problem, located by file and line (and,
+:class:`~ingest.records.InputError` for the first problem, located by file and line (and,
 in TBX, the entry's id): a glossary is added whole or not at all.
 """
 
@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ingest.readers import InputError, open_text
+from ingest.input_files import open_text
+from ingest.records import InputError
 from scoi.formats.xmlsafe import SAFE, doctype_problem
 from scoi.text.textfile import TextFileError, decode_line
 

@@ -9,7 +9,8 @@ Flow (data only moves forward):
      the tasks (word tokens; the parser over the stripped texts for the trees, for each
      language that has a parser: the others are stored without trees)
      while the main process writes the previous batch with COPY (ingest/workers.py runs
-     them; ingest/writer.py writes, ingest/runs.py keeps the run's row).
+     them; ingest/writer.py writes, ingest/runs.py keeps the run's row; ingest/options.py holds the
+     run's options and summary, ingest/batching.py cuts batches into parse tasks).
 """
 
 from __future__ import annotations
@@ -19,103 +20,27 @@ import os
 import socket
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import psycopg
 
 from ingest import runs
-from ingest.readers import InputError, Record, detect_format, read_once, read_records
+from ingest.batching import TASKS_PER_BATCH, batches, split_batch, with_last
+from ingest.input_files import read_once
+from ingest.options import IngestError, IngestOptions, IngestSummary, Rejected, on_conflict_default
+from ingest.readers import detect_format, read_records
+from ingest.records import InputError, Record
+from ingest.rows import PairRow, ParsedSentence, sha
+from ingest.terms import LabelRegistry
 from ingest.workers import BatchRunner, Parsed, ParseTask, count_repaired, repaired_notes
-from ingest.writer import (ON_CONFLICT, BatchWriter, LabelRegistry, PairRow, ParsedSentence, lock_writes, sha,
-                           stored_sentences)
+from ingest.writer import ON_CONFLICT, BatchWriter, lock_writes, stored_sentences
 from scoi.analysis import Analysis, word_tokenizer
-from scoi.core.defaults import ON_CONFLICT_CORPUS, ON_CONFLICT_TMX
 from scoi.db import connect
 from scoi.parsers import ParserChoice, choose_parser, parser_labels, without_trees
 
 if TYPE_CHECKING:
     from scoi.embedding.embedder import Embedder
-
-# A batch is what one transaction writes: 2,048 pairs by default. Measured on the same
-# 16k parsed pairs, writing them 2,048 at a time took 15-20% less CPU than 512 at a time
-# (fewer statements; fewer df updates, as a batch's tokens repeat). Workers parse a batch
-# in TASKS_PER_BATCH parts, so that they finish close together at the end of a run.
-DEFAULT_BATCH = 2048
-TASKS_PER_BATCH = 4
-
-
-@dataclass
-class IngestOptions:
-    files: list[str]
-    src: str
-    tgt: str
-    corpus: str | None = None
-    fmt: str | None = None
-    workers: int = 1
-    skip_bad: bool = False
-    header: bool | None = None  # TSV first line: True = a header, False = a pair, None = by docs/ingest.md's rule
-    batch_size: int = DEFAULT_BATCH  # pairs per transaction
-    parsers: dict[str, str] = field(default_factory=dict)  # lang -> parser override
-    require_parser: bool = False  # refuse a language without a parser (default: store it without trees)
-    embed: str | None = None  # sentence-transformers model: embed the two languages' new sentences after the pairs
-    tmx_keep_codes: bool = False  # TMX: keep inline codes (<bpt>, <ph>...) in the text instead of dropping them
-    on_conflict: str | None = None  # add | replace | keep; None: on_conflict_default(format)
-    no_trees: bool = False  # tokens and index only (scheme "none"); `scoi reanalyze` adds the trees later
-
-
-@dataclass
-class Rejected:
-    file: str
-    line: int
-    reason: str
-
-
-@dataclass
-class IngestSummary:
-    corpus: str
-    run_id: int
-    read: int = 0
-    inserted: int = 0
-    duplicates: int = 0
-    rejected: int = 0
-    seconds: float = 0.0
-    parsed_sentences: int = 0
-    parse_seconds: float = 0.0   # summed over workers: time spent in Moses + spaCy + terms
-    write_seconds: float = 0.0   # main process: building rows, COPY and SQL per batch
-    parsers: dict[str, str] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    rejected_rows: list[Rejected] = field(default_factory=list)
-    embedder: str | None = None  # --embed: the model's stored name
-    embedded: int = 0            # sentences it embedded (the two languages' sentences that had none)
-    # lang -> new sentences whose parse was not a tree and was made one (docs/languages.md, "Trees")
-    repaired_trees: dict[str, int] = field(default_factory=dict)
-    on_conflict: str = ON_CONFLICT_CORPUS
-    replaced: int = 0            # --on-conflict replace: stored pairs of the same sources deleted
-    kept_out: int = 0            # --on-conflict keep: input pairs not inserted (their source was stored)
-    removed_sentences: int = 0   # sentences the replaced pairs left unused, deleted with them
-    warnings: list[str] = field(default_factory=list)  # always shown (e.g. TMX variants dropped)
-
-    @property
-    def pairs_per_second(self) -> float:
-        return self.read / self.seconds if self.seconds else 0.0
-
-    def to_json(self) -> str:
-        d = asdict(self)
-        d["pairs_per_second"] = round(self.pairs_per_second, 1)
-        d["seconds"] = round(self.seconds, 3)
-        return json.dumps(d, ensure_ascii=False)
-
-
-class IngestError(RuntimeError):
-    """A run-level problem (languages, corpus mismatch) with a message for the user."""
-
-
-# ---------------------------------------------------------------- the pipeline
-def on_conflict_default(fmt: str) -> str:
-    """``--on-conflict`` when not given: ``replace`` for a TMX, ``add`` for the other formats
-    (why: scoi.core.defaults)."""
-    return ON_CONFLICT_TMX if fmt == "tmx" else ON_CONFLICT_CORPUS
 
 
 def validate(files: list[str], fmt: str, src: str, tgt: str, skip_bad: bool,
@@ -148,24 +73,11 @@ def validate(files: list[str], fmt: str, src: str, tgt: str, skip_bad: bool,
     return good, bad, warnings
 
 
-def _batches(records: Iterator[Record], size: int) -> Iterator[list[Record]]:
-    batch: list[Record] = []
-    for rec in records:
-        if rec.problem:
-            continue
-        batch.append(rec)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
-
-
 def ingest_files(opts: IngestOptions, url: str, *, progress: Callable[[int], None] | None = None,
                  on_start: Callable[[int], None] | None = None) -> IngestSummary:
     """Ingest ``opts.files`` into the database at ``url`` (libpq URI, already migrated).
     The files are read twice (validation, then writing): a pipe or FIFO is copied once to
-    a temporary file first (ingest.readers.read_once)."""
+    a temporary file first (ingest.input_files.read_once)."""
     from scoi.core.names import BadName, check_language_code, check_name
 
     try:  # names and codes are printed by every listing: refused before anything is read or written
@@ -351,8 +263,8 @@ class _IngestBatches(BatchRunner):
         records = read_records(self.opts.files, self.fmt, src_lang=self.src, tgt_lang=self.tgt,
                                header=self.opts.header, tmx_keep_codes=self.opts.tmx_keep_codes)
         no = 0
-        for batch, last in _with_last(_batches(records, self.opts.batch_size)):
-            parts = _split(batch, TASKS_PER_BATCH)
+        for batch, last in with_last(batches(records, self.opts.batch_size)):
+            parts = split_batch(batch, TASKS_PER_BATCH)
             for i, part in enumerate(parts):
                 if not self.reserve():
                     return
@@ -408,23 +320,3 @@ class _IngestBatches(BatchRunner):
         self.group.clear()
         if self.progress:
             self.progress(len(pairs))
-
-
-def _with_last(items: Iterator[list[Record]]) -> Iterator[tuple[list[Record], bool]]:
-    """(item, is it the last one?), looking one item ahead."""
-    ahead = next(items, None)
-    while ahead is not None:
-        item, ahead = ahead, next(items, None)
-        yield item, ahead is None
-
-
-def _split(batch: list[Record], parts: int) -> list[list[Record]]:
-    """``batch`` in at most ``parts`` consecutive pieces of nearly equal size."""
-    parts = min(parts, len(batch))
-    step, extra = divmod(len(batch), parts)
-    out, start = [], 0
-    for i in range(parts):
-        end = start + step + (1 if i < extra else 0)
-        out.append(batch[start:end])
-        start = end
-    return out

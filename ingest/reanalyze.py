@@ -29,8 +29,9 @@ import psycopg
 
 from ingest.pipeline import scheme_parser
 from ingest.workers import BatchRunner, Parsed, ParseTask, count_repaired, repaired_notes
-from ingest.writer import (ParsedSentence, TermResolver, copy_sentence_terms, lock_writes, sentence_term_rows,
-                           term_arrays)
+from ingest.rows import ParsedSentence
+from ingest.terms import TermResolver, copy_sentence_terms, sentence_term_rows, term_arrays
+from ingest.writer import lock_writes
 from scoi.analysis import Analysis
 from scoi.db import connect
 from scoi.db.literals import int_array, text_array

@@ -5,29 +5,28 @@ nothing; a rerun skips what is already there. Sentences that already exist are n
 re-parsed nor re-written: the pair simply points at them.
 
 The only reader of scoi/db/sql/ingest.sql: the pipeline and ``scoi reanalyze`` take the
-ingest lock and write ``sentence_term`` rows through ``lock_writes`` and ``copy_sentence_terms``.
+ingest lock through ``lock_writes`` (and write ``sentence_term`` rows through
+ingest.terms.copy_sentence_terms).
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
-from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 import numpy as np
 import psycopg
 from psycopg import sql
 
+from ingest.blocks import write_blocks
+from ingest.drops import Dropped, drop_pairs, drop_unused
+from ingest.rows import PairRow, ParsedSentence
 from ingest.runs import add_run_counts
-from scoi.analysis import MAX_EXAMPLE_TOKENS, Analysis
-from scoi.core.bm25blocks import BLOCK, DIR, GROUP, Directory, decode_dir, decode_postings, open_from, pack
-from scoi.core.polynomial import LabelSpace, parse_key
-from scoi.db.literals import VECTOR_WIDTH, bytea_array, copy_text, int_array, sparsevec, text_array
+from ingest.terms import LabelRegistry, TermResolver, copy_sentence_terms, sentence_term_rows, term_arrays
+from scoi.analysis import MAX_EXAMPLE_TOKENS
+from scoi.db.literals import bytea_array, copy_text, int_array, text_array
 from scoi.db.queries import load
 
 _SQL = load("ingest")
-_DELETE = load("delete")
 ON_CONFLICT = ("add", "replace", "keep")
 
 
@@ -41,269 +40,6 @@ def stored_sentences(conn: psycopg.Connection | psycopg.Cursor, lang: str, shas:
     """sha -> sentence.id of those of ``shas`` already stored in ``lang``."""
     return {bytes(h): sid for h, sid in conn.execute(_SQL["stored_sentences"],
                                                      {"lang": lang, "shas": bytea_array(shas)})}
-
-
-def copy_sentence_terms(cur: psycopg.Cursor, rows: Iterable[str]) -> None:
-    """COPY ``sentence_term`` rows (from ``sentence_term_rows``) in the cursor's transaction."""
-    with cur.copy(_SQL["copy_sentence_terms"]) as cp:
-        cp.write("".join(rows))
-
-
-def sha(text: str) -> bytes:
-    return hashlib.sha256(text.encode("utf-8")).digest()
-
-
-def write_blocks(cur: psycopg.Cursor, tids: np.ndarray, sids: np.ndarray, tfs: np.ndarray, dls: np.ndarray) -> None:
-    """Add postings to the posting blocks (migrations 0016, 0022) in the cursor's transaction.
-
-    Each token's open blocks (its last ones not in a full group: at most ``GROUP - 1``
-    full and a partial one) are read back and rewritten with the new postings, a group
-    that fills becomes one row, more blocks follow, and the token's directory records
-    from there on are replaced: readers keep seeing the previous row versions until
-    commit (MVCC), and a crash leaves the previous blocks intact. The new sentence ids are
-    larger than every stored one (drawn from the sequence under the ingest lock), so
-    appending keeps each list in id order.
-    """
-    if not len(tids):
-        return
-    touched = np.unique(tids).tolist()
-    layout = {"block": BLOCK, "group": GROUP, "rec": DIR.itemsize}
-    base: dict[int, int] = {}
-    tails: list[tuple[np.ndarray, ...]] = []
-    rewritten: list[tuple[int, int]] = []
-    for tid, n_blocks, tail_n, recs, ids, tfdl in cur.execute(_SQL["block_tails"], {"ids": touched, **layout}):
-        base[tid] = open_from(n_blocks, tail_n)
-        if base[tid] < n_blocks:
-            t_sids, t_tfs, t_dls = decode_postings(decode_dir(bytes(recs)), bytes(ids), bytes(tfdl))
-            tails.append((np.full(len(t_sids), tid), t_sids, t_tfs, t_dls))
-            rewritten.append((tid, base[tid]))
-    if tails:
-        tids, sids, tfs, dls = (np.concatenate([t[i] for t in tails] + [a]) for i, a in enumerate((tids, sids, tfs, dls)))
-    order = np.lexsort((sids, tids))
-    rows, per_token = pack(tids[order], sids[order], tfs[order], dls[order], base)
-    if rewritten:
-        cur.execute(_SQL["delete_blocks"], {"ids": [t for t, _ in rewritten], "block_nos": [b for _, b in rewritten],
-                                            **layout})
-    with cur.copy(_SQL["copy_blocks"]) as cp:
-        for row in rows:
-            cp.write_row(row)
-    ids = list(per_token)
-    cur.execute(_SQL["upsert_dirs"], {
-        "ids": ids, "n_blocks": [per_token[t][0] + per_token[t][1] for t in ids],
-        "tail_n": [int(np.frombuffer(per_token[t][2][-DIR.itemsize:], dtype=DIR)["n"][0]) for t in ids],
-        "metas": [per_token[t][2] for t in ids], **layout})
-
-
-@dataclass
-class ParsedSentence:
-    lang: str
-    text: str
-    sha: bytes
-    analysis: Analysis
-
-
-@dataclass
-class PairRow:
-    line: int
-    a_sha: bytes
-    b_sha: bytes
-    meta: str = "{}"  # pair.meta, as JSON text
-
-
-@dataclass
-class Dropped:
-    """What a delete removed: pairs, and the sentences no pair used any more (``kept``:
-    such sentences left in place because a later batch of the run relies on them)."""
-
-    pairs: int = 0
-    sentences: int = 0
-    kept: list[int] = field(default_factory=list)
-
-    def __iadd__(self, other: "Dropped") -> "Dropped":
-        self.pairs += other.pairs
-        self.sentences += other.sentences
-        return self
-
-
-def drop_pairs(cur: psycopg.Cursor, ids: list[int], protect: set[tuple[str, bytes]] | None = None) -> Dropped:
-    """Delete the pairs ``ids`` in the cursor's transaction (which holds ``lock_writes``),
-    and every sentence of theirs that no other pair uses, keeping the BM25 index exact:
-    forward rows deleted, df and N/total length reduced, and each affected token's blocks
-    rewritten from the first one that held a deleted posting (the later ones shift: a
-    block is 128 consecutive postings).
-    Sentences in ``protect`` (lang, sha) are left in place (see :func:`drop_unused`)."""
-    if not ids:
-        return Dropped()
-    gone = cur.execute(_DELETE["delete_pairs"], {"ids": ids}).fetchall()
-    n, kept = drop_unused(cur, sorted({sid for _, a, b in gone for sid in (a, b)}), protect)
-    return Dropped(len(gone), n, kept)
-
-
-def drop_unused(cur: psycopg.Cursor, candidates: list[int], protect: set[tuple[str, bytes]] | None = None
-                ) -> tuple[int, list[int]]:
-    """Delete those of the sentences ``candidates`` that no pair uses, with their terms,
-    embeddings and BM25 entries (as :func:`drop_pairs` says): how many, and the ids of
-    those left in place because ``protect`` names them (an ingest's later batches were
-    told they are stored, and do not parse them again: they recheck them when they run)."""
-    if not candidates:
-        return 0, []
-    found = cur.execute(_DELETE["orphans"], {"ids": candidates}).fetchall()
-    kept = [sid for sid, lang, h in found if protect and (lang, bytes(h)) in protect]
-    orphans = [sid for sid, lang, h in found if not (protect and (lang, bytes(h)) in protect)]
-    if orphans:
-        docs = cur.execute(_DELETE["delete_docs"], {"ids": orphans}).fetchall()
-        tids = np.array([t for _, toks in docs for t in toks], dtype=np.int64)
-        sids = np.array([sid for sid, toks in docs for _ in toks], dtype=np.int64)
-        cur.execute(_DELETE["delete_sentence_terms"], {"ids": orphans})
-        stats: dict[str, list[int]] = {}
-        for lang, eligible, n in cur.execute(_DELETE["delete_sentences"], {"ids": orphans}).fetchall():
-            if eligible:
-                lang_stats = stats.setdefault(lang, [0, 0])
-                lang_stats[0] += 1
-                lang_stats[1] += n
-        if stats:
-            cur.execute(_DELETE["sub_bm25_stats"], {"langs": list(stats), "ns": [v[0] for v in stats.values()],
-                                                    "lens": [v[1] for v in stats.values()]})
-            cur.execute(_DELETE["drop_empty_stats"], {"langs": list(stats)})
-        if len(tids):
-            rewrite_blocks(cur, tids, sids)
-    return len(orphans), kept
-
-
-def rewrite_blocks(cur: psycopg.Cursor, tids: np.ndarray, sids: np.ndarray) -> None:
-    """Rewrite the posting blocks of the tokens whose postings (``tids``, ``sids``) are
-    deleted: each token's rows from the group holding its first deleted posting on are
-    read back (bytes, decoded here), the deleted postings left out, packed again and
-    replace the old rows; its directory keeps the records before them (``upsert_dirs``),
-    or goes when the token has no posting left. Each token's df is recounted from its
-    blocks: the full groups kept before the rewritten rows, and the postings rewritten."""
-    first_deleted: dict[int, int] = {}
-    for tid, sid in zip(tids.tolist(), sids.tolist()):
-        if sid < first_deleted.get(tid, sid + 1):
-            first_deleted[tid] = sid
-    base: dict[int, int] = {}
-    dirs: dict[int, Directory] = {}
-    for tid, meta in cur.execute(_DELETE["dirs"], {"ids": int_array(list(first_deleted))}):
-        directory = decode_dir(bytes(meta))
-        j = int(np.searchsorted(directory.last, first_deleted[tid], side="left"))
-        base[tid] = GROUP * (min(j, len(directory) - 1) // GROUP)
-        dirs[tid] = directory[base[tid]:]
-    ids = list(base)
-    where = {"ids": int_array(ids), "block_nos": int_array([base[t] for t in ids])}
-    parts: list[tuple[np.ndarray, ...]] = []
-    for tid, b_ids, b_tfdl in cur.execute(_DELETE["blocks_from"], where):
-        t_sids, t_tfs, t_dls = decode_postings(dirs[tid], bytes(b_ids), bytes(b_tfdl))
-        parts.append((np.full(len(t_sids), tid, dtype=np.int64), t_sids, t_tfs, t_dls))
-    cols = [np.concatenate([p[i] for p in parts]) if parts else np.zeros(0, dtype=np.int64) for i in range(4)]
-    keep = ~np.isin(cols[1], sids)  # a deleted sentence loses all its postings: one test for every token
-    order = np.lexsort((cols[1][keep], cols[0][keep]))
-    packed, per_token = pack(*(c[keep][order] for c in cols), base)
-    left = Counter(cols[0][keep].tolist())
-    cur.execute(_DELETE["set_df"], {"ids": int_array(ids), "df": int_array([BLOCK * base[t] + left[t] for t in ids])})
-    layout = {"block": BLOCK, "group": GROUP, "rec": DIR.itemsize}
-    cur.execute(_DELETE["delete_blocks_from"], where)
-    with cur.copy(_SQL["copy_blocks"]) as cp:
-        for row in packed:
-            cp.write_row(row)
-    emptied = [t for t in ids if t not in per_token]
-    cur.execute(_DELETE["delete_dirs"], {"ids": int_array([t for t in emptied if base[t] == 0])})
-    # a token whose blocks from base[t] on are all gone keeps the full groups before them
-    out = {**per_token, **{t: (base[t], 0, b"") for t in emptied if base[t] > 0}}
-    if out:
-        tids_out = list(out)
-        cur.execute(_SQL["upsert_dirs"], {
-            "ids": tids_out, "n_blocks": [out[t][0] + out[t][1] for t in tids_out],
-            "tail_n": [int(np.frombuffer(out[t][2][-DIR.itemsize:], dtype=DIR)["n"][0]) if out[t][2] else BLOCK
-                       for t in tids_out],
-            "metas": [out[t][2] for t in tids_out], **layout})
-
-
-class LabelRegistry:
-    """A parser's label -> dimension map, mirrored in the ``label`` table."""
-
-    def __init__(self, conn: psycopg.Connection, parser_id: int, initial: list[str]) -> None:
-        self.parser_id = parser_id
-        rows = conn.execute(_SQL["parser_labels"], {"parser_id": parser_id}).fetchall()
-        self.space = LabelSpace([name for _, name in rows])
-        self.pending: list[tuple[int, str]] = []
-        self._vectors: dict[str, tuple[str, int]] = {}
-        for name in initial:
-            self.idx(name)
-
-    def idx(self, name: str) -> int:
-        before = len(self.space.index)
-        i = self.space.add(name)
-        if len(self.space.index) > before:
-            if i >= VECTOR_WIDTH:
-                raise RuntimeError(f"label inventory of parser {self.parser_id} exceeds {VECTOR_WIDTH} labels; "
-                                   "widen term.exps with a migration")
-            self.pending.append((i, name))
-        return i
-
-    def flush(self, conn: psycopg.Connection) -> None:
-        for i, name in self.pending:
-            conn.execute(_SQL["insert_label"], {"parser_id": self.parser_id, "idx": i, "name": name})
-        self.pending.clear()
-
-    def sparsevec(self, key: str) -> tuple[str, int]:
-        """pgvector sparsevec literal (1-based indices) and degree of a term key (memoised:
-        a label's dimension never changes, and the same terms recur in every batch)."""
-        cached = self._vectors.get(key)
-        if cached is None:
-            cached = self._vectors[key] = self._sparsevec(key)
-        return cached
-
-    def _sparsevec(self, key: str) -> tuple[str, int]:
-        exps = parse_key(key)
-        return sparsevec({self.idx(name): power for name, power in exps.items()}), sum(exps.values())
-
-
-def term_arrays(terms: dict[str, int]) -> tuple[str, str]:
-    """``sentence.term_keys`` and ``term_mults`` of a polynomial, as array literals (keys sorted)."""
-    keys = sorted(terms)
-    return text_array(keys), int_array([terms[k] for k in keys])
-
-
-def sentence_term_rows(sid: int, pid: int, terms: dict[str, int], term_ids: dict[tuple[int, str], int]) -> list[str]:
-    """COPY rows of ``sentence_term`` for one sentence (one per distinct term)."""
-    return [f"{sid}\t{term_ids[(pid, key)]}\t{mult}\n" for key, mult in terms.items()]
-
-
-class TermResolver:
-    """term.id of polynomial terms, per parser row, inserting the terms the table lacks
-    (their labels first). Used by ingest's BatchWriter and by ``scoi reanalyze``."""
-
-    def __init__(self, conn: psycopg.Connection, parsers: dict[str, int], labels: dict[str, LabelRegistry]) -> None:
-        self.conn = conn
-        self.parsers = parsers  # lang -> parser row the sentences are written with
-        self.labels = labels    # lang -> that row's label registry
-        # (parser_id, key) -> term.id: ids never change once a row exists. Filled only
-        # after a commit (committed()).
-        self._known: dict[tuple[int, str], int] = {}
-
-    def resolve(self, cur: psycopg.Cursor, new: list[ParsedSentence]) -> dict[tuple[int, str], int]:
-        """term.id of every term of ``new``, inserting the terms the table does not have."""
-        ids = dict(self._known)
-        missing: dict[int, dict[str, str]] = {}  # parser_id -> key -> lang
-        for s in new:
-            pid = self.parsers[s.lang]
-            for key in s.analysis.terms:
-                if (pid, key) not in ids:
-                    missing.setdefault(pid, {})[key] = s.lang
-        for pid, keys in missing.items():
-            defs = [(key, *self.labels[lang].sparsevec(key)) for key, lang in keys.items()]
-            for reg in self.labels.values():
-                reg.flush(self.conn)  # labels first: a term's dimensions must be interpretable
-            cur.execute(_SQL["insert_terms"], {"parser_id": pid, "keys": text_array([d[0] for d in defs]),
-                                              "exps": text_array([d[1] for d in defs]),
-                                              "degrees": int_array([d[2] for d in defs])})
-            for key, tid in cur.execute(_SQL["term_ids"], {"parser_id": pid, "keys": text_array(list(keys))}):
-                ids[(pid, key)] = tid
-        return ids
-
-    def committed(self, ids: dict[tuple[int, str], int]) -> None:
-        """Remember ids resolved in a transaction that has committed."""
-        self._known.update(ids)
 
 
 class BatchWriter:
@@ -410,7 +146,7 @@ class BatchWriter:
             return pairs, []
         keyed = list(zip(*self._pair_ids(pairs, ids), pairs))
         src_ids = sorted({a if self.src_is_a else b for a, b, _ in keyed})
-        stmt = sql.SQL(_DELETE["source_pairs"]).format(src=sql.Identifier("a_id" if self.src_is_a else "b_id"))
+        stmt = sql.SQL(_SQL["source_pairs"]).format(src=sql.Identifier("a_id" if self.src_is_a else "b_id"))
         stored = cur.execute(stmt, {"src_ids": src_ids, "corpus_id": self.corpus_id, "run_id": self.run_id}).fetchall()
         batch = {(a, b) for a, b, _ in keyed}
         if self.on_conflict == "replace":

@@ -7,8 +7,8 @@ The public API, importable from here (``from scoi import Selector``):
 - :class:`Analyzer`, :class:`Scheme` — Moses tokens and dependency-tree terms of a
   sentence, and the analysis scheme they follow (scoi.analysis);
 - :func:`render_prompt`, :class:`Example`, :func:`extract_answer` — prompts and answers
-  (scoi.core.prompt); :func:`select_examples` — the pure greedy selection over a pool
-  (scoi.core.greedy);
+  (scoi.core.prompt, scoi.core.answer); :func:`select_examples` — the pure greedy
+  selection over a pool (scoi.core.greedy);
 - :class:`Embedder` — a sentence-transformers model for the fuzzy methods (scoi.embedding.embedder;
   its vectors are stored by ``scoi embed``, scoi.embedding.embeddings);
 - batch jobs: :mod:`scoi.jobs`. Loading corpora is the ingest layer's job
@@ -33,7 +33,7 @@ _EXPORTS = {
     "Analyzer": ("scoi.analysis", "Analyzer"),
     "Scheme": ("scoi.parsers", "Scheme"),
     "render_prompt": ("scoi.core.prompt", "render_prompt"),
-    "extract_answer": ("scoi.core.prompt", "extract_answer"),
+    "extract_answer": ("scoi.core.answer", "extract_answer"),
     "Example": ("scoi.core.prompt", "Example"),
     "select_examples": ("scoi.core.greedy", "select"),
     "Embedder": ("scoi.embedding.embedder", "Embedder"),

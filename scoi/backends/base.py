@@ -1,7 +1,7 @@
 """The small interface every LLM backend implements.
 
 A backend turns prompts into raw continuations. It stops decoding at the answer delimiter
-but does not extract the answer: callers apply :func:`scoi.core.prompt.extract_answer`, so
+but does not extract the answer: callers apply :func:`scoi.core.answer.extract_answer`, so
 the stored raw text can always be re-extracted later.
 
 Backends are built from spec strings by :func:`scoi.backends.loader.load_backend`.

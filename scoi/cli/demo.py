@@ -38,7 +38,8 @@ class DemoReport:
 
 
 def run_demo(url: str, *, model: str | None = None, k: int = 4, say: Callable[[str], None] = print) -> DemoReport:
-    from ingest.pipeline import IngestOptions, ingest_files
+    from ingest.options import IngestOptions
+    from ingest.pipeline import ingest_files
     from scoi.core.coverage import syn_set_cov, word_set_cov
     from scoi.core.prompt import Example, render_prompt
     from scoi.selection.selector import Selector

@@ -25,7 +25,7 @@ def add(
 ) -> None:
     """Add a glossary file's entries for SRC -> TGT, all or nothing; adding it again adds nothing."""
     from ingest.glossary_files import display_name, read_glossary
-    from ingest.readers import InputError
+    from ingest.records import InputError
     from scoi.core.names import BadName, check_name
     from scoi.glossary import GlossaryError, add as add_entries
     from scoi.jobs.store import connect

@@ -55,8 +55,9 @@ def ingest(
     With --no-trees: no parsing and no terms (a big memory loads several times faster);
     `scoi reanalyze` adds the trees later. Safe to rerun (already-stored pairs are skipped) and to run concurrently.
     """
-    from ingest.pipeline import IngestError, IngestOptions, ingest_files
-    from ingest.readers import InputError
+    from ingest.options import IngestError, IngestOptions
+    from ingest.pipeline import ingest_files
+    from ingest.records import InputError
     from scoi.embedding.embedder import EmbedderError
     from scoi.embedding.embeddings import EmbeddingError
     from scoi.parsers import ParserNotAvailable

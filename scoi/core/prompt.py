@@ -1,4 +1,7 @@
-"""Few-shot translation prompts and answer extraction (docs/method.md §6).
+"""Few-shot translation prompts (docs/method.md §6): the built-in layouts and user templates.
+
+Fitting a prompt into a model's context is scoi.core.prompt_fit; reading the answer back
+is scoi.core.answer.
 
 Everything here is pure string work, so that a prompt can be rebuilt byte for byte from a
 run's stored examples; the only I/O is reading a user Jinja2 template given by path (a
@@ -60,7 +63,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 from scoi.core import defaults
 
@@ -72,10 +75,7 @@ __all__ = [
     "STOP_MARKERS",
     "TEMPLATE_NAMES",
     "Example",
-    "PromptTooLong",
     "canonical_order",
-    "extract_answer",
-    "fit_prompt",
     "glossary_block",
     "language_name",
     "order_examples",
@@ -362,66 +362,3 @@ def render_prompt(
     if template == "alpaca":
         return _render_alpaca(query, ordered, src_name, tgt_name, glossary)
     return _render_user(template, query, ordered, src_lang, tgt_lang, template_text, glossary)
-
-
-class PromptTooLong(ValueError):
-    """Even the prompt without examples leaves no room for the answer in the model's
-    context: the item cannot be translated by this model (retrying would not help)."""
-
-
-def fit_prompt(render: Callable[[Sequence[Example]], str], examples: Sequence[Example],
-               count_tokens: Callable[[str], int], context: int, max_new_tokens: int) -> tuple[str, int]:
-    """The prompt ``render(examples[:n])`` for the largest ``n`` whose tokens plus
-    ``max_new_tokens`` fit in ``context``, and that ``n``.
-
-    ``examples`` come in selection order (best first), so the example dropped each time is
-    the last-ranked one, wherever the prompt order puts it (first, by default); a prompt
-    past its model's positions fails inside the model (``IndexError``) or degrades
-    silently. Raises PromptTooLong when even no example fits.
-    """
-    room = context - max_new_tokens
-    n = len(examples)
-    while True:
-        prompt = render(examples[:n])
-        needed = count_tokens(prompt)
-        if needed <= room:
-            return prompt, n
-        if n == 0:
-            raise PromptTooLong(
-                f"the prompt needs {needed} tokens without any example, and with max_new_tokens "
-                f"{max_new_tokens} that exceeds the model's context of {context} tokens; shorten the "
-                "sentence, lower max_new_tokens or use a model with a longer context")
-        n -= 1
-
-
-#: Quote pairs stripped from around an answer when both ends match: straight double and
-#: single quotes, English curly quotes, French guillemets and German low-high quotes.
-QUOTE_PAIRS: tuple[tuple[str, str], ...] = (
-    ('"', '"'),
-    ("'", "'"),
-    ("\u201c", "\u201d"),  # “ ”
-    ("\u00ab", "\u00bb"),  # « »
-    ("\u201e", "\u201c"),  # „ “
-)
-
-
-def extract_answer(text: str) -> str:
-    """The translation inside a raw model continuation (docs/method.md §6).
-
-    Skip leading whitespace and newlines (models often answer a prompt ending in a space
-    with a newline first), keep the text before the first ``###`` and before the next
-    newline, strip whitespace, then remove one pair of surrounding quotes — only when the
-    first and last characters form a matching pair from :data:`QUOTE_PAIRS` — and strip
-    the whitespace inside (French guillemets are usually spaced: ``« Oui »``). A lone
-    quote at one end is kept: it is as likely part of the sentence as a broken wrapper.
-    """
-    answer = text.lstrip()
-    answer = answer.split("###", 1)[0]
-    answer = answer.split("\n", 1)[0]
-    answer = answer.strip()
-    if len(answer) >= 2:
-        for left, right in QUOTE_PAIRS:
-            if answer.startswith(left) and answer.endswith(right):
-                answer = answer[len(left) : len(answer) - len(right)].strip()
-                break
-    return answer

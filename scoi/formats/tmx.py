@@ -1,7 +1,7 @@
 """TMX 1.4b out: a translation memory (a corpus, a job's outputs) written so that
 ``scoi ingest`` reads back the same pairs and the same ``pair.meta``.
 
-The metadata mapping is the inverse of the TMX reader's (ingest/readers.py, docs/ingest.md):
+The metadata mapping is the inverse of the TMX reader's (ingest/read_tmx.py, docs/ingest.md):
 a string becomes ``<prop type="key">``, a list of two or more strings repeated props, ``note``
 ``<note>`` elements, ``tuid``/``creationid``/``changeid`` and TMX-dated ``creationdate``/
 ``changedate``/``lastusagedate`` ``<tu>`` attributes, an integer ``usagecount`` an attribute.

@@ -5,7 +5,7 @@ outright: it is where billion-laughs and external-entity attacks live, and no tr
 format needs one. A DOCTYPE that only names a DTD (``<!DOCTYPE tmx SYSTEM "tmx14.dtd">``,
 as many TMX and some XLIFF files carry) is accepted and never loaded. Entities are never
 resolved, nothing is fetched, and libxml2's size limits hold (huge_tree off: a text node
-of at most 10 MB, nesting of at most 256 levels). TMX ingest (ingest/readers.py) streams
+of at most 10 MB, nesting of at most 256 levels). TMX ingest (ingest/read_tmx.py) streams
 with the same settings and the same check.
 """
 

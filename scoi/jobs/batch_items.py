@@ -11,7 +11,9 @@ from typing import Any, NamedTuple
 import psycopg
 
 from scoi.core import defaults, inline
-from scoi.core.prompt import Example, PromptTooLong, extract_answer, fit_prompt, render_prompt
+from scoi.core.answer import extract_answer
+from scoi.core.prompt import Example, render_prompt
+from scoi.core.prompt_fit import PromptTooLong, fit_prompt
 from scoi.jobs.spec import Job, job_order, job_template, storable_text
 
 MAX_ERROR_CHARS = 4000

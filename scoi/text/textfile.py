@@ -1,5 +1,5 @@
 """Line-oriented text files as scoi reads them: job input, references, ``select --file``,
-and (through ingest.readers) corpus files.
+and (through ingest.input_files) corpus files.
 
 One rule everywhere: a line ends at ``\\n`` (a ``\\r`` before it is dropped, so CRLF files
 read the same), never at the other characters ``str.splitlines`` breaks on (VT, FF, NEL,

@@ -10,7 +10,9 @@ from contextlib import contextmanager
 import psycopg
 
 from ingest import runs
-from ingest.writer import BatchWriter, LabelRegistry, PairRow, ParsedSentence, lock_writes, sha
+from ingest.rows import PairRow, ParsedSentence, sha
+from ingest.terms import LabelRegistry
+from ingest.writer import BatchWriter, lock_writes
 from scoi.analysis import Analysis
 
 K1, B = 1.5, 0.75

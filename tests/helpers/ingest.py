@@ -99,7 +99,8 @@ def ingest_json(args: list[str], db_url: str, **kwargs) -> dict:
 
 def ingest_inprocess(db_url: str, files, *, workers: int = 0, **kw):
     """``ingest_files`` in this process (parsers loaded once per test session)."""
-    from ingest.pipeline import IngestOptions, ingest_files
+    from ingest.options import IngestOptions
+    from ingest.pipeline import ingest_files
 
     opts = IngestOptions(files=[str(f) for f in files], src=kw.pop("src", "fr"), tgt=kw.pop("tgt", "en"),
                          workers=workers, parsers=kw.pop("parsers", dict(PIPELINES)), **kw)

@@ -35,7 +35,7 @@ def to_old_scheme(url: str) -> None:
     pipelines and versions on 'moses' parser rows, trees over the Moses tokens, and no
     'spacy' parser row, term or label left."""
     from ingest.reanalyze import write_batch
-    from ingest.writer import LabelRegistry, TermResolver
+    from ingest.terms import LabelRegistry, TermResolver
     from scoi.parsers import parser_labels
 
     with psycopg.connect(url) as conn:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from ingest.pipeline import IngestOptions, ingest_files
+from ingest.options import IngestOptions
+from ingest.pipeline import ingest_files
 from ingest.reanalyze import ReanalyzeOptions, reanalyze
 from scoi.corpora import language_trees
 from scoi.parsers import ParserNotAvailable, choose_parser

@@ -12,7 +12,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from ingest.pipeline import IngestOptions, ingest_files
+from ingest.options import IngestOptions
+from ingest.pipeline import ingest_files
 from ingest.reanalyze import ReanalyzeOptions, reanalyze
 from scoi.analysis import analyzer
 from scoi.parsers import NATASHA, ParserNotAvailable, choose_parser

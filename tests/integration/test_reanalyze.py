@@ -32,7 +32,7 @@ def test_selection_refuses_mixed_schemes(old_db):
     """A few fr sentences moved to the current scheme: two schemes in use."""
     from ingest.pipeline import scheme_parser
     from ingest.reanalyze import write_batch
-    from ingest.writer import TermResolver
+    from ingest.terms import TermResolver
     from scoi.analysis import analyzer
     from scoi.parsers import choose_parser
 

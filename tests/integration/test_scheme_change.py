@@ -52,7 +52,7 @@ def test_a_running_selector_parses_with_the_parser_reanalyze_switched_to(small_d
 def test_a_running_selector_refuses_to_select_during_a_reanalysis(small_db, pipeline_dir):
     """Some sentences on the new parser, the rest on the old: two schemes until it ends."""
     from ingest.pipeline import scheme_parser
-    from ingest.writer import TermResolver
+    from ingest.terms import TermResolver
     from scoi.analysis import analyzer
     from scoi.parsers import choose_parser
 

@@ -8,7 +8,8 @@ import importlib.util
 
 import pytest
 
-from ingest.pipeline import IngestOptions, ingest_files
+from ingest.options import IngestOptions
+from ingest.pipeline import ingest_files
 from scoi.analysis import Analyzer, word_tokenizer
 from scoi.parsers import ParserNotAvailable
 from scoi.text.moses import PunctNormalizer, moses_tokenizer

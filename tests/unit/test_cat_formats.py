@@ -212,7 +212,8 @@ def test_a_doctype_that_only_names_its_dtd_is_read_without_loading_it():
 
 
 def test_tmx_ingest_refuses_an_internal_dtd_subset(tmp_path):
-    from ingest.readers import InputError, read_tmx
+    from ingest.read_tmx import read_tmx
+    from ingest.records import InputError
 
     tmx = tmp_path / "attack.tmx"
     tmx.write_bytes(b"""<?xml version="1.0"?>

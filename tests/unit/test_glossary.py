@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ingest.glossary_files import read_glossary
-from ingest.readers import InputError
+from ingest.records import InputError
 from scoi.core.glossary import Entry, check_terms, find_matches, is_acronym, key_of, term_accuracy
 from scoi.core.prompt import Example, render_prompt
 from tests.helpers.hypothesis import examples

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 
 def test_header_rule_and_flags():
-    from ingest.readers import looks_like_header
+    from ingest.read_text import looks_like_header
 
     for cells in (["French", "English"], ["français", "ENGLISH"], ["fr", "en"], ["src", "tgt"], ["Source", "Target"]):
         assert looks_like_header(cells, "fr", "en"), cells

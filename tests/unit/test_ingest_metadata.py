@@ -1,10 +1,11 @@
-"""Reading metadata and language variants (ingest.readers): pure, no database."""
+"""Reading metadata and language variants (ingest.readers, ingest.read_tmx): pure, no database."""
 
 from __future__ import annotations
 
 import pytest
 
-from ingest.readers import lang_matches, read_records
+from ingest.read_tmx import lang_matches
+from ingest.readers import read_records
 
 
 @pytest.mark.parametrize(("code", "wanted", "score"), [
@@ -26,7 +27,7 @@ def test_jsonl_metadata_that_jsonb_cannot_store_is_a_bad_row(tmp_path):
 
 
 def test_tsv_header_extra_columns_need_names(tmp_path):
-    from ingest.readers import InputError
+    from ingest.records import InputError
 
     path = tmp_path / "c.tsv"
     path.write_text("src\ttgt\t\nBonjour.\tHello.\tx\n", encoding="utf-8")

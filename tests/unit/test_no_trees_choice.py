@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from ingest.pipeline import IngestError, IngestOptions, ingest_files
+from ingest.options import IngestError, IngestOptions
+from ingest.pipeline import ingest_files
 from scoi.parsers import NO_TREES, add_trees_hint, choose_parser, without_trees
 
 

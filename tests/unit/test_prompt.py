@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from scoi.core.answer import extract_answer
 from scoi.core.prompt import (
     DEFAULT_ORDER,
     LANGUAGE_NAMES,
@@ -11,15 +12,13 @@ from scoi.core.prompt import (
     STOP_MARKERS,
     TEMPLATE_NAMES,
     Example,
-    PromptTooLong,
     canonical_order,
-    extract_answer,
-    fit_prompt,
     language_name,
     order_examples,
     render_prompt,
     stop_markers,
 )
+from scoi.core.prompt_fit import PromptTooLong, fit_prompt
 
 EXAMPLES = [
     Example("Je mange une pomme.", "I eat an apple."),

@@ -10,7 +10,8 @@ import threading
 import pytest
 from lxml import etree
 
-from ingest.readers import read_once, rereadable, segment_text
+from ingest.input_files import read_once, rereadable
+from ingest.read_tmx import segment_text
 from scoi.text.textfile import MAX_LINE_BYTES, TextFileError, read_lines
 
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ingest.readers import read_tmx
+from ingest.read_tmx import read_tmx
 from scoi.formats.tmx import JSON_PROP, TmxWriteError, encode_meta, tmx_document
 from tests.helpers.hypothesis import examples
 

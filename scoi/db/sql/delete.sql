@@ -1,6 +1,6 @@
--- Deleting pairs and corpora while the BM25 index stays exact (ingest/writer.py's
--- drop_pairs and ingest/delete.py read this file). Everything runs in one transaction
--- under the ingest lock (ingest.sql, lock_writes): a deleted pair's sentences go when no
+-- Deleting pairs and corpora while the BM25 index stays exact (ingest/drops.py's
+-- drop_pairs and ingest/delete.py read this file; the posting blocks are rewritten by
+-- blocks.sql's statements). Everything runs in one transaction under the ingest lock (ingest.sql, lock_writes): a deleted pair's sentences go when no
 -- other pair (of any corpus or direction) uses them, with their forward row, postings
 -- (in the blocks), df and N/total length. Array parameters arrive as arrays.
 
@@ -40,38 +40,6 @@ WHERE b.lang = u.lang;
 -- cannot update a row and then delete it.
 DELETE FROM bm25_stats WHERE lang = ANY(%(langs)s::text[]) AND n_docs = 0;
 
--- name: set_df
--- df of tokens that lost postings, counted from their rewritten blocks (ingest/writer.py,
--- rewrite_blocks). A token left without postings keeps its row (ids are cached by running
--- ingests) with df 0, which every query skips.
-UPDATE vocab v SET df = u.df
-FROM unnest(%(ids)s::int[], %(df)s::int[]) AS u(id, df)
-WHERE v.id = u.id;
-
--- name: dirs
--- The block directories of the tokens that lost postings.
-SELECT token_id, meta FROM bm25_dir WHERE token_id = ANY(%(ids)s::int[]);
-
--- name: blocks_from
--- Each token's block rows from a block number on (the ones to rewrite), their bytes
--- concatenated in block order: one probe of the primary key per token.
-SELECT u.token_id, x.ids, x.tfdl
-FROM unnest(%(ids)s::int[], %(block_nos)s::int[]) AS u(token_id, block_no)
-CROSS JOIN LATERAL (SELECT string_agg(b.ids, ''::bytea ORDER BY b.block_no) AS ids,
-                           string_agg(b.tfdl, ''::bytea ORDER BY b.block_no) AS tfdl
-                    FROM bm25_block b WHERE b.token_id = u.token_id AND b.block_no >= u.block_no) x;
-
--- name: delete_blocks_from
--- Each token's block rows from a block number on (the rewritten ones).
-DELETE FROM bm25_block WHERE ctid = ANY(ARRAY(
-    SELECT x.ctid FROM unnest(%(ids)s::int[], %(block_nos)s::int[]) AS u(token_id, block_no)
-    CROSS JOIN LATERAL (SELECT b.ctid FROM bm25_block b WHERE b.token_id = u.token_id
-                        AND b.block_no >= u.block_no) x));
-
--- name: delete_dirs
--- Directories of tokens left without postings.
-DELETE FROM bm25_dir WHERE token_id = ANY(%(ids)s::int[]);
-
 -- name: pairs_by_id
 -- Which of these pair ids exist (a delete by id names the missing ones).
 SELECT id FROM pair WHERE id = ANY(%(ids)s::bigint[]);
@@ -108,11 +76,3 @@ DELETE FROM ingest_run WHERE corpus_id = %(corpus_id)s;
 
 -- name: delete_corpus
 DELETE FROM corpus WHERE id = %(corpus_id)s;
-
--- name: source_pairs
--- The pairs of this corpus, from other runs, whose source sentence is one of a batch's:
--- what --on-conflict decides about. {src} is the pair's column of the source side (a_id:
--- the unique key's first column; b_id: pair_b_idx).
-SELECT p.id, p.a_id, p.b_id FROM pair p
-WHERE p.{src} = ANY(%(src_ids)s::bigint[]) AND p.corpus_id = %(corpus_id)s
-  AND p.run_id IS DISTINCT FROM %(run_id)s;

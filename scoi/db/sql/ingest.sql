@@ -4,7 +4,8 @@
 -- inserts the pairs by id with ON CONFLICT DO NOTHING. Reruns and concurrent runs never
 -- duplicate. Array parameters arrive as array literals (text), cast here.
 -- ingest/writer.py alone reads this file; the run and catalogue rows (corpus, parser,
--- ingest_run) are in ingest_runs.sql (ingest/runs.py).
+-- ingest_run) are in ingest_runs.sql (ingest/runs.py), the terms in terms.sql
+-- (ingest/terms.py), the posting blocks in blocks.sql (ingest/blocks.py).
 
 -- name: lock_writes
 -- Concurrent ingests parse in parallel but write one batch at a time: what a batch
@@ -23,22 +24,10 @@ SELECT nextval(pg_get_serial_sequence('sentence', 'id')) FROM generate_series(1,
 COPY sentence (id, lang, text, text_sha, tokens, n_tokens, parser_id, eligible, term_keys, term_mults)
 FROM STDIN;
 
--- name: copy_sentence_terms
-COPY sentence_term (sentence_id, term_id, mult) FROM STDIN;
-
 -- name: copy_bm25_docs
 -- The forward-index row of each new eligible sentence: its distinct lowercased tokens
 -- with their tf, sorted by token id (inverted, the same postings go to the blocks).
 COPY bm25_doc (sentence_id, dl, token_ids, tfs) FROM STDIN;
-
--- name: insert_terms
-INSERT INTO term (parser_id, key, exps, degree)
-SELECT %(parser_id)s, k, e::sparsevec, d
-FROM unnest(%(keys)s::text[], %(exps)s::text[], %(degrees)s::smallint[]) AS u(k, e, d)
-ON CONFLICT (parser_id, key) DO NOTHING;
-
--- name: term_ids
-SELECT key, id FROM term WHERE parser_id = %(parser_id)s AND key = ANY(%(keys)s::text[]);
 
 -- name: insert_vocab
 INSERT INTO vocab (lang, token)
@@ -89,46 +78,10 @@ WITH ins AS (
 )
 SELECT count(*) FILTER (WHERE inserted) FROM ins;
 
--- name: parser_labels
-SELECT idx, name FROM label WHERE parser_id = %(parser_id)s ORDER BY idx;
-
--- name: insert_label
-INSERT INTO label (parser_id, idx, name) VALUES (%(parser_id)s, %(idx)s, %(name)s)
-ON CONFLICT DO NOTHING;
-
--- name: block_tails
--- The posting blocks of the tokens a batch adds postings to (migrations 0016, 0022): each
--- token's block count, last block size, and its open blocks (from from_no, as
--- scoi.core.bm25blocks.open_from computes it: the ones not in a full group, one row each)
--- with their directory records; the batch rewrites them with its new postings
--- (sentence ids only grow: they are drawn under the lock). The rest of the directory
--- stays on the server (upsert_dirs appends to it there).
-SELECT d.token_id, d.n_blocks, d.tail_n, substr(d.meta, %(rec)s * o.from_no + 1), b.ids, b.tfdl
-FROM bm25_dir d
-CROSS JOIN LATERAL (SELECT %(group)s * ((d.n_blocks - (d.tail_n < %(block)s)::int) / %(group)s) AS from_no) o
-LEFT JOIN LATERAL (SELECT string_agg(b.ids, ''::bytea ORDER BY b.block_no) AS ids,
-                          string_agg(b.tfdl, ''::bytea ORDER BY b.block_no) AS tfdl
-                   FROM bm25_block b WHERE b.token_id = d.token_id AND b.block_no >= o.from_no) b ON true
-WHERE d.token_id = ANY(%(ids)s::int[]);
-
--- name: delete_blocks
--- The open blocks a batch rewrites (each token's rows from a block number on, at most
--- a group's worth): primary-key probes (LATERAL; LIMIT keeps the planner from flattening it into
--- a join, which would hash the whole table), then a TID scan: the cost follows the batch,
--- not the table.
-DELETE FROM bm25_block WHERE ctid = ANY(ARRAY(
-    SELECT x.ctid FROM unnest(%(ids)s::int[], %(block_nos)s::int[]) AS u(token_id, block_no)
-    CROSS JOIN LATERAL (SELECT b.ctid FROM bm25_block b WHERE b.token_id = u.token_id AND b.block_no >= u.block_no
-                        ORDER BY b.block_no LIMIT %(group)s) x));
-
--- name: copy_blocks
-COPY bm25_block (token_id, block_no, ids, tfdl) FROM STDIN;
-
--- name: upsert_dirs
--- New tokens' directories, or the records of the blocks a batch wrote for a token (from
--- its first open block on: n_blocks minus the records given) replacing the server's.
-INSERT INTO bm25_dir AS d (token_id, n_blocks, tail_n, meta)
-SELECT * FROM unnest(%(ids)s::int[], %(n_blocks)s::int[], %(tail_n)s::smallint[], %(metas)s::bytea[])
-ON CONFLICT (token_id) DO UPDATE
-SET n_blocks = excluded.n_blocks, tail_n = excluded.tail_n,
-    meta = substr(d.meta, 1, %(rec)s * (excluded.n_blocks - length(excluded.meta) / %(rec)s)) || excluded.meta;
+-- name: source_pairs
+-- The pairs of this corpus, from other runs, whose source sentence is one of a batch's:
+-- what --on-conflict decides about. {src} is the pair's column of the source side (a_id:
+-- the unique key's first column; b_id: pair_b_idx).
+SELECT p.id, p.a_id, p.b_id FROM pair p
+WHERE p.{src} = ANY(%(src_ids)s::bigint[]) AND p.corpus_id = %(corpus_id)s
+  AND p.run_id IS DISTINCT FROM %(run_id)s;

@@ -8,7 +8,8 @@ from typing import Any
 from fastapi import APIRouter
 
 from scoi.core.exact import REUSE_MODES, check_where
-from scoi.core.prompt import extract_answer, stop_markers
+from scoi.core.answer import extract_answer
+from scoi.core.prompt import stop_markers
 from scoi.reuse import Match, exact_matches
 from scoi.service.deps import ServiceDep
 from scoi.service.models import TranslateRequest

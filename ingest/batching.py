@@ -1,0 +1,47 @@
+"""Cutting a run's records into batches (one transaction each) and each batch into parse
+tasks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ingest.records import Record
+
+# Workers parse a batch in TASKS_PER_BATCH parts, so that they finish close together at
+# the end of a run.
+TASKS_PER_BATCH = 4
+
+
+def batches(records: Iterator[Record], size: int) -> Iterator[list[Record]]:
+    """The good records of ``records`` in lists of ``size`` (the last one shorter)."""
+    batch: list[Record] = []
+    for rec in records:
+        if rec.problem:
+            continue
+        batch.append(rec)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def with_last(items: Iterator[list[Record]]) -> Iterator[tuple[list[Record], bool]]:
+    """(item, is it the last one?), looking one item ahead."""
+    ahead = next(items, None)
+    while ahead is not None:
+        item, ahead = ahead, next(items, None)
+        yield item, ahead is None
+
+
+def split_batch(batch: list[Record], parts: int) -> list[list[Record]]:
+    """``batch`` in at most ``parts`` consecutive pieces of nearly equal size."""
+    parts = min(parts, len(batch))
+    step, extra = divmod(len(batch), parts)
+    out, start = [], 0
+    for i in range(parts):
+        end = start + step + (1 if i < extra else 0)
+        out.append(batch[start:end])
+        start = end
+    return out
