@@ -36,7 +36,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from bench_select import describe, index_size, load_average, pct  # noqa: E402
+from bench_select import describe, french_documents, index_size, load_average, pct  # noqa: E402
 from shared_data import held_out_queries, long_queries, warm_up  # noqa: E402
 
 BUILD_SQL = """
@@ -267,16 +267,7 @@ class Bm25sIndex:
     def __init__(self, conn) -> None:
         import bm25s
 
-        rows = conn.execute("""
-            SELECT s.id, s.tokens, p.id FROM sentence s
-            JOIN pair p ON (p.a_id = s.id AND p.a_lang = 'fr' AND p.b_lang = 'en')
-                        OR (p.b_id = s.id AND p.b_lang = 'fr' AND p.a_lang = 'en')
-            WHERE s.lang = 'fr' AND s.eligible""").fetchall()
-        docs: dict[int, list[str]] = {}
-        self.pairs: dict[int, list[int]] = {}
-        for sid, toks, pid in rows:
-            docs[sid] = [t.lower() for t in toks]
-            self.pairs.setdefault(sid, []).append(pid)
+        docs, self.pairs = french_documents(conn)
         self.sids = sorted(docs)
         t0 = time.perf_counter()
         self.model = bm25s.BM25(method="lucene", k1=1.5, b=0.75)

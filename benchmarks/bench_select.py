@@ -65,10 +65,9 @@ def build(url: str) -> None:
         print(f"  ingested {fr.name}: {s.inserted} pairs in {s.seconds:.0f}s")
 
 
-def exact_bm25_top(conn, queries_tokens: list[list[str]], n: int) -> list[list[int]]:
-    """Exact BM25 top-n pair ids (bm25s lucene) over the eligible French sentences."""
-    import bm25s
-
+def french_documents(conn) -> tuple[dict[int, list[str]], dict[int, list[int]]]:
+    """The eligible French sentences' lowercased tokens by sentence id, and each sentence's
+    fr-en pair ids: what the in-memory BM25 baseline indexes."""
     rows = conn.execute("""
         SELECT s.id, s.tokens, p.id FROM sentence s
         JOIN pair p ON (p.a_id = s.id AND p.a_lang = 'fr' AND p.b_lang = 'en')
@@ -79,6 +78,14 @@ def exact_bm25_top(conn, queries_tokens: list[list[str]], n: int) -> list[list[i
     for sid, toks, pid in rows:
         docs[sid] = [t.lower() for t in toks]
         pairs.setdefault(sid, []).append(pid)
+    return docs, pairs
+
+
+def exact_bm25_top(conn, queries_tokens: list[list[str]], n: int) -> list[list[int]]:
+    """Exact BM25 top-n pair ids (bm25s lucene) over the eligible French sentences."""
+    import bm25s
+
+    docs, pairs = french_documents(conn)
     sids = sorted(docs)
     model = bm25s.BM25(method="lucene", k1=1.5, b=0.75)
     model.index([docs[s] for s in sids], show_progress=False)

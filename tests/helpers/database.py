@@ -30,6 +30,18 @@ def scratch_database(server_url: str):
     return fresh_database(server_url)
 
 
+def view_columns(db_url: str, views: tuple[str, ...] = ("selection_pick_text", "job_item_trace")
+                 ) -> dict[str, list[str]]:
+    """Each view's column names, in order (what a person reading the view sees)."""
+    with psycopg.connect(db_url) as conn:
+        rows = conn.execute("SELECT table_name, column_name FROM information_schema.columns "
+                            "WHERE table_name = ANY(%s) ORDER BY table_name, ordinal_position", (list(views),))
+        out: dict[str, list[str]] = {}
+        for table, column in rows:
+            out.setdefault(table, []).append(column)
+        return out
+
+
 def scalar(db_url: str, sql: str, params=None):
     with psycopg.connect(db_url) as conn:
         return conn.execute(sql, params).fetchone()[0]

@@ -14,6 +14,7 @@ from scoi import lookup as lookup_mod
 from scoi.lookup import lookup
 from scoi.selection.selector import SelectionError, Selector
 from tests import reference as ref
+from tests.helpers.database import view_columns
 
 QUERY = "Bonjour, comment allez-vous ce soir ?"  # the demo's first source with two words added
 
@@ -121,22 +122,13 @@ def test_migration_0029_adds_match_to_the_views_and_its_downgrade_removes_it(db_
     from scoi.db.engine import get_engine
     from scoi.db.migrate import downgrade, upgrade
 
-    def view_columns() -> dict[str, list[str]]:
-        with psycopg.connect(db_url) as conn:
-            rows = conn.execute("SELECT table_name, column_name FROM information_schema.columns WHERE table_name IN "
-                                "('selection_pick_text', 'job_item_trace') ORDER BY table_name, ordinal_position")
-            out: dict[str, list[str]] = {}
-            for table, column in rows:
-                out.setdefault(table, []).append(column)
-            return out
-
     engine = get_engine(db_url)
-    assert all("match" in cols for cols in view_columns().values())
+    assert all("match" in cols for cols in view_columns(db_url).values())
     downgrade(engine, "0023")
-    after = view_columns()
+    after = view_columns(db_url)
     assert "match" not in after["selection_pick_text"] and "match" not in after["job_item_trace"]
     upgrade(engine)
-    assert all("match" in cols for cols in view_columns().values())
+    assert all("match" in cols for cols in view_columns(db_url).values())
 
 
 def test_lookup_small_first_pool_returns_what_the_full_pool_does(job_db: str, monkeypatch) -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from scoi.core.criteria import QUANTITY
 from scoi.selection.selector import Selector
+from tests.helpers.database import view_columns
 
 QUERY = "Le chat dort sur le canapé du salon."
 
@@ -44,21 +45,12 @@ def test_migration_0039_downgrade_removes_the_columns_and_upgrade_restores_them(
     from scoi.db.engine import get_engine
     from scoi.db.migrate import downgrade, upgrade
 
-    def columns() -> dict[str, list[str]]:
-        with psycopg.connect(db_url) as conn:
-            rows = conn.execute("SELECT table_name, column_name FROM information_schema.columns WHERE table_name IN "
-                                "('selection_pick_text', 'job_item_trace') ORDER BY table_name, ordinal_position")
-            out: dict[str, list[str]] = {}
-            for table, column in rows:
-                out.setdefault(table, []).append(column)
-            return out
-
     engine = get_engine(db_url)
-    assert [cols[-3:] for cols in columns().values()] == [["match", "quantity", "value"]] * 2
+    assert [cols[-3:] for cols in view_columns(db_url).values()] == [["match", "quantity", "value"]] * 2
     downgrade(engine, "0037")
-    assert [cols[-1] for cols in columns().values()] == ["match", "match"]
+    assert [cols[-1] for cols in view_columns(db_url).values()] == ["match", "match"]
     with psycopg.connect(db_url) as conn:  # the views built on selection_pick_text came back
         assert conn.execute("SELECT count(*) FROM pg_views WHERE viewname IN "
                             "('selection_term_coverage', 'selection_word_contribution')").fetchone() == (2,)
     upgrade(engine)
-    assert [cols[-3:] for cols in columns().values()] == [["match", "quantity", "value"]] * 2
+    assert [cols[-3:] for cols in view_columns(db_url).values()] == [["match", "quantity", "value"]] * 2
