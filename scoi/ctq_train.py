@@ -33,7 +33,7 @@ from scoi.jobs.create import new_job
 from scoi.jobs.eval import EvalError, comet_score, sacrebleu_metric
 from scoi.jobs.spec import JobError, JobSpec
 from scoi.jobs.store import add_items
-from scoi.jobs.supervisor import run_pool
+from scoi.jobs.supervisor import run_workers
 from scoi.jobs.validate import validate
 from scoi.jobs.worker import Worker, WorkerOptions
 from scoi.selection.selector import SelectionError, Selector
@@ -261,7 +261,7 @@ def run_job(url: str, model: CtqModel, *, workers: int = 1, batch_size: int = 8,
     of ``workers`` processes; both resume what a killed run left."""
     opts = WorkerOptions(batch_size=batch_size, burst=True, job_id=model.job_id)
     if workers > 1:
-        stats = run_pool(workers, opts, url, progress=progress)
+        stats = run_workers(workers, opts, url, progress=progress)
     else:
         with Worker(url, opts) as worker:
             stats = worker.run().to_dict()

@@ -67,7 +67,7 @@ def worker(
 
     from scoi.config import ENV_DEST_DIR, ENV_SOURCE_DIR, ENV_TRUST_REMOTE_CODE, environment
     from scoi.db.engine import resolve_read_url
-    from scoi.jobs.supervisor import SupervisorError, run_pool, run_worker
+    from scoi.jobs.supervisor import SupervisorError, run_workers, run_worker
     from scoi.jobs.worker import WorkerOptions
 
     url = database_url()
@@ -83,7 +83,7 @@ def worker(
     try:
         with environment(own), status_line(not quiet and sys.stderr.isatty()) as progress:
             if concurrency > 1:
-                summary = run_pool(concurrency, opts, url, read_url=resolve_read_url(), progress=progress)
+                summary = run_workers(concurrency, opts, url, read_url=resolve_read_url(), progress=progress)
             else:
                 summary = run_worker(url, opts, read_url=resolve_read_url(), log=log_line, progress=progress)
     except KeyboardInterrupt:

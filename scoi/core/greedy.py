@@ -23,7 +23,7 @@ import numpy as np
 from scoi.core.coverage import argmax_first, as_terms, distance_similarity, improves, l1_to_rows, term_similarity
 from scoi.core.limits import check_range
 from scoi.core.methods import METHODS, method as registry_entry
-from scoi.core.pool import Choice, Features, PackedPool, PoolTexts, Ranking, candidate_term_rows, token_lists
+from scoi.core.pool import Choice, Features, PackedCandidates, PoolTexts, Ranking, candidate_term_rows, token_lists
 from scoi.core.rbm25 import DEFAULT_RBM25_VARIANT, check_variant
 
 SIMILARITIES = ("distance", "cosine")
@@ -195,7 +195,7 @@ def select(
     ``term_table``: when every candidate carries ``term_ids`` (rows of this table, the
     same multiset as its ``terms``), distinct terms are found by id — same result, faster;
     likewise for the query with ``query_term_ids`` (the rows of ``query_terms``).
-    ``candidates`` may be a :class:`PackedPool` (the selector's form): the same picks,
+    ``candidates`` may be a :class:`PackedCandidates` (the selector's form): the same picks,
     without per-candidate work.
     ``embeddings``: (query vector, candidates' vectors in candidate order), which the
     embedding methods rank by cosine (:func:`scoi.core.fuzzy.fuzzy_rank`). The ranking

@@ -23,7 +23,7 @@ from scoi.core import defaults
 
 #: Where a method's candidates come from: the BM25 preselected pool, the HNSW index of the
 #: sentence embeddings over the whole database, or nowhere (no examples).
-POOL, INDEX, NOTHING = "pool", "index", "nothing"
+PRESELECTED, INDEX, NOTHING = "pool", "index", "nothing"
 #: The R-BM25 variants (scoi.core.rbm25): scoi's, CTQ Scorer's as released, Agrawal et al.'s.
 RBM25_VARIANTS = ("moses", "ctq", "agrawal")
 
@@ -38,7 +38,7 @@ class Method:
     #: reads the dependency trees of the query and the candidates: a source language
     #: stored without trees (no parser installed) cannot serve it
     trees: bool = True
-    candidates: str = POOL
+    candidates: str = PRESELECTED
     #: ranks by sentence embeddings: ``scoi embed`` first; the embedder is named in its
     #: params and signature
     embeddings: bool = False
@@ -62,7 +62,7 @@ class Method:
     @property
     def bm25_pool(self) -> bool:
         """Whether it ranks a BM25 preselected pool (which the worker prepares per batch)."""
-        return self.candidates == POOL
+        return self.candidates == PRESELECTED
 
     def rank(self, ranking: Any, k: int) -> list[Any]:
         """Up to ``k`` picks of ``ranking``'s pool (scoi.core.pool.Ranking -> Choice list)."""

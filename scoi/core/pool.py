@@ -1,6 +1,6 @@
 """A pool as the methods read it, shared by the SCOI cover (scoi.core.greedy) and the
 baselines (scoi.core.baselines): each candidate's terms and tokens (:class:`Features`, or
-a whole :class:`PackedPool`), a method's choice of one by index (:class:`Choice`; the
+a whole :class:`PackedCandidates`), a method's choice of one by index (:class:`Choice`; the
 selection layer turns it into a scoi.selection.types.Pick), what a ranking function is
 given (:class:`Ranking`), and the pieces several methods use (polynomial distances,
 pool-order padding, one candidate per source sentence)."""
@@ -31,7 +31,7 @@ class Features(NamedTuple):
     term_ids: np.ndarray | None = None
 
 
-class PackedPool(Sequence[Features]):
+class PackedCandidates(Sequence[Features]):
     """A pool's candidates as flat arrays: every candidate's terms as rows of one term
     table (``term_ids``, candidate i's being ``term_ids[offsets[i]:offsets[i + 1]]``,
     repeats kept) and its tokens.
@@ -72,14 +72,14 @@ class PackedPool(Sequence[Features]):
     def __iter__(self) -> Iterator[Features]:
         return (self[i] for i in range(len(self)))
 
-    def with_tokens(self, tokens: Sequence[Sequence[str]]) -> PackedPool:
+    def with_tokens(self, tokens: Sequence[Sequence[str]]) -> PackedCandidates:
         """The same terms with other tokens (R-BM25's variants tokenise the texts their way)."""
-        return PackedPool(self.table, self.term_ids, self.offsets, tokens, self.norms)
+        return PackedCandidates(self.table, self.term_ids, self.offsets, tokens, self.norms)
 
 
 def token_lists(candidates: Sequence[Features]) -> Sequence[Sequence[str]]:
     """Every candidate's tokens (a packed pool's without building candidates)."""
-    return candidates.tokens if isinstance(candidates, PackedPool) else [c.tokens for c in candidates]
+    return candidates.tokens if isinstance(candidates, PackedCandidates) else [c.tokens for c in candidates]
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,7 @@ def candidate_term_rows(
     candidates carry row ids (distinct terms by a 1-D unique of ids), else the distinct
     vectors themselves.
     """
-    if isinstance(candidates, PackedPool):
+    if isinstance(candidates, PackedCandidates):
         sizes = np.diff(candidates.offsets)
         nonempty = np.flatnonzero(sizes > 0)
         uniq_ids, inv = np.unique(candidates.term_ids, return_inverse=True)

@@ -26,7 +26,7 @@ _EXPORTS = {
     "scoi.jobs.create": ("submit",),
     "scoi.jobs.export": ("EXPORT_FORMATS", "export_rows", "export_to_file", "write_export"),
     "scoi.jobs.store": ("cancel", "connect", "get_job", "list_jobs", "retry", "status"),
-    "scoi.jobs.supervisor": ("SupervisorError", "run_pool", "run_worker"),
+    "scoi.jobs.supervisor": ("SupervisorError", "run_workers", "run_worker"),
     "scoi.jobs.worker": ("Worker", "WorkerOptions"),
     "scoi.jobs.worker_stats": ("WorkerStats",),
 }

@@ -36,7 +36,7 @@ from scoi.jobs.experiment_table import table
 from scoi.jobs.significance import DEFAULT_SAMPLES
 from scoi.jobs.spec import JobError
 from scoi.jobs.store import find_job_by_name, get_job, latest_segment_scores
-from scoi.jobs.supervisor import counts_of, progress_text, run_pool, watch_counts
+from scoi.jobs.supervisor import counts_of, progress_text, run_workers, watch_counts
 from scoi.jobs.worker import Worker, WorkerOptions
 from scoi.jobs.worker_stats import WorkerStats
 
@@ -149,7 +149,7 @@ def run_jobs(url: str, experiment: Experiment, *, workers: int = 1, batch_size: 
                     stats = worker.run().to_dict()
                 worker.stats = WorkerStats(worker=worker.id)  # counts per job
             else:
-                stats = run_pool(workers, opts, url, read_url=read_url,
+                stats = run_workers(workers, opts, url, read_url=read_url,
                                  progress=(lambda text: progress(prefix + text)) if progress else None)
             for key in totals:
                 totals[key] += stats[key]

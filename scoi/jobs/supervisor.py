@@ -1,4 +1,4 @@
-"""Worker processes: :func:`run_worker` runs one worker to its end, :func:`run_pool` runs
+"""Worker processes: :func:`run_worker` runs one worker to its end, :func:`run_workers` runs
 N of them (``scoi worker --concurrency N``, ``experiment run --workers N``) and sums their
 summaries.
 
@@ -104,7 +104,7 @@ def _child(url: str, options: WorkerOptions, read_url: str | None, log: Callable
         sys.exit(130)
 
 
-def run_pool(n: int, options: WorkerOptions, url: str, *, read_url: str | None = None,
+def run_workers(n: int, options: WorkerOptions, url: str, *, read_url: str | None = None,
              log: Callable[[str], None] = log_to_stderr,
              progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run ``n`` worker processes with ``options`` until they exit; their merged summary.
@@ -149,5 +149,5 @@ def run_pool(n: int, options: WorkerOptions, url: str, *, read_url: str | None =
     return merge_summaries(summaries)
 
 
-__all__ = ["COUNTED", "SupervisorError", "counts_of", "log_to_stderr", "merge_summaries", "progress_text", "run_pool",
+__all__ = ["COUNTED", "SupervisorError", "counts_of", "log_to_stderr", "merge_summaries", "progress_text", "run_workers",
            "run_worker", "watch_counts"]

@@ -14,7 +14,7 @@ import numpy as np
 import psycopg
 
 from scoi.analysis import Analyzer, load_trees
-from scoi.core.pool import PackedPool
+from scoi.core.pool import PackedCandidates
 from scoi.core.polynomial import LabelSpace, TermTable, expand
 from scoi.parsers import Scheme, import_spacy, needs_torch
 from scoi.selection import scheme as schemes
@@ -103,7 +103,7 @@ class QueryAnalysis:
         return analysis if getattr(analysis, "scheme", self.scheme) == self.scheme else None
 
     def coverage_inputs(self, query_terms: dict[str, int], rows: list[Candidate]
-                        ) -> tuple[np.ndarray, np.ndarray, PackedPool, np.ndarray]:
+                        ) -> tuple[np.ndarray, np.ndarray, PackedCandidates, np.ndarray]:
         """What :func:`scoi.core.greedy.select` needs: the query's term matrix and its rows
         of the term table, the candidates packed as rows of that table, and the table.
 
@@ -117,7 +117,7 @@ class QueryAnalysis:
         key_ends = np.cumsum(np.fromiter(map(len, (r.term_keys for r in rows)), dtype=np.int64, count=len(rows)))
         ends = np.concatenate(([0], np.cumsum(mults)))[key_ends]
         table = self.terms.matrix
-        pool = PackedPool(table, ids, np.concatenate(([0], ends)), [r.tokens for r in rows], self.terms.norms)
+        pool = PackedCandidates(table, ids, np.concatenate(([0], ends)), [r.tokens for r in rows], self.terms.norms)
         return table[q_ids], q_ids, pool, table
 
 

@@ -197,17 +197,17 @@ class Selector:
             raise SelectionError(no_trees(conn, self.src, method))
         t0 = time.perf_counter()
         tokens = self.query.analyzer.tokenize(text) if analysis is None else analysis[0]
-        pooled = (None if not entry.bm25_pool or not tokens
+        pool_future = (None if not entry.bm25_pool or not tokens
                   else self._helper().submit(self._timed_pool, conn, tokens, read))
         try:
             # The fuzzy methods need no tree: the query's embedding instead (overlapping the pool too).
             terms = analysis[1] if analysis is not None else {} if entry.embeddings else self.query.analyzer.terms(text)
             query_vec = self.embeddings.embed(conn, text) if entry.embeddings else None
             t1 = time.perf_counter()
-            pool, pool_ms = pooled.result() if pooled is not None else (PoolResult([], None, read), 0.0)
+            pool, pool_ms = pool_future.result() if pool_future is not None else (PoolResult([], None, read), 0.0)
         finally:
-            if pooled is not None:
-                futures.wait([pooled])  # the connection is free again before anything else uses it
+            if pool_future is not None:
+                futures.wait([pool_future])  # the connection is free again before anything else uses it
         rows, embeddings = pool.rows, None
         if query_vec is not None:
             ts = time.perf_counter()
@@ -239,7 +239,7 @@ class Selector:
             timings_ms={"analyze": _ms(t1 - t0), "pool": pool_ms, "wait": _ms(t2 - t1),
                         "coverage": _ms(t3 - t2), "select": round(pool_ms + _ms(t3 - t2), 3),
                         "total": _ms(time.perf_counter() - t0)},
-            certified=pool.certified if pooled is not None else None, read=read, min_match=min_match,
+            certified=pool.certified if pool_future is not None else None, read=read, min_match=min_match,
             notice=notice)
 
     def _helper(self) -> futures.ThreadPoolExecutor:

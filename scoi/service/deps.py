@@ -20,7 +20,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from scoi.service.config import TOKEN_ENV, ServeConfig
-from scoi.service.selectors import SelectorPool
+from scoi.service.selectors import SelectorCache
 from scoi.service.state import ApiError, Service
 
 Connect = Callable[[], psycopg.Connection]
@@ -39,7 +39,7 @@ def get_settings(service: ServiceDep) -> ServeConfig:
     return service.config
 
 
-def get_selectors(service: ServiceDep) -> SelectorPool:
+def get_selectors(service: ServiceDep) -> SelectorCache:
     """The warm selectors, one per direction, shared under their locks."""
     return service.selectors
 
@@ -50,7 +50,7 @@ def get_connect(service: ServiceDep) -> Connect:
 
 
 SettingsDep = Annotated[ServeConfig, Depends(get_settings)]
-SelectorsDep = Annotated[SelectorPool, Depends(get_selectors)]
+SelectorsDep = Annotated[SelectorCache, Depends(get_selectors)]
 ConnectDep = Annotated[Connect, Depends(get_connect)]
 
 bearer = HTTPBearer(auto_error=False, description=f"The server's {TOKEN_ENV}, when it has one.")

@@ -28,7 +28,7 @@ class Busy(RuntimeError):
     """The direction's selector stayed busy for the whole request time limit."""
 
 
-class SelectorPool:
+class SelectorCache:
     """Selectors by (src, tgt), built on first use (or by :meth:`warm`)."""
 
     def __init__(self, url: str, *, pool: int = defaults.POOL, statement_timeout_s: float = 30.0,
@@ -109,7 +109,7 @@ def connection_lost(sel: Selector) -> bool:
     return sel.primary.closed or sel.primary.broken
 
 
-def warm_all(pools: SelectorPool, directions: list[tuple[str, str]], log: Callable[[str], Any]) -> None:
+def warm_all(pools: SelectorCache, directions: list[tuple[str, str]], log: Callable[[str], Any]) -> None:
     """Warm each direction, logging (not failing on) the ones that cannot be built."""
     for src, tgt in directions:
         try:

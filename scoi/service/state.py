@@ -25,7 +25,7 @@ from scoi.selection.types import SelectionError
 from scoi.service.config import ModelConfig, ServeConfig
 from scoi.service.guard import redact
 from scoi.service.models import BIGINT_MAX
-from scoi.service.selectors import Busy, SelectorPool
+from scoi.service.selectors import Busy, SelectorCache
 
 log = logging.getLogger("scoi.serve")
 SQL = load("serve")
@@ -86,7 +86,7 @@ class Service:
 
     def __init__(self, config: ServeConfig) -> None:
         self.config = config
-        self.selectors = SelectorPool(config.url, pool=config.pool, statement_timeout_s=config.limits.timeout_s,
+        self.selectors = SelectorCache(config.url, pool=config.pool, statement_timeout_s=config.limits.timeout_s,
                                       embedder=config.embedder, log=log)
         self.models = {name: ModelSlot(m) for name, m in config.models.items()}
 

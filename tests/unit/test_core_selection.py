@@ -23,7 +23,7 @@ from scoi.core.coverage import (
 )
 from scoi.core.greedy import select
 from scoi.core.methods import EMBEDDING_METHODS, METHODS
-from scoi.core.pool import Features, PackedPool, Choice
+from scoi.core.pool import Features, PackedCandidates, Choice
 from tests import reference as ref
 from tests.helpers.hypothesis import examples
 
@@ -228,7 +228,7 @@ def test_fast_matches_reference(method, problem, k, similarity, overlap, seed) -
     table, pool_packed, q_ids = packed(query, pool)
     same_picks(select(query, tokens, pool_packed, k, method, similarity, overlap, seed,
                       term_table=table, query_term_ids=q_ids), expected)
-    bare = PackedPool(table, pool_packed.term_ids, pool_packed.offsets, pool_packed.tokens)
+    bare = PackedCandidates(table, pool_packed.term_ids, pool_packed.offsets, pool_packed.tokens)
     same_picks(select(query, tokens, bare, k, method, similarity, overlap, seed), expected)
     assert len({p.index for p in fast}) == len(fast) == (0 if method == "zero" else min(k, len(pool)))
     # The selector's path: terms as rows of a shared table, distinct terms found by row id.
@@ -238,14 +238,14 @@ def test_fast_matches_reference(method, problem, k, similarity, overlap, seed) -
                       term_table=table, query_term_ids=ids[0]), fast)
 
 
-def packed(query: np.ndarray, pool: list[Features]) -> tuple[np.ndarray, PackedPool, np.ndarray]:
+def packed(query: np.ndarray, pool: list[Features]) -> tuple[np.ndarray, PackedCandidates, np.ndarray]:
     """The problem as the selector hands it over: one shared table (rows in shuffled order),
     the query's row ids, and the candidates packed as row ids with offsets."""
     table, ids = with_term_table(query, [c.terms for c in pool])
     sizes = [len(i) for i in ids[1:]]
     flat = np.concatenate(ids[1:]) if pool else np.zeros(0, dtype=np.int64)
     norms = table.sum(axis=1) if len(table) else np.zeros(0, dtype=np.int64)
-    return table, PackedPool(table, flat, np.concatenate(([0], np.cumsum(sizes, dtype=np.int64))),
+    return table, PackedCandidates(table, flat, np.concatenate(([0], np.cumsum(sizes, dtype=np.int64))),
                              [list(c.tokens) for c in pool], norms), ids[0]
 
 

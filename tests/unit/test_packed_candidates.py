@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scoi.core.coverage import l1_to_rows
-from scoi.core.pool import PackedPool, poly_distances
+from scoi.core.pool import PackedCandidates, poly_distances
 from scoi.core.polynomial import ROOT, LabelSpace, TermTable, term_key
 from tests import reference as ref
 from tests.helpers.hypothesis import examples
@@ -47,9 +47,9 @@ def test_packed_pool_is_a_sequence_of_the_candidates(problem) -> None:
 def test_packed_pool_rejects_offsets_that_do_not_fit() -> None:
     table = np.array([[1, 0], [2, 1]])
     with pytest.raises(ValueError, match="2 candidates need 3 offsets"):
-        PackedPool(table, np.array([0, 1, 1]), np.array([0, 3]), [["a"], ["b"]])
+        PackedCandidates(table, np.array([0, 1, 1]), np.array([0, 3]), [["a"], ["b"]])
     with pytest.raises(ValueError, match="from 0 to 3"):
-        PackedPool(table, np.array([0, 1, 1]), np.array([0, 1, 2]), [["a"], ["b"]])
+        PackedCandidates(table, np.array([0, 1, 1]), np.array([0, 1, 2]), [["a"], ["b"]])
 
 
 @settings(max_examples=examples(300), deadline=None)
