@@ -198,7 +198,7 @@ class Selector:
         t0 = time.perf_counter()
         tokens = self.query.analyzer.tokenize(text) if analysis is None else analysis[0]
         pool_future = (None if not entry.bm25_pool or not tokens
-                  else self._helper().submit(self._timed_pool, conn, tokens, read))
+                       else self._helper().submit(self._timed_pool, conn, tokens, read))
         try:
             # The fuzzy methods need no tree: the query's embedding instead (overlapping the pool too).
             terms = analysis[1] if analysis is not None else {} if entry.embeddings else self.query.analyzer.terms(text)
