@@ -9,15 +9,14 @@
 Reads go to ``reads.choose()`` (a streaming replica when one is set and fresh enough,
 scoi.db.reads), chosen once per selection and passed down; writes (recording) go to
 ``primary``, always. The pieces: options and signature (options), the stored scheme and
-query analysis (scheme, query), preselection (preselector), embeddings (embedding),
-match %, the method's step (its registry entry, scoi.core.methods) and random fill (fill).
+query analysis (scheme, query), preselection (preselector), embeddings (embedding), the
+embedder and CTQ model a method uses (models), one selection's path (pipeline), match %,
+the method's step (its registry entry, scoi.core.methods) and random fill (fill).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
-from concurrent import futures
 from contextlib import contextmanager
 from typing import Any
 
@@ -26,16 +25,17 @@ import psycopg
 from scoi.config import read_max_lag_from_env
 from scoi.core import defaults, methods
 from scoi.core.greedy import check_args
-from scoi.ctq import CtqError, CtqRanker, find_model
+from scoi.ctq import CtqRanker
 from scoi.db.engine import ensure_migrated, resolve_database, resolve_read_url
-from scoi.db.reads import ReadRoute, ReadStatus
+from scoi.db.reads import ReadRoute
 from scoi.selection.embedding import Embeddings
-from scoi.selection.fill import keep_matching, random_fill, run_method
+from scoi.selection.models import Models
 from scoi.selection.options import Options, check_direction, checked_min_match, checked_where
+from scoi.selection.pipeline import Helper, Parts, select_one
 from scoi.selection.preselector import BlockPreselector, Bm25Params, corpus_ids, fetch
 from scoi.selection.query import Analysis, QueryAnalysis, one_blas_thread
 from scoi.selection.recording import record_selection
-from scoi.selection.scheme import direction_exists, no_trees
+from scoi.selection.scheme import direction_exists
 from scoi.selection.types import BLANK_QUERY, Candidate, PoolResult, SelectionError, SelectionResult
 
 BATCH = 64  # select_many: sentences parsed (nlp.pipe) and preselected together
@@ -81,10 +81,10 @@ class Selector:
         self.embeddings = Embeddings(embedder, ef_search)
         if methods.method(method).embeddings:
             self.embeddings.row(conn)  # fail now, not at the first sentence, when nothing is embedded
-        self.ctq_model, self._ctq = ctq_model, None  # --method ctq: the model's name (None: newest), its ranker
+        self.models = Models(self.primary, self.src, self.tgt, self.embeddings, ctq_model)
         if methods.method(method).learned:
             self.ctq_ranker()  # fail now when no model is fitted for the direction
-        self._thread: futures.ThreadPoolExecutor | None = None
+        self._helper = Helper()  # the thread that reads a pool while a sentence is parsed
 
     # ------------------------------------------------------------------ what callers read
     @property
@@ -113,34 +113,26 @@ class Selector:
 
     def signature(self, method: str, k: int, min_match: float | None = None) -> str:
         """Every setting that changes a selection's result (scoi.core.signature)."""
-        return self.options.signature(self.src, self.tgt, method, k, min_match, self._embedder_name(method),
-                                      self.query.scheme, self._model_signature(method))
+        return self.options.signature(self.src, self.tgt, method, k, min_match, self.models.embedder_name(method),
+                                      self.query.scheme, self.models.model_signature(method))
 
-    def _embedder_name(self, method: str) -> str | None:
-        return self.embeddings.row(self.primary).name if methods.method(method).embeddings else None
+    @property
+    def ctq_model(self) -> str | None:
+        """--method ctq: the CTQ model's name (None: the direction's newest fitted one)."""
+        return self.models.ctq_model
 
     def ctq_ranker(self) -> CtqRanker:
-        """--method ctq: the CTQ Scorer ranker (scoi.ctq.CtqRanker) of ``ctq_model`` (None:
-        the direction's newest fitted model), loaded on first use; SelectionError without one."""
-        if self._ctq is None:
-            try:
-                self._ctq = CtqRanker(find_model(self.primary, self.ctq_model, self.src, self.tgt))
-            except CtqError as e:
-                raise SelectionError(str(e)) from None
-        return self._ctq
-
-    def _model_signature(self, method: str) -> str | None:
-        return self.ctq_ranker().model.signature if methods.method(method).learned else None
+        """The ranker of ``ctq_model`` (scoi.ctq.CtqRanker), loaded on first use; SelectionError without one."""
+        return self.models.ctq_ranker()
 
     # ------------------------------------------------------------------ batches
     def warm(self, texts: list[str] | None = None, method: str | None = None,
              step: Callable[[str], object] | None = None) -> list[Analysis]:
-        """Without ``texts``: load what the first selection would (spaCy, the stored
-        scheme's pipeline, the Moses tables; an embedding method's model), calling ``step``
-        after each (the CLI times them). With ``texts``: parse them in one spaCy call and
-        preselect their pools together (each posting list read once for all); each analysis
-        returned goes to ``select(text, analysis=...)``, which takes its pool (``method``:
-        the one those selections use, default the selector's)."""
+        """Without ``texts``: load what the first selection would (spaCy, the stored scheme's
+        pipeline, the Moses tables; an embedding method's model), calling ``step`` after each
+        (the CLI times them). With ``texts``: parse them in one spaCy call and preselect their
+        pools together (each posting list read once for all); each analysis returned goes to
+        ``select(text, analysis=...)``, which takes its pool (``method``: theirs, default the selector's)."""
         method = method or self.options.method
         if not texts:
             step = step or (lambda _: None)
@@ -167,13 +159,11 @@ class Selector:
     # ------------------------------------------------------------------ one selection
     def select(self, text: str, *, k: int | None = None, method: str | None = None, record: bool = False,
                analysis: Analysis | None = None, min_match: float | None = None) -> SelectionResult:
-        """Pick ``k`` examples for ``text`` (a sentence in the source language).
-
-        The preselection needs only the Moses tokens, so it runs in a helper thread (which
-        waits on the socket) while this thread parses the sentence: the server's work and
-        the parse overlap instead of adding up. ``analysis``: from :meth:`warm`. A blank
-        ``text`` is refused (SelectionError): no example can cover nothing. ``min_match``:
-        this call's threshold (default the selector's)."""
+        """Pick ``k`` examples for ``text`` (a sentence in the source language); a blank one is
+        refused (SelectionError): no example can cover nothing. The preselection needs only the
+        Moses tokens, so it runs in a helper thread (waiting on the socket) while this thread
+        parses: the server's work and the parse overlap instead of adding up (pipeline.py).
+        ``analysis``: from :meth:`warm`; ``min_match``: this call's threshold (default the selector's)."""
         if not text.strip():
             raise SelectionError(BLANK_QUERY)
         min_match = self.options.min_match if min_match is None else checked_min_match(min_match)
@@ -181,77 +171,12 @@ class Selector:
         method = method or self.options.method
         check_args(method, self.options.similarity, self.options.word_overlap, k)
         conn, read = self.reads.choose()  # the replica, or the primary (scoi.db.reads)
+        parts = Parts(self.src, self.tgt, self.options, self.query, self.engine, self.models, self._helper)
         with one_blas_thread():
-            result = self._select(conn, read, text, k, method, analysis, min_match)
+            result = select_one(parts, conn, read, text, k, method, analysis, min_match)
         if record:
             result.selection_id = record_selection(self.primary, result, self.query.labels)
         return result
-
-    def _select(self, conn: psycopg.Connection, read: ReadStatus | None, text: str, k: int, method: str,
-                analysis: Analysis | None, min_match: float | None) -> SelectionResult:
-        if self.query.changed(conn):
-            analysis = None  # parsed before `scoi reanalyze` switched parser: parse it again
-        analysis = self.query.usable(analysis)
-        entry = methods.method(method)
-        if not self.query.scheme.has_trees and entry.trees:
-            raise SelectionError(no_trees(conn, self.src, method))
-        t0 = time.perf_counter()
-        tokens = self.query.analyzer.tokenize(text) if analysis is None else analysis[0]
-        pool_future = (None if not entry.bm25_pool or not tokens
-                       else self._helper().submit(self._timed_pool, conn, tokens, read))
-        try:
-            # The fuzzy methods need no tree: the query's embedding instead (overlapping the pool too).
-            terms = analysis[1] if analysis is not None else {} if entry.embeddings else self.query.analyzer.terms(text)
-            query_vec = self.embeddings.embed(conn, text) if entry.embeddings else None
-            t1 = time.perf_counter()
-            pool, pool_ms = pool_future.result() if pool_future is not None else (PoolResult([], None, read), 0.0)
-        finally:
-            if pool_future is not None:
-                futures.wait([pool_future])  # the connection is free again before anything else uses it
-        rows, embeddings = pool.rows, None
-        if query_vec is not None:
-            ts = time.perf_counter()
-            rows, embeddings = self.embeddings.inputs(conn, self.engine, query_vec,
-                                                      rows if entry.bm25_pool else None, k)
-            pool_ms = round(pool_ms + _ms(time.perf_counter() - ts), 3)
-        offered, embeddings = keep_matching(tokens, rows, embeddings, min_match)
-        t2 = time.perf_counter()
-        selected = run_method(self.query, self.options, method, k, text, tokens, terms, offered, embeddings,
-                              self.ctq_ranker() if entry.learned else None)
-        t3 = time.perf_counter()
-        if self.options.fill == "random" and entry.examples and len(selected) < k:
-            selected += random_fill(conn, self.engine, k - len(selected), selected, tokens, self.options.seed,
-                                    min_match)
-        notice = None
-        if min_match is not None and entry.examples and len(selected) < k:
-            notice = (f"{len(offered)} of {len(rows)} candidates reach {min_match:g}% match: "
-                      f"{len(selected)} example{'s' * (len(selected) != 1)} instead of {k}")
-        embedder, model = self._embedder_name(method), self._model_signature(method)
-        return SelectionResult(
-            query=text, src_lang=self.src, tgt_lang=self.tgt, method=method, k=k,
-            params=self.options.params(method, k, min_match, embedder, model),
-            signature=self.options.signature(self.src, self.tgt, method, k, min_match, embedder, self.query.scheme,
-                                             model),
-            query_tokens=tokens, query_terms=terms, candidates=offered, selected=selected,
-            # analyze: Moses + spaCy on this thread; pool: the SQL round trips (overlapping
-            # the parse); wait: what the pool added after the parse; select: pool +
-            # coverage (the work besides analysis); total: wall time.
-            timings_ms={"analyze": _ms(t1 - t0), "pool": pool_ms, "wait": _ms(t2 - t1),
-                        "coverage": _ms(t3 - t2), "select": round(pool_ms + _ms(t3 - t2), 3),
-                        "total": _ms(time.perf_counter() - t0)},
-            certified=pool.certified if pool_future is not None else None, read=read, min_match=min_match,
-            notice=notice)
-
-    def _helper(self) -> futures.ThreadPoolExecutor:
-        if self._thread is None:
-            self._thread = futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="scoi-preselect")
-        return self._thread
-
-    def _timed_pool(self, conn: psycopg.Connection, tokens: list[str], read: ReadStatus | None
-                    ) -> tuple[PoolResult, float]:
-        t0 = time.perf_counter()
-        pool = self.engine.pool(conn, tokens, self.options.pool, read)
-        return pool, _ms(time.perf_counter() - t0)
 
     # ------------------------------------------------------------------ life cycle
     @contextmanager
@@ -271,9 +196,7 @@ class Selector:
 
     def close(self) -> None:
         self.engine.close()
-        if self._thread is not None:
-            self._thread.shutdown(wait=True)
-            self._thread = None
+        self._helper.close()
         self.reads.close()
 
     def __enter__(self) -> Selector:
@@ -281,10 +204,6 @@ class Selector:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _ms(seconds: float) -> float:
-    return round(seconds * 1000, 3)
 
 
 __all__ = ["BATCH", "Bm25Params", "SelectionError", "SelectionResult", "Selector"]
