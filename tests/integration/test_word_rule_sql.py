@@ -54,9 +54,10 @@ def test_the_gaps_view_lists_the_tokens_is_word_keeps(db_url: str) -> None:
     assert {"²", "½"} <= units and not {"ⓐ", "\u0301", "\u0903"} & units  # where [[:alnum:]] erred
 
 
-def test_the_word_class_matches_by_code_point_under_every_collation(db_url: str) -> None:
-    """Bracket ranges compare code points in a UTF8 database: the same set under each
-    collation the server has (libc and ICU, where built), the database's own included."""
+def test_the_word_class_matches_by_code_point_whatever_the_collation(db_url: str) -> None:
+    """Bracket ranges compare code points in a UTF8 database: the same set under the C,
+    builtin, libc and ICU collations of the list below that the server has, and under the
+    database's own. A class that follows the collation would show here: ``[[:alnum:]]`` does."""
     with psycopg.connect(db_url) as conn:
         names = [r[0] for r in conn.execute(
             "SELECT collname FROM pg_collation WHERE collencoding IN (-1, 6) AND (collname IN "
@@ -69,8 +70,10 @@ def test_the_word_class_matches_by_code_point_under_every_collation(db_url: str)
         for name in names:
             collated = sql_words(conn, sql.SQL("is_word(chr(cp) COLLATE {})").format(sql.Identifier(name)))
             assert sorted(hex(cp) for cp in collated ^ base)[:20] == [], name
-        # The old class did follow the collation: the point of the ranges.
-        assert sql_words(conn, sql.SQL("chr(cp) COLLATE \"C\" ~ '[[:alnum:]]'")) != base
+        ctype = conn.execute("SELECT datctype FROM pg_database WHERE datname = current_database()").fetchone()[0]
+        if ctype not in ("C", "POSIX"):  # the database's locale has more than ASCII letters
+            alnum = sql.SQL("chr(cp) ~ '[[:alnum:]]'")
+            assert sql_words(conn, sql.SQL("chr(cp) COLLATE \"C\" ~ '[[:alnum:]]'")) != sql_words(conn, alnum)
 
 
 def test_the_word_class_means_the_same_in_a_database_made_with_the_c_locale(server_url: str, db_url: str) -> None:
