@@ -40,7 +40,8 @@ def distance_similarity(distance: float | np.ndarray) -> float | np.ndarray:
 def is_word(token: str) -> bool:
     """Whether a token counts as a word for coverage gaps: it has a letter or a digit
     (Unicode categories L and N), so punctuation is never reported as missing. The page's
-    script and the ``selection_gap`` view spell the same rule; tests tie them to this one."""
+    script and the ``selection_gap`` view (SQL ``is_word``, ranges from scoi.core.word_ranges)
+    spell the same rule; tests tie them to this one."""
     return any(ch.isalnum() for ch in token)
 
 

@@ -1,6 +1,8 @@
 """One rule for "a word" (a token with a letter or a digit) and one for the term similarity
-c = 1 / (1 + d): the Python definitions in scoi.core.coverage, and the page's script that
-spells the word rule again in JavaScript, must agree on every code point."""
+c = 1 / (1 + d): the Python definitions in scoi.core.coverage, the page's script that spells
+the word rule again in JavaScript, and the code-point ranges migration 0040's SQL
+``is_word(text)`` embeds must agree on every code point (the SQL side under PostgreSQL:
+tests/integration/test_word_rule_sql.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ import pytest
 
 from scoi.core.coverage import distance_similarity, is_word, term_similarity
 from scoi.core.dpp import dpp_kernel
+from scoi.core.word_ranges import UNICODE_VERSION, word_class_regex, word_ranges
 from scoi.service.explain import term_similarity as term_dict_similarity
+from tests.helpers.migrations import migration_constant
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The page's word test: Unicode letters (L) and numbers (N), as a JavaScript regex.
@@ -43,6 +47,27 @@ def test_the_page_tests_words_with_the_same_rule() -> None:
     script = (ROOT / "scoi/service/static/app.js").read_text(encoding="utf-8")
     tests = re.findall(r"/\[[^/\]]*\\p\{[^/]*/u", script)  # every Unicode-property regex of the page
     assert tests and set(tests) == {JS_WORD}, tests
+
+
+def test_the_word_class_regex_matches_exactly_the_code_points_is_word_keeps() -> None:
+    every = "".join(map(chr, range(sys.maxunicode + 1)))
+    ranges = word_ranges()
+    assert all(a <= b < c - 1 for (a, b), (c, _) in zip(ranges, ranges[1:]))  # maximal, ascending
+    word_class = word_class_regex(ranges)
+    matched = {ord(ch) for ch in re.findall(word_class, every)}
+    assert sorted(hex(cp) for cp in matched ^ {ord(ch) for ch in every if is_word(ch)})[:20] == []
+    assert word_class.isascii() and "'" not in word_class  # safe inside a SQL literal
+
+
+def test_the_sql_word_class_of_migration_0040_is_the_rule_of_this_python() -> None:
+    """The view's literal is fixed (a migration must not change with Python's Unicode); it
+    must still be what the Python rule gives, or the gaps and the page disagree."""
+    version = migration_constant("0040_word_rule.py", "WORD_UNICODE_VERSION")
+    assert version == UNICODE_VERSION, (
+        f"this Python's unicodedata is Unicode {UNICODE_VERSION}, the gaps view's word class is {version}: "
+        "they differ on the code points assigned or recategorised since; add a migration with the new "
+        "scoi.core.word_ranges.word_class_regex() (docs/schema.md, Coverage gaps)")
+    assert migration_constant("0040_word_rule.py", "WORD_CLASS") == word_class_regex()
 
 
 def test_the_term_similarity_is_one_over_one_plus_the_l1_distance_everywhere() -> None:
