@@ -103,10 +103,13 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help="also print one JSON object per query set")
     ap.add_argument("--no-overlap", action="store_true",
                     help="skip bm25s (its in-memory index of every sentence is the slow part at 4M): scoi alone")
+    ap.add_argument("--memory", action="store_true",
+                    help="also measure each query's peak Python/numpy memory (tracemalloc, a pass of its own)")
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                     help="override a Bm25Params field, e.g. --set read_all=0 (repeatable)")
     args = ap.parse_args()
     import psycopg
+    from psycopg import sql
 
     from scoi.db.engine import create_database, get_engine, resolve_database, server_url
     from scoi.db.queries import load
@@ -140,7 +143,9 @@ def main() -> None:
             conn.commit()
             conn.autocommit = True
             conn.execute("VACUUM ANALYZE")
-        print(f"built {name} by recombination in {time.perf_counter() - t0:.0f}s")
+            built = f"built by recombination in {time.perf_counter() - t0:.0f} s on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+            conn.execute(sql.SQL("COMMENT ON DATABASE {} IS {}").format(sql.Identifier(name), sql.Literal(built)))
+        print(f"{name}: {built}")
     if args.build_only:
         return
     get_engine(url)  # migrates a database built by an older scoi
@@ -154,7 +159,7 @@ def main() -> None:
     sets = {"long": recombined([sel.query.analyze(q)[0] for q in long_queries(args.queries + 1)])[:args.queries],
             "short": [sel.query.analyze(q)[0] for q in held_out_queries(args.queries)]}
     ref = None if args.no_overlap else Bm25sIndex(sel.reader)
-    rows, reads, profiles = [], [], [], []
+    rows, reads, profiles, memory = [], [], [], {}
     for name, toks in sets.items():
         times, ref_times, got, certified, stats = [], [], [], [], []
         for i, t in enumerate(toks):
@@ -176,6 +181,8 @@ def main() -> None:
         reads.append((name, *(pct([getattr(s, k) for s in stats]) for k in ("postings", "blocks", "blocks_total", "bytes"))))
         if args.profile:
             profiles.append((name, profile(sel, toks)))
+        if args.memory:
+            memory[name] = peak_memory(sel, toks)
     pairs = sel.reader.execute("SELECT count(*) FROM pair").fetchone()[0]
     print(f"{describe(sel.reader)} (recombined sentences, see docstring); {args.queries} queries per set "
           f"(after 200 other short held-out queries as warm-up); {params}; load average {load_average()}")
@@ -204,15 +211,33 @@ def main() -> None:
     for name, post, blk, total, nbytes in reads:
         print(f"| {name} | {post[0]:,.0f} ({post[1]:,.0f}) | {blk[0]:,.0f} ({blk[1]:,.0f}) | {total[0]:,.0f} | "
               f"{nbytes[0] / 1000:,.0f} ({nbytes[1] / 1000:,.0f}) |")
+    if memory:
+        print()
+        print("| queries | peak memory per query p50 (p95, max) MB |")
+        print("| --- | --- |")
+        for name, peaks in memory.items():
+            p50, p95 = pct(peaks)
+            print(f"| {name} | {p50:.1f} ({p95:.1f}, {max(peaks):.1f}) |")
     print()
     print(index_size(sel.reader, pairs))
+    size = sel.reader.execute("SELECT pg_database_size(current_database()), "
+                              "shobj_description(oid, 'pg_database') FROM pg_database "
+                              "WHERE datname = current_database()").fetchone()
+    print(f"database {size[0] / 1e9:.2f} GB, {size[0] / max(pairs, 1):,.0f} bytes per pair; {size[1] or 'build time not recorded'}")
     if args.json:
+        reads_by = {r[0]: r[1:] for r in reads}
         for name, p50, p95, r50, r95, mean, low, cert in rows:
             print(json.dumps({"name": name, "pairs": pairs, "p50_ms": round(p50, 2), "p95_ms": round(p95, 2),
                               "bm25s_p50_ms": None if r50 != r50 else round(r50, 2),
                               "bm25s_p95_ms": None if r95 != r95 else round(r95, 2),
                               "overlap_mean": None if mean != mean else round(mean, 4),  # NaN: --no-overlap
-                              "overlap_min": None if low != low else round(low, 4), "certified": round(cert, 4)}))
+                              "overlap_min": None if low != low else round(low, 4), "certified": round(cert, 4),
+                              "postings_p50": reads_by[name][0][0], "bytes_p50": reads_by[name][3][0],
+                              "bytes_p95": reads_by[name][3][1],
+                              "peak_mb_p50": pct(memory[name])[0] if name in memory else None,
+                              "peak_mb_p95": pct(memory[name])[1] if name in memory else None,
+                              "peak_mb_max": max(memory[name]) if name in memory else None,
+                              "db_bytes_per_pair": round(size[0] / max(pairs, 1)), "built": size[1]}))
 
 
 PROFILE_STEPS = {
@@ -258,6 +283,25 @@ def profile(sel, token_lists: list[list[str]]) -> dict[str, list[float]]:
         for k in ("wait", "decode", "sum", "head", "top"):
             out[k].append(st.ms.get(k, 0.0))
     return out
+
+
+def peak_memory(sel, token_lists: list[list[str]]) -> list[float]:
+    """Per query, the peak of memory allocated while it ran (MB; tracemalloc sees Python
+    objects and numpy's arrays): the per-query memory the 10M target bounds. A pass of its
+    own, as tracing slows every allocation."""
+    import tracemalloc
+
+    peaks = []
+    tracemalloc.start()
+    try:
+        for toks in token_lists:
+            tracemalloc.reset_peak()
+            base = tracemalloc.get_traced_memory()[0]
+            sel.preselect(toks)
+            peaks.append((tracemalloc.get_traced_memory()[1] - base) / 1e6)
+    finally:
+        tracemalloc.stop()
+    return peaks
 
 
 class Bm25sIndex:

@@ -25,6 +25,7 @@ CTQ_METRIC = "chrf"
 EF_SEARCH = 40                # fuzzy-ann: HNSW candidates searched per query (pgvector's default)
 BM25_K1 = 1.5                 # BM25 preselection: term-frequency saturation
 BM25_B = 0.75                 # ... and length normalisation
+BM25_SPAN = 1 << 22           # ... sentence ids scored at once: a query's sums stay <= 32 MB at any size
 DPP_THETA = 0.5               # dpp: the quality/diversity trade-off of the kernel (docs/method.md §7.2)
 DPP_BM25_K1 = 1.2             # dpp: its BM25 weights over the pool alone (the paper's k1 and b)
 DPP_BM25_B = 0.75

@@ -222,6 +222,50 @@ def _stream_range(cur: psycopg.Cursor, lang: str, tokens: list[str], lo: int, hi
     return out
 
 
+def read_ranges(cur: psycopg.Cursor, lang: str, tokens: list[str], read_all: int, k1: float, b: float,
+                st: Stats, span: int, keep: int) -> tuple[bool, RangeHeads | AllLists | None]:
+    """:func:`stream_all` with a bounded memory: when the lists' sentence ids span more
+    than ``span``, they are streamed and summed one range of ``span`` ids at a time, in
+    the caller's snapshot, and each range is cut to its best ``keep`` sentences (and a
+    bound on the rest) before the next is read. The same head as one read whenever the
+    caller asks for at most ``keep`` (:func:`merge_heads` is exact); otherwise the caller
+    reads again with :func:`stream_all`. Lists within ``span`` ids are read as by it."""
+    lo, hi, total = cur.execute(SQL["blocks_extent"], {"lang": lang, "tokens": tokens, "rec": DIR.itemsize}
+                                ).fetchone()
+    st.round_trips += 1
+    st.extra["extent"] = None if lo is None else hi - lo + 1
+    if lo is None:
+        return False, None
+    if total > read_all:
+        return True, None
+    if hi - lo < span:
+        return stream_all(cur, lang, tokens, read_all, k1, b, st)
+    heads, first = [], None
+    for start in range(lo, hi + 1, span):
+        part = _stream_range(cur, lang, tokens, start, start + span, k1, b, st)
+        st.extra["cells"] = max(st.extra.get("cells", 0), len(part.sums))  # the largest sums array held
+        first = first or part
+        heads.append(part.head(keep))
+        del part
+    st.blocks_total = st.blocks
+    st.extra.update(terms=first.terms, ka=first.ka, kc=first.kc, ranges=len(heads))
+    return True, RangeHeads(heads, keep, first)
+
+
+class RangeHeads:
+    """The best ``keep`` sentences of each range :func:`read_ranges` read, merged on demand."""
+
+    def __init__(self, heads: list[tuple[np.ndarray, np.ndarray, float | None]], keep: int, first: AllLists) -> None:
+        self.heads, self.keep = heads, keep
+        self.ka, self.kc, self.terms = first.ka, first.kc, first.terms
+
+    def head(self, k: int) -> tuple[np.ndarray, np.ndarray, float | None]:
+        """As :meth:`AllLists.head`, for ``k`` up to ``keep``."""
+        if k > self.keep:
+            raise ValueError(f"RangeHeads kept the best {self.keep} sentences of each range, not {k}")
+        return merge_heads(self.heads, k)
+
+
 class Parts:
     """The sums of several sentence-id ranges read as one (:func:`read_parts`)."""
 
@@ -253,6 +297,7 @@ def sum_chunks(rows: Iterable[tuple[Any, ...]], k1: float, b: float, st: Stats) 
             continue
         if out is None:
             out = AllLists(row, k1, b)
+            st.extra.setdefault("extent", out.hi - out.lo + 1)  # the ids the lists span
         st.tokens = n_tokens
         waiting[(rank, chunk)] = row
         while at in waiting:
@@ -270,4 +315,5 @@ def sum_chunks(rows: Iterable[tuple[Any, ...]], k1: float, b: float, st: Stats) 
     return known, out
 
 
-__all__ = ["AllLists", "CHUNK", "decode_ids", "Parts", "read_list", "read_parts", "Stats", "stream_all", "sum_chunks"]
+__all__ = ["AllLists", "CHUNK", "decode_ids", "Parts", "RangeHeads", "read_list", "read_parts", "read_ranges", "Stats",
+           "stream_all", "sum_chunks"]

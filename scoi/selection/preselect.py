@@ -37,7 +37,7 @@ from psycopg.types.json import Jsonb
 from scoi.core.bm25blocks import BLOCK, block_bounds, bound_at_dl, decode_dir
 from scoi.db.literals import int_array
 from scoi.db.queries import load
-from scoi.selection.blockread import Stats, decode_ids, read_list, read_parts, stream_all
+from scoi.selection.blockread import RangeHeads, Stats, decode_ids, read_list, read_parts, read_ranges, stream_all
 from scoi.selection.blockscore import (QueryToken, accumulate, bm25_idf, nth_pair_score, sum_by_sentence, tf_factors,
                                        top_pairs)
 
@@ -54,7 +54,7 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
                      details: dict[int, tuple[Any, ...]] | None = None,
                      where: dict[str, str] | None = None, top_sql: str | None = None,
                      first: int = 0, settle: Callable[[list[tuple[int, float]]], bool] | None = None,
-                     helpers: Sequence[psycopg.Connection] = ()) -> list[tuple[int, float]]:
+                     helpers: Sequence[psycopg.Connection] = (), span: int = 0) -> list[tuple[int, float]]:
     """Exact BM25 top ``n`` (pair id, score) of the lowercased ``tokens`` over the eligible
     ``lang`` sentences, counting only pairs ``lang``-``tgt`` (of ``corpora``, whose metadata
     holds ``where``: scoi.core.exact.parse_where), best first,
@@ -71,7 +71,9 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
     first and returned if ``settle`` accepts them (the lists are not read again for n);
     ``helpers``: more connections (autocommit, idle) that each read and sum one range of
     sentence ids in parallel with ``conn``, inside ``conn``'s snapshot (which must be a
-    REPEATABLE READ transaction's: :func:`read_parts`); the same result."""
+    REPEATABLE READ transaction's: :func:`read_parts`); the same result. ``span``: read
+    lists spanning more sentence ids than this one range at a time (:func:`read_ranges`,
+    a bounded memory; 0: in one go); the same result."""
     st = stats if stats is not None else Stats()
     probe = probe or max(2 * n, 50)
     cur = conn.cursor(binary=True)
@@ -79,6 +81,8 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
     lowered = [t.lower() for t in tokens]
     if helpers:
         known, read = read_parts(cur, helpers, lang, lowered, read_all, k1, b, st)
+    elif span:
+        known, read = read_ranges(cur, lang, lowered, read_all, k1, b, st, span, 2 * n)
     else:
         known, read = stream_all(cur, lang, lowered, read_all, k1, b, st)
     if not known:
@@ -97,6 +101,9 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
         st.ms.update(head=1000 * (t1 - t0), top=1000 * (time.perf_counter() - t1))
         if found is not None:
             return found
+        if isinstance(read, RangeHeads):  # the best 2n left short (ties, a filter): every score is needed
+            st.extra["reread"] = True
+            known, read = stream_all(cur, lang, lowered, read_all, k1, b, st)
         pairs_of: dict[int, list[int]] = {}
         cand, scores = read.all_scores()
         return top_pairs(cand, scores, pairs_of, n, _pair_fetcher(cur, pairs_of, {"ka": read.ka, "kc": read.kc,

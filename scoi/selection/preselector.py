@@ -33,8 +33,8 @@ SQL = load("select")
 #: 22.9 / 50.1 -> 22.8 / 52.5, same load.
 SPARE = 0.1
 #: The statements a block preselection runs, in order (``scoi select --sql`` prints them).
-STATEMENTS = ("blocks_stream", "blocks_top", "blocks_split", "blocks_stream_range", "blocks_terms", "blocks_read",
-              "blocks_fetch", "blocks_exact", "fetch_candidates")
+STATEMENTS = ("blocks_extent", "blocks_stream", "blocks_top", "blocks_split", "blocks_stream_range", "blocks_terms",
+              "blocks_read", "blocks_fetch", "blocks_exact", "fetch_candidates")
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,9 @@ class Bm25Params:
     #: connections that each read and sum one range of sentence ids in parallel, in one
     #: exported snapshot (docs/replicas.md, "Scoring on several connections"); same pools
     connections: int = 1
+    #: sentence ids summed at once: lists spanning more are read one range at a time, so a
+    #: query's memory stays bounded (~8 bytes an id: 32 MB) however large the memory grows
+    span: int = defaults.BM25_SPAN
 
     def signature(self) -> str:
         """The settings that change a pool: k1 and b (the pool is exact)."""
@@ -131,6 +134,9 @@ class BlockPreselector:
         self.prepared: dict[tuple[str, ...], tuple[int, list[Candidate]]] = {}
         self.helper_conns: list[psycopg.Connection] = []  # bm25.connections > 1 (helpers)
         self.helper_dsn = ""
+        #: the ids the last query's lists spanned (None: no query yet): whether the next one
+        #: first asks where its lists lie (``blocks_extent``), to read them in ranges
+        self.extent: int | None = None
 
     def helpers(self, conn: psycopg.Connection) -> list[psycopg.Connection]:
         """``bm25.connections`` - 1 more connections to the server ``conn`` reads from
@@ -163,11 +169,16 @@ class BlockPreselector:
         scoi.selection.preselect.preselect_blocks takes them (the lookup's options)."""
         if not tokens:
             return []
+        st = stats if stats is not None else Stats()
+        # Small memories (lists within half a span last time) skip the extent's round trip.
+        span = self.bm25.span if self.extent is None or self.extent * 2 >= self.bm25.span else 0
         with snapshot(conn):
-            return preselect_blocks(conn, lang=self.src, tgt=self.tgt, tokens=tokens, n=n, corpora=self.corpus_ids,
-                                    k1=self.bm25.k1, b=self.bm25.b, read_all=self.bm25.read_all,
-                                    budget=self.bm25.rare, probe=self.bm25.probe, stats=stats, details=details,
-                                    where=self.where, helpers=self.helpers(conn), **blocks)
+            found = preselect_blocks(conn, lang=self.src, tgt=self.tgt, tokens=tokens, n=n, corpora=self.corpus_ids,
+                                     k1=self.bm25.k1, b=self.bm25.b, read_all=self.bm25.read_all,
+                                     budget=self.bm25.rare, probe=self.bm25.probe, stats=st, details=details,
+                                     where=self.where, helpers=self.helpers(conn), span=span, **blocks)
+        self.extent = st.extra.get("extent", self.extent)
+        return found
 
     def ranked(self, conn: psycopg.Connection, tokens: list[str], n: int) -> list[Candidate]:
         """The top ``n`` pairs by BM25 with their texts and terms, best first."""

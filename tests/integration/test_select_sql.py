@@ -21,6 +21,7 @@ import pytest
 
 from scoi.core.pool import Features
 from scoi.core.polynomial import LabelSpace, expand, parse_key
+from scoi.selection.preselect import Stats
 from scoi.selection.selector import Bm25Params, SelectionError, Selector
 from tests import reference as ref
 from tests.helpers.database import scratch_database
@@ -559,6 +560,46 @@ def test_metadata_filter_restricts_the_pool_like_python_bm25_over_the_subset(two
     finally:
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("UPDATE pair SET meta = '{}' WHERE meta <> '{}'")
+
+
+def test_lists_read_one_id_range_at_a_time_give_the_same_pools_with_bounded_sums(two_db, demo, queries):
+    """Bm25Params.span: lists spanning more sentence ids than the span are streamed one
+    range at a time and cut to each range's best 2n before the next (a bounded memory
+    per query at any size). The pools equal Python BM25's, also restricted by metadata
+    to every third pair (where the best 2n sentences map to too few pairs and the lists
+    are read again whole), and no sums array held is longer than the span."""
+    url, py = two_db["url"], two_db["py"]
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("UPDATE pair SET meta = jsonb_build_object('domain', 'legal') WHERE id % 3 = 0")
+        legal = {r[0] for r in conn.execute("SELECT id FROM pair WHERE meta @> '{\"domain\": \"legal\"}'")}
+    reread = []
+    try:
+        for where, allowed in ((None, None), ({"domain": "legal"}, legal)):
+            with Selector("fr", "en", url=url, where=where, pool=10, bm25=Bm25Params(span=7)) as s:
+                for q in queries[:8] + [demo[3][0]]:
+                    toks = moses_tokens(q, "fr")
+                    st = Stats()
+                    got = s.engine.top(s.reader, toks, 10, stats=st)
+                    assert_same_ranking(got, py.ranking(toks, allowed=allowed)[:10], q)
+                    assert st.extra["ranges"] > 1 and 0 < st.extra["cells"] <= 7, st.extra
+                    reread.append((where is not None, st.extra.get("reread", False)))
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("UPDATE pair SET meta = '{}' WHERE meta <> '{}'")
+    assert not any(r for filtered, r in reread if not filtered) and any(r for filtered, r in reread if filtered)
+
+
+def test_a_small_memory_skips_the_extent_round_trip_after_its_first_query(demo_db, queries):
+    """Lists within half a span: the first query asks where its lists lie and reads them
+    in one go; the next ones skip that question (one round trip fewer), same pools."""
+    with Selector("fr", "en", url=demo_db, pool=10) as s:
+        toks = moses_tokens(queries[0], "fr")
+        first, again = Stats(), Stats()
+        a = s.engine.top(s.reader, toks, 10, stats=first)
+        b = s.engine.top(s.reader, toks, 10, stats=again)
+    assert a == b and "ranges" not in first.extra
+    assert 0 < s.engine.extent < Bm25Params().span // 2
+    assert again.round_trips == first.round_trips - 1
 
 
 # ------------------------------------------------------------------ 7. recording

@@ -54,6 +54,19 @@ SELECT pg_export_snapshot(), q.total,
              FROM generate_series(1, %(parts)s - 1) AS k ORDER BY k)
 FROM (SELECT 1) AS one LEFT JOIN q ON true;
 
+-- name: blocks_extent
+-- Where the query's posting lists lie: the first sentence id of their first blocks, the
+-- last id of their last blocks, and their postings in all (NULL: no token is in the
+-- index). Read when the lists may span more than Bm25Params.span ids: they are then
+-- streamed and summed one id range at a time (blocks_stream_range), so a query's memory
+-- stays bounded however large the memory grows (docs/preselection.md).
+SELECT min(('x' || encode(substr(d.meta, 1, 8), 'hex'))::bit(64)::bigint),
+       max(('x' || encode(substr(d.meta, 1 + (d.n_blocks - 1) * %(rec)s + 8, 8), 'hex'))::bit(64)::bigint),
+       sum(v.df)
+FROM (SELECT DISTINCT tok FROM unnest(%(tokens)s::text[]) AS tok) qt
+JOIN vocab v ON v.lang = %(lang)s AND v.token = qt.tok AND v.df > 0
+JOIN bm25_dir d ON d.token_id = v.id AND d.n_blocks > 0;
+
 -- name: blocks_stream_range
 -- blocks_stream's rows for the sentences with ids in [`from`, `to`) only: one connection's
 -- part when ranges are scored on several (blocks_split). Per token, a binary search of its
