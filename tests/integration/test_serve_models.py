@@ -28,8 +28,8 @@ POSITIONS = 160
 NEW_TOKENS = 8
 
 
-def client(url: str, models: dict[str, ModelConfig], **kw) -> TestClient:
-    return TestClient(create_app(ServeConfig(url=url, models=models, **kw)), base_url=LOCAL)
+def client(url: str, models: dict[str, ModelConfig], warm: list[tuple[str, str]] | None = None, **kw) -> TestClient:
+    return TestClient(create_app(ServeConfig(url=url, models=models, **kw), warm=warm), base_url=LOCAL)
 
 
 @pytest.fixture(scope="module")
@@ -64,3 +64,32 @@ def test_translate_of_a_sentence_too_long_for_the_model_says_so_in_one_line(job_
     assert r.status_code == 400, r.text
     error = r.json()["error"]
     assert error.startswith("the prompt needs ") and f"context of {POSITIONS} tokens" in error and "\n" not in error
+
+
+def test_a_model_still_loading_answers_503_with_retry_after_until_it_is_ready(job_db, monkeypatch):
+    """The load is held on an event (the real loader runs once it is set), so the request
+    meets the model loading whatever the machine's speed."""
+    gate, loading = threading.Event(), threading.Event()
+
+    def held_load(spec: str, **options):
+        loading.set()
+        assert gate.wait(120), "the test never released the load"
+        return load_backend(spec, **options)
+
+    monkeypatch.setattr(scoi.service.state, "load_backend", held_load)
+    body = {"text": demo_test_pairs()[0][0], "src": "fr", "tgt": "en", "model": "stub", "method": "zero", "k": 0,
+            "reuse": "off"}
+    with ok_server() as fake, client(job_db, {"stub": ModelConfig("stub", "openai:stub", {
+            "base_url": fake.url, "max_retries": 0})}, warm=[("fr", "en")], limits=Limits(timeout_s=2)) as api:
+        assert loading.wait(60)
+        assert [(m["name"], m["state"]) for m in api.get("/api/models").json()] == [("stub", "loading")]
+        r = api.post("/api/translate", json=body)
+        assert r.status_code == 503 and r.headers["retry-after"] == "5", r.text
+        assert r.json() == {"error": "model 'stub' is still loading; retry later (GET /api/models shows when it "
+                                     "is ready)"}
+        assert fake.calls == []  # nothing reached the model
+        gate.set()
+        r = api.post("/api/translate", json=body)  # waits for the load, then translates
+        assert r.status_code == 200, r.text
+        assert r.json()["output"] == f"ok {len(r.json()['prompt'])}" and len(fake.calls) == 1
+        assert [(m["name"], m["state"]) for m in api.get("/api/models").json()] == [("stub", "ready")]
