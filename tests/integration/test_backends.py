@@ -195,6 +195,18 @@ def test_gguf_backend_loads_and_generates(tmp_path):
     assert load_backend(str(path)).name == backend.name  # a bare .gguf path means gguf:
 
 
+def test_a_model_transformers_cannot_read_is_one_line_without_escaped_newlines(tmp_path):
+    """transformers explains an unknown architecture in paragraphs; the worker's log, ``job
+    status`` and the API print errors on one line, where a newline would show as ``\\n``."""
+    (tmp_path / "config.json").write_text('{"model_type": "no-such-architecture"}', encoding="utf-8")
+    with pytest.raises(BackendError) as err:
+        load_backend(f"hf:{tmp_path}")
+    message = str(err.value)
+    assert message.startswith(f"cannot load the tokenizer of {tmp_path.resolve()}: ")
+    assert "no-such-architecture" in message and "pip install --upgrade transformers" in message  # all of it kept
+    assert "\n" not in message and "\\n" not in message and "  " not in message
+
+
 # --------------------------------------------------------------------------- offline hub ids
 
 
