@@ -34,6 +34,12 @@ HOW_TO_PROVIDE = (
 )
 
 
+def _one_line(exc: BaseException) -> str:
+    """An exception's text on one line: transformers explains in paragraphs, and workers,
+    ``job status`` and the API print errors on one line, where a newline reads ``\\n``."""
+    return " ".join(str(exc).split())
+
+
 def _torch_dtype(name: str) -> Any:
     import torch
 
@@ -84,7 +90,7 @@ class TransformersBackend:
             import transformers
         except ImportError as exc:  # torch/transformers are the optional "llm" extra
             raise BackendError(
-                f"the transformers backend needs torch and transformers ({exc}); "
+                f"the transformers backend needs torch and transformers ({_one_line(exc)}); "
                 "install them with: pip install 'scoi[llm]'"
             ) from None
         if threads:
@@ -129,11 +135,11 @@ class TransformersBackend:
             if tokenizer is None:
                 tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
         except Exception as exc:  # transformers raises OSError, ValueError, KeyError...
-            raise BackendError(f"cannot load the tokenizer of {what}: {exc}") from exc
+            raise BackendError(f"cannot load the tokenizer of {what}: {_one_line(exc)}") from exc
         try:
             model = AutoModelForCausalLM.from_pretrained(source, **{self._dtype_kwarg: dtype}, **kwargs)
         except Exception as exc:
-            raise BackendError(f"cannot load the model {what}: {exc}") from exc
+            raise BackendError(f"cannot load the model {what}: {_one_line(exc)}") from exc
         return tokenizer, model
 
     def _gguf_tokenizer(self, source: str) -> Any:

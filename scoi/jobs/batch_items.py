@@ -65,6 +65,15 @@ class Generated(NamedTuple):
     term_check: list[dict] | None = None  # [{src, tgt, found}] for a job with a glossary
 
     @property
+    def origin(self) -> str | None:
+        """Where the output came from (``job_item.origin``): ``tm``, an exact match's stored
+        translation; ``llm``, the model; None, neither (a blank source passed through with
+        no model call, as blank lines are at submit)."""
+        if self.prepared.item.reuse is not None:
+            return "tm"
+        return "llm" if self.prepared.prompt is not None else None
+
+    @property
     def origin_pair_id(self) -> int | None:
         """The pair whose stored translation is the output (``origin`` tm), or None (llm)."""
         return self.prepared.item.reuse.pair_id if self.prepared.item.reuse is not None else None

@@ -257,10 +257,10 @@ class BatchPipeline:
             "select_ms": [round(g.prepared.select_ms, 3) for g in done],
             "generate_ms": [round(g.generate_ms, 3) for g in done],
             "overhead_ms": [round(overhead, 3)] * len(done), "warnings": [g.warning for g in done],
-            # a reused item had no prompt: no example count (NULL), not 0
-            "examples_used": [g.prepared.examples_used if g.origin_pair_id is None else None for g in done],
+            # a reused or blank item had no prompt: no example count (NULL), not 0
+            "examples_used": [g.prepared.examples_used if g.origin == "llm" else None for g in done],
             "qa": [None if g.qa is None else "\n".join(g.qa) for g in done],
-            "origins": ["llm" if g.origin_pair_id is None else "tm" for g in done],
+            "origins": [g.origin for g in done],
             "origin_pair_ids": [g.origin_pair_id for g in done]})
         written = set(rows)
         checked = [g for g in done

@@ -35,6 +35,9 @@ from scoi.service.routers import gaps, info, jobs, lookup, pages, selection, tra
 from scoi.service.selectors import warm_all
 from scoi.service.state import ApiError, Service, log
 
+#: The answer to a body that is not UTF-8 (raw latin-1 or \xff bytes, a gzip body).
+UTF8_ONLY = "the body must be UTF-8 JSON: it holds bytes that are not UTF-8"
+
 #: The routers under /api behind the token check, in the order OpenAPI lists them.
 API_ROUTERS = (selection.router, translate.router, info.router, jobs.router, gaps.router, lookup.router)
 
@@ -137,10 +140,9 @@ def create_app(config: ServeConfig, *, warm: list[tuple[str, str]] | None = None
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         if exc.status_code == 400 and exc.__cause__ is not None:
             # FastAPI's "error parsing the body": not UTF-8 (gzip, latin-1), nested too deep.
-            why = ("nested too deeply" if isinstance(exc.__cause__, RecursionError)
-                   else "not UTF-8 text (Content-Encoding is not accepted)" if isinstance(exc.__cause__, UnicodeError)
-                   else f"unreadable ({type(exc.__cause__).__name__})")
-            msg = f"the body is not a JSON object: {why}"
+            msg = (UTF8_ONLY if isinstance(exc.__cause__, UnicodeError)
+                   else "the body is not a JSON object: nested too deeply" if isinstance(exc.__cause__, RecursionError)
+                   else f"the body is not a JSON object: unreadable ({type(exc.__cause__).__name__})")
             return JSONResponse({"error": msg, "details": [{"loc": ["body"], "msg": msg, "type": "body_invalid"}]},
                                 status_code=422)
         return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.jobs import ok_server
+from tests.helpers.jobs import demo_pairs, ok_server
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOT = ROOT / "docs" / "img" / "coverage-page.png"
@@ -120,9 +120,25 @@ def test_translate_with_a_configured_model(page, served):
     page.goto(url)
     page.wait_for_selector("body[data-ready]")
     assert page.input_value("#model") == "stub"
+    page.fill("#text", SENTENCE)
     page.click("#translate-btn")
     page.wait_for_selector("#translation:not([hidden])")
     assert page.text_content("#translation strong").startswith("ok ")
+    assert page.text_content("#translation .meta").startswith("stub · 4 examples · generated in ")
+
+
+def test_a_sentence_of_the_memory_shows_its_stored_translation(page, served):
+    """``reuse`` is on by default: an exact match answers without a selection, and the page
+    says where the translation came from (no script error)."""
+    url, _ = served
+    src = demo_pairs()[0][0]
+    page.goto(url)
+    page.wait_for_selector("body[data-ready]")
+    page.fill("#text", src)
+    page.click("#translate-btn")
+    page.wait_for_selector("#translation:not([hidden])")
+    assert page.text_content("#translation strong") in {en for fr, en in demo_pairs() if fr == src}
+    assert page.text_content("#translation .meta") == "stub · reused from the translation memory"
 
 
 def test_errors_show_in_the_banner(page, served):

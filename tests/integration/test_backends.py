@@ -195,6 +195,22 @@ def test_gguf_backend_loads_and_generates(tmp_path):
     assert load_backend(str(path)).name == backend.name  # a bare .gguf path means gguf:
 
 
+def test_a_model_transformers_cannot_read_is_one_line_without_escaped_newlines(tmp_path):
+    """transformers explains an unknown architecture in paragraphs; the worker's log, ``job
+    status`` and the API print errors on one line, where a newline would show as ``\\n``."""
+    (tmp_path / "config.json").write_text('{"model_type": "no-such-architecture"}', encoding="utf-8")
+    with pytest.raises(BackendError) as err:
+        load_backend(f"hf:{tmp_path}")
+    message = str(err.value)
+    from transformers import AutoTokenizer
+
+    with pytest.raises(Exception) as said:  # what transformers itself says, in paragraphs
+        AutoTokenizer.from_pretrained(str(tmp_path.resolve()), local_files_only=True)
+    assert "\n" in str(said.value)
+    assert message == f"cannot load the tokenizer of {tmp_path.resolve()}: {' '.join(str(said.value).split())}"
+    assert "\n" not in message and "\\n" not in message
+
+
 # --------------------------------------------------------------------------- offline hub ids
 
 

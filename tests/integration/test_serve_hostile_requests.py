@@ -144,6 +144,18 @@ def test_malformed_select_bodies_get_422_json(api, what):
     assert "\n" not in body["error"]
 
 
+@pytest.mark.parametrize("path", ["/api/select", "/api/translate", "/api/jobs"])
+@pytest.mark.parametrize("raw,headers", [
+    (b'{"text": "Un gar\xffon.", "sentences": ["Un gar\xffon."], "src": "fr", "tgt": "en", "model": "stub"}', {}),
+    (gzip.compress(b'{"text": "Un homme.", "src": "fr", "tgt": "en"}'), {"Content-Encoding": "gzip"}),
+], ids=["raw xff byte", "gzip"])
+def test_a_body_that_is_not_utf8_is_told_it_must_be_utf8_json(api, path, raw, headers):
+    r = api.post(path, content=raw, headers={"Content-Type": "application/json", **headers})
+    assert r.status_code == 422, r.text
+    assert r.json()["error"] == "the body must be UTF-8 JSON: it holds bytes that are not UTF-8"
+    assert job_count(api) == 0
+
+
 @pytest.mark.parametrize("path,raw", [
     ("/api/gaps", b'{"sentences": ["Un."], "src": "fr", "tgt": "en", "limit": NaN}'),
     ("/api/translate", b'{"text": "Un.", "src": "fr", "tgt": "en", "model": "stub", "max_new_tokens": -Infinity}'),

@@ -4,6 +4,7 @@ prompt helpers here are the translate router's too."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter
@@ -49,16 +50,28 @@ def glossary_terms(service: Service, body: SelectRequest | PromptRequest) -> lis
     return [m.to_dict() for m in glossary_match(found, [body.text.strip()], body.src.lower())[0]]
 
 
-def prompt_for(service: Service, body: PromptRequest) -> tuple[SelectionResult, str]:
-    """The request's selection and the prompt rendered from it (``scoi prompt``)."""
+def renderer_for(service: Service, body: PromptRequest
+                 ) -> tuple[SelectionResult, list[Example], Callable[[Sequence[Example]], str]]:
+    """The request's selection, its examples (selection order, best first) and the
+    renderer of the request's prompt with any of them: ``/api/translate`` drops the
+    last-ranked ones to fit its model's context, as jobs do (scoi.core.prompt_fit)."""
     if body.template not in TEMPLATES:
         raise ApiError(400, f"unknown template {body.template!r}; this server offers: {', '.join(TEMPLATES)}")
     terms = glossary_terms(service, body)
     result, _ = select_for(service, body)
-    prompt = render_prompt(body.text.strip(), [Example(p.src, p.tgt) for p in result.selected], result.src_lang,
-                           result.tgt_lang, template=body.template, order=body.order, seed=body.seed,
-                           glossary=terms or ())
-    return result, prompt
+    text = body.text.strip()
+
+    def render(examples: Sequence[Example]) -> str:
+        return render_prompt(text, list(examples), result.src_lang, result.tgt_lang, template=body.template,
+                             order=body.order, seed=body.seed, glossary=terms or ())
+
+    return result, [Example(p.src, p.tgt) for p in result.selected], render
+
+
+def prompt_for(service: Service, body: PromptRequest) -> tuple[SelectionResult, str]:
+    """The request's selection and the prompt rendered from it (``scoi prompt``)."""
+    result, examples, render = renderer_for(service, body)
+    return result, render(examples)
 
 
 @router.post("/select")

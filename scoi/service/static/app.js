@@ -130,8 +130,12 @@ async function runTranslate() {
       ...glossaryField() } });
     const box = $("#translation");
     box.hidden = false;
-    box.replaceChildren(el("strong", {}, res.output),
-      el("span", { class: "meta" }, `${res.model} · ${res.selection.selected.length} examples · generated in ${fmt(res.generate_ms / 1000, 1)} s`));
+    // an exact match of the memory has no selection; a prompt fitted to the model's context
+    // holds fewer examples than were selected
+    const how = res.origin === "tm" ? "reused from the translation memory"
+      : `${res.examples_used} examples${res.examples_dropped ? ` (${res.examples_dropped} dropped to fit the model's context)` : ""}`
+        + ` · generated in ${fmt(res.generate_ms / 1000, 1)} s`;
+    box.replaceChildren(el("strong", {}, res.output), el("span", { class: "meta" }, `${res.model} · ${how}`));
   } catch (e) {
     banner(e.message);
   } finally {
