@@ -244,20 +244,22 @@ def read_ranges(cur: psycopg.Cursor, lang: str, tokens: list[str], read_all: int
     for start in range(lo, hi + 1, span):
         part = _stream_range(cur, lang, tokens, start, start + span, k1, b, st)
         st.extra["cells"] = max(st.extra.get("cells", 0), len(part.sums))  # the largest sums array held
-        first = first or part
+        first = first or (part.ka, part.kc, part.terms)  # not the part itself: its sums go with it
         heads.append(part.head(keep))
         del part
     st.blocks_total = st.blocks
-    st.extra.update(terms=first.terms, ka=first.ka, kc=first.kc, ranges=len(heads))
-    return True, RangeHeads(heads, keep, first)
+    ka, kc, terms = first
+    st.extra.update(terms=terms, ka=ka, kc=kc, ranges=len(heads))
+    return True, RangeHeads(heads, keep, ka, kc, terms)
 
 
 class RangeHeads:
     """The best ``keep`` sentences of each range :func:`read_ranges` read, merged on demand."""
 
-    def __init__(self, heads: list[tuple[np.ndarray, np.ndarray, float | None]], keep: int, first: AllLists) -> None:
+    def __init__(self, heads: list[tuple[np.ndarray, np.ndarray, float | None]], keep: int, ka: float, kc: float,
+                 terms: list[tuple[float, int]]) -> None:
         self.heads, self.keep = heads, keep
-        self.ka, self.kc, self.terms = first.ka, first.kc, first.terms
+        self.ka, self.kc, self.terms = ka, kc, terms
 
     def head(self, k: int) -> tuple[np.ndarray, np.ndarray, float | None]:
         """As :meth:`AllLists.head`, for ``k`` up to ``keep``."""
