@@ -155,15 +155,17 @@ def _watch_index_build(url: str, pid: int, report: IndexProgress | None, interva
     if report is None:
         yield
         return
-    def watch(stop: threading.Event) -> None:
-        with connect(url, autocommit=True) as conn:
+    # Connected before the build starts: a short build must not end while the watcher is
+    # still opening its connection (it then reported nothing).
+    with connect(url, autocommit=True) as conn:
+        def watch(stop: threading.Event) -> None:
             while not stop.wait(interval):
                 row = conn.execute(SQL["index_build_progress"], {"pid": pid}).fetchone()
                 if row is not None:
                     report(row[0], int(row[1] or 0), int(row[2] or 0))
 
-    with every(interval, watch, "scoi-index-progress"):
-        yield
+        with every(interval, watch, "scoi-index-progress"):
+            yield
 
 
 def pool_embeddings(conn: psycopg.Connection, emb: EmbedderRow, pair_ids: Sequence[int], lang: str) -> np.ndarray:
