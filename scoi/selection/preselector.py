@@ -22,6 +22,7 @@ from scoi.core.pool import distinct_sources
 from scoi.db import connect
 from scoi.db.queries import load
 from scoi.db.reads import ReadStatus
+from scoi.selection.blockread import NO_CACHE
 from scoi.selection.listcache import shared
 from scoi.selection.preselect import Stats, pair_filter, preselect_blocks, preselect_many
 from scoi.selection.types import Candidate, PoolResult, SelectionError
@@ -241,7 +242,7 @@ class BlockPreselector:
         """The statements' parameters for the top ``n`` pairs of ``tokens``."""
         return {**pair_filter(self.src, self.tgt, self.corpus_ids, self.where),
                 "tokens": [t.lower() for t in tokens], "n": n, "read_all": self.bm25.read_all,
-                "rare": self.bm25.rare}
+                "rare": self.bm25.rare, **NO_CACHE}
 
 
 __all__ = ["Bm25Params", "BlockPreselector", "Preselector", "SPARE", "corpus_ids", "depth", "fetch", "snapshot"]
