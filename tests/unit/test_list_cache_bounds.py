@@ -1,0 +1,72 @@
+"""The list cache's bookkeeping (scoi/selection/listcache.py), without a database: the bound
+on postings, least recently used eviction, the tf factors kept per corpus statistics, and
+sentence ids stored as int32 only while they fit."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from scoi.selection.blockscore import tf_factors
+from scoi.selection.listcache import ListCache, make_entry
+
+SERVER = ("host", 5432, "db", 1, "start")
+
+
+def entry(token: str, n: int, version: int = 1, first: int = 0):
+    ids = np.arange(first, first + n, dtype=np.int64)
+    packed = np.full(n, 1 << 8 | 7, dtype=np.intp)
+    return make_entry("fr", token, hash(token) % 10**6, version, n, [ids], [packed])
+
+
+def test_the_least_recently_used_lists_go_first_and_the_bound_holds() -> None:
+    cache = ListCache(100)
+    for tok in ("a", "b", "c"):
+        assert cache.put(SERVER, entry(tok, 30))
+    cache.held(SERVER, "fr", ["a"])  # "a" used: "b" is now the oldest
+    assert cache.put(SERVER, entry("d", 30))
+    assert sorted(t for _, _, t in cache.lists) == ["a", "c", "d"] and cache.postings == 90
+    assert cache.put(SERVER, entry("a", 40, version=2))  # a new version replaces the old one
+    assert cache.postings <= 100 and cache.lists[(SERVER, "fr", "a")].version == 2
+    assert not cache.put(SERVER, entry("huge", 101)) and (SERVER, "fr", "huge") not in cache.lists
+    assert cache.postings == sum(len(e.ids) for e in cache.lists.values()) <= 100
+
+
+def test_lists_of_other_servers_are_not_offered() -> None:
+    cache = ListCache(100)
+    cache.put(SERVER, entry("a", 10))
+    assert cache.held(("other", 5432, "db", 1, "start"), "fr", ["a"]) == {}
+    assert cache.held(SERVER, "de", ["a"]) == {}
+    assert list(cache.held(SERVER, "fr", ["a", "b"]).values())[0].token == "a"
+
+
+def test_tf_factors_are_recomputed_when_the_statistics_change() -> None:
+    e = entry("a", 5)
+    one = e.factors(0.375, 0.01, tf_factors(0.375, 0.01))
+    assert one is e.factors(0.375, 0.01, tf_factors(0.375, 0.01))  # kept
+    two = e.factors(0.375, 0.02, tf_factors(0.375, 0.02))
+    assert two is not one and np.array_equal(two, tf_factors(0.375, 0.02)[e.packed.astype(np.intp)])
+    assert not two.flags.writeable
+
+
+def test_ids_are_int32_while_they_fit() -> None:
+    assert entry("a", 3).ids.dtype == np.int32
+    big = entry("b", 3, first=2**31 - 2)
+    assert big.ids.dtype == np.int64 and big.ids[-1] == 2**31
+
+
+def test_concurrent_puts_keep_the_count_right() -> None:
+    cache = ListCache(1_000)
+
+    def run(k: int) -> None:
+        for i in range(200):
+            cache.put(SERVER, entry(f"t{(k * 7 + i) % 37}", 10 + i % 50))
+            cache.held(SERVER, "fr", [f"t{i % 37}"])
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert cache.postings == sum(len(e.ids) for e in cache.lists.values()) <= 1_000
