@@ -16,7 +16,8 @@
 WITH st AS (SELECT n_docs, total_len FROM bm25_stats WHERE lang = %(lang)s),
 q AS MATERIALIZED (
     SELECT v.id, v.token, v.df, qt.cnt, d.meta, d.n_blocks, d.xmin::text::bigint AS version,
-           EXISTS (SELECT 1 FROM unnest(%(cached)s::int[], %(versions)s::bigint[], %(cached_df)s::int[]) AS c(id, version, df)
+           EXISTS (SELECT 1 FROM unnest(%(cached)s::int[], %(versions)s::bigint[], %(cached_df)s::int[])
+                                 AS c(id, version, df)
                    WHERE c.id = v.id AND c.version = d.xmin::text::bigint AND c.df = v.df) AS hit,
            row_number() OVER (ORDER BY v.df, v.id) AS rank, count(*) OVER () AS n_tokens, sum(v.df) OVER () AS total,
            min(('x' || encode(substr(d.meta, 1, 8), 'hex'))::bit(64)::bigint) OVER () AS lo,
