@@ -180,11 +180,19 @@ def stream_all(cur: psycopg.Cursor, lang: str, tokens: list[str], read_all: int,
     nothing was read). ``cache``: lists of at least ``min_df`` postings are kept there, and
     the server sends a marker instead of those it holds at their current version."""
     lists = QueryLists(cache, cur.connection, lang, tokens, min_df) if cache is not None else None
-    rows = cur.stream(SQL["blocks_stream"], {"lang": lang, "tokens": tokens, "read_all": read_all, "chunk": CHUNK,
-                                             "rec": DIR.itemsize, **(lists.params() if lists else NO_CACHE)})
+    params = {"lang": lang, "tokens": tokens, "read_all": read_all, "chunk": CHUNK, "rec": DIR.itemsize,
+              **(lists.params() if lists else NO_CACHE)}
     st.round_trips += 1
-    with closing(rows):  # an error while summing must not leave the stream holding the connection
-        known, out = sum_chunks(rows, k1, b, st, lists)
+    if lists is not None and lists.offered:  # mostly markers: fetched at once, the plan prepared (~0.5 ms)
+        t0 = time.perf_counter()
+        fetched = cur.execute(SQL["blocks_stream"], params, prepare=True).fetchall()
+        fetch_ms = 1000 * (time.perf_counter() - t0)
+        known, out = sum_chunks(fetched, k1, b, st, lists)
+        st.ms["wait"] = st.ms.get("wait", 0.0) + fetch_ms
+    else:
+        rows = cur.stream(SQL["blocks_stream"], params)
+        with closing(rows):  # an error while summing must not leave the stream holding the connection
+            known, out = sum_chunks(rows, k1, b, st, lists)
     if lists is not None:
         lists.done()
     if out is not None:  # what a bound on unseen sentences' scores needs (scoi.lookup)

@@ -58,7 +58,7 @@ class Bm25Params:
     #: query's memory stays bounded (~8 bytes an id: 32 MB) however large the memory grows
     span: int = defaults.BM25_SPAN
     #: postings the process keeps decoded for the next queries (the lists of common tokens,
-    #: 14 bytes each; scoi.selection.listcache), exact and checked against the database's
+    #: 18 bytes each; scoi.selection.listcache), exact and checked against the database's
     #: own row versions on every query; 0: none (every list read from the server)
     cache_postings: int = defaults.BM25_CACHE_POSTINGS
     #: the shortest list kept there: rarer lists are cheap to read

@@ -1,6 +1,6 @@
 """The list cache's bookkeeping (scoi/selection/listcache.py), without a database: the bound
 on postings, least recently used eviction, the tf factors kept per corpus statistics, and
-sentence ids stored as int32 only while they fit."""
+entries read-only with absolute sentence ids."""
 
 from __future__ import annotations
 
@@ -50,10 +50,12 @@ def test_tf_factors_are_recomputed_when_the_statistics_change() -> None:
     assert not two.flags.writeable
 
 
-def test_ids_are_int32_while_they_fit() -> None:
-    assert entry("a", 3).ids.dtype == np.int32
-    big = entry("b", 3, first=2**31 - 2)
-    assert big.ids.dtype == np.int64 and big.ids[-1] == 2**31
+def test_entries_are_read_only_and_hold_absolute_ids() -> None:
+    e = make_entry("fr", "a", 7, 3, 5, [np.arange(2**31 - 2, 2**31 + 1), np.arange(2**32, 2**32 + 2)],
+                   [np.full(3, 0x107), np.full(2, 0x205)])
+    assert e.ids.dtype == np.intp and e.ids.tolist() == [2**31 - 2, 2**31 - 1, 2**31, 2**32, 2**32 + 1]
+    assert e.packed.dtype == np.uint16 and e.packed.tolist() == [0x107] * 3 + [0x205] * 2
+    assert not e.ids.flags.writeable and not e.packed.flags.writeable
 
 
 def test_concurrent_puts_keep_the_count_right() -> None:
