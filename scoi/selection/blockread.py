@@ -21,7 +21,7 @@ from psycopg import sql
 from scoi.core.bm25blocks import BLOCK, DIR, GROUP, Directory
 from scoi.db.queries import load
 from scoi.selection.blockscore import SLACK, QueryToken, bm25_idf, merge_heads, sum_by_sentence, tf_factors
-from scoi.selection.listcache import CachedList, ListCache, QueryLists
+from scoi.selection.listcache import CachedList, Deferred, ListCache, QueryLists
 
 if TYPE_CHECKING:
     import psycopg
@@ -84,6 +84,7 @@ class AllLists:
         self.sums: np.ndarray | None = self.buf[lo - self.base:] if self.dense else None
         self.parts: list[tuple[np.ndarray, np.ndarray]] = []
         self.terms: list[tuple[float, int]] = []  # (idf, count in the query) of each token read
+        self.deferred: Deferred | None = None  # the commonest cached lists, added when needed
 
     def add(self, df: int, cnt: int, meta: bytes, ids: bytes, tfdl: bytes, st: Stats,
             keep: tuple[list[np.ndarray], list[np.ndarray]] | None = None) -> None:
@@ -114,11 +115,20 @@ class AllLists:
         st.blocks += len(rec)
         st.bytes += len(meta) + len(ids) + len(tfdl)
 
-    def add_cached(self, df: int, cnt: int, entry: CachedList, st: Stats) -> None:
+    def add_cached(self, df: int, cnt: int, entry: CachedList, st: Stats, defer: bool = False) -> None:
         """A token's whole list from the list cache, in place of its chunks: the same
-        contributions (tf factor x weight, one product each) added to the same cells."""
+        contributions (tf factor x weight, one product each) added to the same cells;
+        ``defer``: kept aside until the best sentences are asked for (:class:`Deferred`)."""
         t0 = time.perf_counter()
-        contrib = entry.factors(self.ka, self.kc, self.factor) * (bm25_idf(self.n_docs, df) * cnt)
+        factors, fmax = entry.factors(self.ka, self.kc, self.factor)
+        w = bm25_idf(self.n_docs, df) * cnt
+        if defer and self.dense:
+            self.deferred = self.deferred or Deferred()
+            self.deferred.add(entry.ids, factors, fmax, w)
+            st.extra["deferred"] = st.extra.get("deferred", 0) + len(entry.ids)
+            st.extra["cached"] = st.extra.get("cached", 0) + len(entry.ids)
+            return
+        contrib = factors * w
         sids = entry.ids if self.base == 0 else entry.ids - self.base
         t1 = time.perf_counter()
         self._sum(sids, contrib)
@@ -133,6 +143,20 @@ class AllLists:
         else:
             self.parts.append((sids if self.base == self.lo else sids + (self.base - self.lo), contrib))
 
+    def complete(self) -> None:
+        """Every sentence's whole sum: the deferred lists added where they are not yet."""
+        if self.deferred is not None:
+            self.deferred.complete(self.buf, self.base)
+            self.deferred = None
+
+    def resolve(self, k: int) -> float | None:
+        """The deferred lists added where a sentence can still be among the best ``k``
+        (:meth:`Deferred.resolve`); the bound on the others' scores (None: added everywhere)."""
+        t = self.deferred.resolve(self.buf, self.base, self.lo - self.base, k) if len(self.sums) > k else None
+        if t is None:
+            self.complete()
+        return t
+
     def finish(self) -> None:
         if not self.dense:
             sids = np.concatenate([p[0] for p in self.parts]) if self.parts else np.zeros(0, np.int64)
@@ -146,6 +170,9 @@ class AllLists:
         any other sentence's score (None: there is no other). A partition of a million sums
         takes ~10 ms; so first a floor from the maxima of >= k chunks (the k-th largest of
         them: at least k sums reach it), then a partition of the few sums that reach it."""
+        t = None
+        if self.deferred is not None:  # at the first head; a later one (another k) needs every sum
+            t = self.resolve(k) if self.deferred.done is None else self.complete()
         raw = self.sums
         ids = (lambda idx: idx + self.lo) if self.dense else (lambda idx: self.cand[idx])
         if len(raw) <= k:
@@ -161,11 +188,12 @@ class AllLists:
         if kth <= SLACK:  # fewer than k sentences met: all of them are in the head
             return ids(idx[top]), np.round(sub[top], 9), None
         others = sub[~top]
-        rest = max(float(others.max()) if len(others) else floor, floor)
+        rest = max(float(others.max()) if len(others) else floor, floor, t or 0.0)  # t: the unresolved's bound
         return ids(idx[top]), np.round(sub[top], 9), round(rest, 9)
 
     def all_scores(self) -> tuple[np.ndarray, np.ndarray]:
         """Every sentence met (ascending ids) and its exact score."""
+        self.complete()
         if self.dense:
             met = np.flatnonzero(self.sums)
             return met + self.lo, np.round(self.sums[met], 9)
@@ -333,6 +361,7 @@ def sum_chunks(rows: Iterable[tuple[Any, ...]], k1: float, b: float, st: Stats,
     waiting: dict[tuple[int, int], tuple[Any, ...]] = {}
     at = (1, 0)
     start = time.perf_counter()
+    defer: set[int] = set()
     for row in rows:
         known = True
         rank, n_tokens, chunk = row[0], row[1], row[2]
@@ -341,13 +370,15 @@ def sum_chunks(rows: Iterable[tuple[Any, ...]], k1: float, b: float, st: Stats,
         if out is None:
             out = AllLists(row, k1, b)
             st.extra.setdefault("extent", out.hi - out.lo + 1)  # the ids the lists span
+            if lists is not None and isinstance(rows, list):  # every row known: the commonest lists may wait
+                defer = lists.deferrable(rows, out.n_docs, out.ka, out.kc, out.factor)
         st.tokens = n_tokens
         waiting[(rank, chunk)] = row
         while at in waiting:
             r = waiting.pop(at)
             if r[16]:
                 assert lists is not None  # the statement only marks lists it was offered
-                out.add_cached(r[4], r[5], lists.hit(r[14]), st)
+                out.add_cached(r[4], r[5], lists.hit(r[14]), st, at[0] in defer)
             else:
                 keep = lists.keep(r[4], r[14]) if lists is not None else None
                 out.add(r[4], r[5], r[6], r[12], r[13], st, keep)

@@ -29,11 +29,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from scoi.db.queries import load
+from scoi.selection.blockscore import bm25_idf
 
 if TYPE_CHECKING:
     import psycopg
 
 SQL = load("select")
+#: the most a suffix of a query's commonest cached lists may add to a score to be left out
+#: of the sums until the best sentences are known (:class:`Deferred`)
+DEFER_BOUND = 2.0
 #: bytes an entry holds per posting: sentence id (intp), packed tf/dl (uint16), tf factor (float64)
 BYTES_PER_POSTING = 8 + 2 + 8
 
@@ -49,19 +53,20 @@ class CachedList:
     df: int
     ids: np.ndarray     # absolute sentence ids, ascending (read-only)
     packed: np.ndarray  # tf << 8 | dl, uint16 (read-only)
-    #: (ka, kc) and the tf factor of every posting under them (replaced whole, never mutated)
-    scaled: tuple[tuple[float, float], np.ndarray] | None = None
+    #: (ka, kc), the tf factor of every posting under them and the largest (replaced whole)
+    scaled: tuple[tuple[float, float], np.ndarray, float] | None = None
 
-    def factors(self, ka: float, kc: float, table: np.ndarray) -> np.ndarray:
-        """tf / (tf + ka + kc dl) of each posting: ``table`` (scoi.selection.blockscore.tf_factors
-        of (ka, kc)) gathered once per corpus statistics, kept for the next queries."""
+    def factors(self, ka: float, kc: float, table: np.ndarray) -> tuple[np.ndarray, float]:
+        """tf / (tf + ka + kc dl) of each posting, and the largest: ``table``
+        (scoi.selection.blockscore.tf_factors of (ka, kc)) gathered once per corpus
+        statistics, kept for the next queries."""
         got = self.scaled
-        if got is not None and got[0] == (ka, kc):
-            return got[1]
-        out = table[self.packed.astype(np.intp)]
-        out.flags.writeable = False
-        self.scaled = ((ka, kc), out)  # one reference assignment: readers see the old or the new pair
-        return out
+        if got is None or got[0] != (ka, kc):
+            out = table[self.packed.astype(np.intp)]
+            out.flags.writeable = False
+            got = ((ka, kc), out, float(out.max()) if len(out) else 0.0)
+            self.scaled = got  # one reference assignment: readers see the old or the new triple
+        return got[1], got[2]
 
 
 @dataclass
@@ -166,6 +171,24 @@ class QueryLists:
         return {"cached": [e.token_id for e in got], "versions": [e.version for e in got],
                 "cached_df": [e.df for e in got]}
 
+    def deferrable(self, rows: list[tuple[Any, ...]], n_docs: int, ka: float, kc: float, table: np.ndarray
+                   ) -> set[int]:
+        """Ranks of the longest suffix of the query's tokens (the commonest: ranks go by df)
+        whose lists all come from the cache and whose contributions add up to at most
+        ``DEFER_BOUND`` (:class:`Deferred`); ``rows``: the statement's, all of them."""
+        hits = {r[0]: r for r in rows if r[16]}
+        out: set[int] = set()
+        ub = 0.0
+        for rank in range(rows[0][1], 0, -1):
+            r = hits.get(rank)
+            if r is None:
+                break
+            ub += bm25_idf(n_docs, r[4]) * r[5] * self.offered[r[14]].factors(ka, kc, table)[1]
+            if ub > DEFER_BOUND:
+                break
+            out.add(rank)
+        return out
+
     def hit(self, token_id: int) -> CachedList:
         """The entry the statement found current (it offered it)."""
         entry = self.offered[token_id]
@@ -188,6 +211,63 @@ class QueryLists:
         self.cache.count(self.hits, self.misses)
 
 
+class Deferred:
+    """The commonest cached lists of a query (a suffix in rank order), left out of the sums
+    until the best sentences are asked for (MaxScore with the lists in memory): when ``k``
+    sentences already reach T on the other lists, only sentences within ``ub`` (the most
+    these lists can add) of T can be among the best k, and only they get these lists'
+    contributions (a binary search per sentence and list), in rank order after the others,
+    so their sums are the same floats as a full read. Everything else is added only if
+    all scores are asked for, or there are too many such sentences."""
+
+    def __init__(self) -> None:
+        self.lists: list[tuple[np.ndarray, np.ndarray, float]] = []  # (ids, tf factors, weight)
+        self.ub = 0.0
+        self.done: np.ndarray | None = None  # cells that got them (None: none yet)
+
+    def add(self, ids: np.ndarray, factors: np.ndarray, fmax: float, w: float) -> None:
+        self.lists.append((ids, factors, w))
+        self.ub += w * fmax
+
+    def resolve(self, buf: np.ndarray, base: int, lo: int, k: int) -> float | None:
+        """Add the lists to the sentences of ``buf[lo:]`` (id = cell + ``base``) whose sum
+        so far is within ``ub`` of T, the k-th best (at least k sentences score T or more,
+        so no other can be among the best k); T, a bound on every other sentence's score.
+        None (nothing added) when those sentences are too many (over 1/32 of them)."""
+        raw = buf[lo:]
+        size = max(1, len(raw) // (8 * k))
+        maxima = np.maximum.reduceat(raw, np.arange(0, len(raw), size))
+        floor = maxima[np.argpartition(maxima, len(maxima) - k)[len(maxima) - k]]
+        sub = raw[raw >= floor]  # at least k: k chunks reach the floor
+        t = float(np.partition(sub, len(sub) - k)[len(sub) - k])
+        cells = np.flatnonzero(raw >= t - self.ub - 1e-8 * max(1.0, t))  # slack: sums in another order
+        if t - self.ub <= 1e-8 or len(cells) > len(raw) // 32:
+            return None
+        cells += lo
+        sids = cells + base
+        for ids, f, w in self.lists:
+            pos = np.minimum(np.searchsorted(ids, sids), len(ids) - 1)
+            found = ids[pos] == sids
+            buf[cells[found]] += f[pos[found]] * w  # distinct cells: one addition each
+        self.done = cells
+        return t
+
+    def complete(self, buf: np.ndarray, base: int) -> None:
+        """Add the lists to every sentence not resolved yet."""
+        todo = None
+        if self.done is not None:
+            todo = np.ones(len(buf), dtype=bool)
+            todo[self.done] = False
+        for ids, f, w in self.lists:
+            cells = ids - base if base else ids
+            if todo is None:
+                np.add.at(buf, cells, f * w)
+            else:
+                keep = todo[cells]
+                np.add.at(buf, cells[keep], f[keep] * w)
+        self.lists = []
+
+
 _SHARED: dict[int, ListCache] = {}
 _SHARED_LOCK = threading.Lock()
 
@@ -201,4 +281,4 @@ def shared(max_postings: int) -> ListCache | None:
         return _SHARED.setdefault(max_postings, ListCache(max_postings))
 
 
-__all__ = ["BYTES_PER_POSTING", "CachedList", "ListCache", "make_entry", "QueryLists", "shared"]
+__all__ = ["BYTES_PER_POSTING", "CachedList", "DEFER_BOUND", "Deferred", "ListCache", "make_entry", "QueryLists", "shared"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
 import psycopg
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -38,13 +39,21 @@ def top(conn: psycopg.Connection, q: list[str], n: int, cache: ListCache | None,
                             stats=st_, **kw)
 
 
-def sums(conn: psycopg.Connection, q: list[str], cache: ListCache | None, min_df: int = 1) -> tuple[bytes, int]:
-    """The read-all path's sums array (bytes) and the postings summed from the cache."""
+def sums(conn: psycopg.Connection, q: list[str], cache: ListCache | None, min_df: int = 1, k: int = 4
+         ) -> tuple[tuple[bytes, bytes, float | None], bytes, int]:
+    """The read-all path's best ``k`` sentences (ids and scores as bytes, and the bound on
+    the others), then its whole sums array (bytes), and the postings taken from the cache."""
     st_ = Stats()
     with conn.transaction():
         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
         _, read = stream_all(conn.cursor(binary=True), "fr", q, 2**62, 1.5, 0.75, st_, cache, min_df)
-    return (b"" if read is None else read.sums.tobytes()), st_.extra.get("cached", 0)
+    if read is None:
+        return (b"", b"", None), b"", 0
+    ids, scores, rest = read.head(k)  # the commonest cached lists added only where they matter
+    order = np.argsort(ids)
+    best = (ids[order].tobytes(), scores[order].tobytes(), rest)
+    read.all_scores()  # ... and then everywhere
+    return best, read.sums.tobytes(), st_.extra.get("cached", 0)
 
 
 def df(conn: psycopg.Connection, tok: str) -> int:
@@ -67,9 +76,12 @@ def test_warm_cache_gives_the_same_floats_as_no_cache_after_each_batch(server_ur
                 assert same(cold, reference(docs, pairs_of, q, n)), (q, cold)
                 for _ in range(2):  # fills (or refreshes) the cache, then reads from it
                     assert top(c.conn, q, n, cache, min_df) == cold  # bitwise: the same floats, same order
-                plain, _ = sums(c.conn, q, None)
-                warm, hits = sums(c.conn, q, cache, min_df)
-                assert warm == plain
+                for k in (1, n, 2 * n):
+                    best, plain, _ = sums(c.conn, q, None, k=k)
+                    warm_best, warm, hits = sums(c.conn, q, cache, min_df, k=k)
+                    assert warm_best[:2] == best[:2] and warm == plain
+                    # a bound on the sentences left out, never below the exact one
+                    assert warm_best[2] is None if best[2] is None else warm_best[2] >= best[2]
                 assert hits == sum(df(c.conn, t) for t in set(q) if df(c.conn, t) >= min_df)
 
 
@@ -174,3 +186,24 @@ def test_threads_share_one_cache(server_url, template_url):
             t.join()
         assert not bad
         assert cache.postings <= 2_000 and cache.hits > 0
+
+
+def test_the_commonest_cached_lists_are_added_only_where_they_can_matter(server_url, template_url):
+    """With every list cached, the commonest ones (whose contributions add up to little) are
+    added only to the sentences that can still be among the best: fewer postings summed, the
+    same floats, and the same pools as reading every list, for every depth asked."""
+    frs = [["de"] + ["la"] * (i % 3 > 0) + [f"w{i % 50}", f"u{i % 300}", f"t{i}"] for i in range(3000)]
+    q = ["de", "la", "w3", "u7", "u8"]
+    cache = ListCache(10**6)
+    with corpus(server_url) as c:
+        c.add(frs)
+        docs, pairs_of = c.truth()
+        top(c.conn, q, 20, cache)  # fills the cache
+        for n in (1, 5, 20, 60):
+            st_ = Stats()
+            got = top(c.conn, q, n, cache, st_=st_)
+            assert got == top(c.conn, q, n, None) and same(got, reference(docs, pairs_of, q, n))
+            assert st_.extra["deferred"] >= 3000 + 2000 and st_.postings < 100  # "de" and "la" at least
+        best, whole, _ = sums(c.conn, q, cache, k=40)
+        plain_best, plain_whole, _ = sums(c.conn, q, None, k=40)
+        assert best[:2] == plain_best[:2] and whole == plain_whole and best[2] >= plain_best[2]

@@ -43,11 +43,11 @@ def test_lists_of_other_servers_are_not_offered() -> None:
 
 def test_tf_factors_are_recomputed_when_the_statistics_change() -> None:
     e = entry("a", 5)
-    one = e.factors(0.375, 0.01, tf_factors(0.375, 0.01))
-    assert one is e.factors(0.375, 0.01, tf_factors(0.375, 0.01))  # kept
-    two = e.factors(0.375, 0.02, tf_factors(0.375, 0.02))
+    one, _ = e.factors(0.375, 0.01, tf_factors(0.375, 0.01))
+    assert one is e.factors(0.375, 0.01, tf_factors(0.375, 0.01))[0]  # kept
+    two, largest = e.factors(0.375, 0.02, tf_factors(0.375, 0.02))
     assert two is not one and np.array_equal(two, tf_factors(0.375, 0.02)[e.packed.astype(np.intp)])
-    assert not two.flags.writeable
+    assert not two.flags.writeable and largest == two.max()
 
 
 def test_entries_are_read_only_and_hold_absolute_ids() -> None:
