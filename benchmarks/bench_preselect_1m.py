@@ -238,7 +238,8 @@ def main() -> None:
             print(f"| {name} | " + " | ".join(f"{a:.1f} ({b:.1f})" for a, b in (pct(prof[k]) for k in PROFILE_STEPS))
                   + " |")
     print()
-    print("| queries | postings read p50 (p95) | blocks read p50 (p95) | blocks of the query's tokens p50 | kB read p50 (p95) |")
+    print("| queries | postings summed p50 (p95) | blocks read p50 (p95) | blocks of the query's tokens p50 "
+          "| kB read p50 (p95) |")
     print("| --- | --- | --- | --- | --- |")
     for name, post, blk, total, nbytes in reads:
         print(f"| {name} | {post[0]:,.0f} ({post[1]:,.0f}) | {blk[0]:,.0f} ({blk[1]:,.0f}) | {total[0]:,.0f} | "
