@@ -86,11 +86,13 @@ class ListCache:
     def server(self, conn: psycopg.Connection) -> Any:
         """The key of the server and database ``conn`` reads (one round trip per connection):
         directory versions are only comparable within one database of one running server."""
-        key = self.keys.get(conn)
+        with self.lock:
+            key = self.keys.get(conn)
         if key is None:
             row = conn.execute(SQL["server_key"]).fetchone()
             key = (conn.info.host, conn.info.port, conn.info.dbname, *row)
-            self.keys[conn] = key
+            with self.lock:
+                self.keys[conn] = key
         return key
 
     def held(self, server: Any, lang: str, tokens: list[str]) -> dict[int, CachedList]:
