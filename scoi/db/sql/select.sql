@@ -205,14 +205,21 @@ LEFT JOIN bm25_scores(%(score_ids)s::bigint[], %(qids)s::int[], %(ws)s::float8[]
 -- `scores`), by score then pair id, with everything coverage needs about them when
 -- `details` (texts, source tokens and polynomial terms: fetch_candidates' columns, so the
 -- pair mapping and the candidate fetch are one statement).
+-- The pairs are read from `pair` itself, on the side the source language is on
+-- (pair_check: a_lang < b_lang), rather than through the `example` view, which probes
+-- both sides of every sentence (one probe per sentence saved: ~0.5 ms for 200 at 1M pairs).
 WITH s AS (SELECT x.sid, x.score FROM unnest(%(ids)s::bigint[], %(scores)s::float8[]) AS x(sid, score)),
 top AS (  -- each sentence's pairs by index (OFFSET 0: never a hash join over all pairs)
     SELECT e.pair_id, s.score, e.src_id, e.tgt_id
     FROM s CROSS JOIN LATERAL (
-        SELECT e.pair_id, e.src_id, e.tgt_id FROM example e
-        WHERE e.src_id = s.sid AND e.src_lang = %(lang)s AND e.tgt_lang = %(tgt)s
-          AND (%(corpora)s::int[] IS NULL OR e.corpus_id = ANY(%(corpora)s::int[]))
-          AND (%(meta)s::jsonb IS NULL OR EXISTS (SELECT 1 FROM pair m WHERE m.id = e.pair_id AND m.meta @> %(meta)s::jsonb))
+        SELECT e.pair_id, e.src_id, e.tgt_id FROM (
+            SELECT p.id AS pair_id, p.a_id AS src_id, p.b_id AS tgt_id, p.corpus_id, p.meta FROM pair p
+            WHERE %(lang)s::text < %(tgt)s::text AND p.a_id = s.sid AND p.a_lang = %(lang)s AND p.b_lang = %(tgt)s
+            UNION ALL
+            SELECT p.id, p.b_id, p.a_id, p.corpus_id, p.meta FROM pair p
+            WHERE %(lang)s::text > %(tgt)s::text AND p.b_id = s.sid AND p.b_lang = %(lang)s AND p.a_lang = %(tgt)s) e
+        WHERE (%(corpora)s::int[] IS NULL OR e.corpus_id = ANY(%(corpora)s::int[]))
+          AND (%(meta)s::jsonb IS NULL OR e.meta @> %(meta)s::jsonb)
         OFFSET 0) e
     ORDER BY s.score DESC, e.pair_id
     LIMIT %(n)s
