@@ -104,6 +104,9 @@ def test_a_batch_invalidates_the_lists_it_appends_to(server_url, template_url):
         new = {p for sid, ps in pairs_of.items() if docs[sid] == ["de", "w1", "nouveau"] for p in ps}
         assert new & {p for p, _ in top(c.conn, ["nouveau", "w1"], 5, cache)}
         assert got == top(c.conn, q, 20, None)
+        c.conn.execute("VACUUM (FREEZE) bm25_dir")  # a frozen row keeps its xmin: still current
+        st_ = Stats()
+        assert top(c.conn, q, 20, cache, st_=st_) == got and st_.extra["cached"] == 341 + 300 + 61
 
 
 def test_deletes_invalidate_the_lists_they_rewrite(server_url, template_url):
