@@ -23,13 +23,14 @@ from scoi.selection.listcache import ListCache, shared
 from scoi.selection.preselect import Stats, preselect_blocks
 from scoi.selection.preselector import BlockPreselector, Bm25Params
 from tests.helpers.bm25 import corpus, reference, same
+from tests.helpers.hypothesis import examples
 
 VOCAB = ["de", "la", ",", "le", "et"] + [f"w{i}" for i in range(25)]
 token = st.one_of(st.sampled_from(VOCAB[:5]), st.sampled_from(VOCAB))
 sentence = st.lists(token, min_size=1, max_size=14)
 query = st.lists(st.one_of(token, st.just("inconnu")), min_size=1, max_size=10)
 batch = st.tuples(st.lists(sentence, min_size=1, max_size=60), st.sampled_from(["a", "b"]))
-SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+SETTINGS = settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                             HealthCheck.too_slow])
 
 
