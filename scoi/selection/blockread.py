@@ -77,8 +77,7 @@ class AllLists:
         self.kc = k1 * b * max(n_docs, 1) / max(total_len, 1)
         self.factor = tf_factors(self.ka, self.kc)
         self.dense = 0 <= hi - lo < 8 * total  # (a range holding no posting: total 0)
-        # ids are relative to ``base``: 0 when the array from id 0 is at most twice the range
-        # (cached lists, held with absolute ids, then add without a subtraction)
+        # ids relative to ``base``: 0 if the array from id 0 is at most twice the range (cached ids as they are)
         self.base = 0 if self.dense and lo <= hi - lo + 1 else lo
         self.buf = np.zeros(hi - self.base + 1) if self.dense else None
         self.sums: np.ndarray | None = self.buf[lo - self.base:] if self.dense else None
@@ -149,14 +148,6 @@ class AllLists:
             self.deferred.complete(self.buf, self.base)
             self.deferred = None
 
-    def resolve(self, k: int) -> float | None:
-        """The deferred lists added where a sentence can still be among the best ``k``
-        (:meth:`Deferred.resolve`); the bound on the others' scores (None: added everywhere)."""
-        t = self.deferred.resolve(self.buf, self.base, self.lo - self.base, k) if len(self.sums) > k else None
-        if t is None:
-            self.complete()
-        return t
-
     def finish(self) -> None:
         if not self.dense:
             sids = np.concatenate([p[0] for p in self.parts]) if self.parts else np.zeros(0, np.int64)
@@ -170,11 +161,20 @@ class AllLists:
         any other sentence's score (None: there is no other). A partition of a million sums
         takes ~10 ms; so first a floor from the maxima of >= k chunks (the k-th largest of
         them: at least k sums reach it), then a partition of the few sums that reach it."""
-        t = None
-        if self.deferred is not None:  # at the first head; a later one (another k) needs every sum
-            t = self.resolve(k) if self.deferred.done is None else self.complete()
         raw = self.sums
         ids = (lambda idx: idx + self.lo) if self.dense else (lambda idx: self.cand[idx])
+        if self.deferred is not None:  # the commonest cached lists, added where they matter (Deferred)
+            d, at = self.deferred, self.lo - self.base
+            t = d.resolve(self.buf, self.base, at, k) if d.done is None and len(raw) > k else None
+            if t is None:  # (a later head, for another k, needs every sum)
+                self.complete()
+            else:  # the best k are among the sentences resolved; every other one scores below t
+                idx = d.done - at
+                sub = raw[idx]
+                kth = np.partition(sub, len(sub) - k)[len(sub) - k]
+                top = (sub >= kth - SLACK) & (sub > 0)
+                rest = max(float(sub[~top].max()) if not top.all() else t, t)
+                return ids(idx[top]), np.round(sub[top], 9), round(rest, 9)
         if len(raw) <= k:
             idx = np.flatnonzero(raw > 0)
             return ids(idx), np.round(raw[idx], 9), None
@@ -188,7 +188,7 @@ class AllLists:
         if kth <= SLACK:  # fewer than k sentences met: all of them are in the head
             return ids(idx[top]), np.round(sub[top], 9), None
         others = sub[~top]
-        rest = max(float(others.max()) if len(others) else floor, floor, t or 0.0)  # t: the unresolved's bound
+        rest = max(float(others.max()) if len(others) else floor, floor)
         return ids(idx[top]), np.round(sub[top], 9), round(rest, 9)
 
     def all_scores(self) -> tuple[np.ndarray, np.ndarray]:

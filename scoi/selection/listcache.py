@@ -283,4 +283,5 @@ def shared(max_postings: int) -> ListCache | None:
         return _SHARED.setdefault(max_postings, ListCache(max_postings))
 
 
-__all__ = ["BYTES_PER_POSTING", "CachedList", "DEFER_BOUND", "Deferred", "ListCache", "make_entry", "QueryLists", "shared"]
+__all__ = ["BYTES_PER_POSTING", "CachedList", "DEFER_BOUND", "Deferred", "ListCache", "make_entry", "QueryLists",
+           "shared"]
