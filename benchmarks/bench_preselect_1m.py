@@ -105,6 +105,8 @@ def main() -> None:
                     help="skip bm25s (its in-memory index of every sentence is the slow part at 4M): scoi alone")
     ap.add_argument("--memory", action="store_true",
                     help="also measure each query's peak Python/numpy memory (tracemalloc, a pass of its own)")
+    ap.add_argument("--no-cold", action="store_true",
+                    help="do not also time the same engine without its list cache (Bm25Params(cache_postings=0))")
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                     help="override a Bm25Params field, e.g. --set read_all=0 (repeatable)")
     args = ap.parse_args()
@@ -155,25 +157,44 @@ def main() -> None:
                  for k, v in (kv.split("=", 1) for kv in args.set)}
     params = Bm25Params(**overrides)
     sel = Selector("fr", "en", url=url, k=4, pool=100, bm25=params)
+    # the same engine without the list cache, timed in the same loop (--no-cold: skip it)
+    cold = None if args.no_cold or not params.cache_postings else Selector(
+        "fr", "en", url=url, k=4, pool=100, bm25=dataclasses.replace(params, cache_postings=0))
     warm_up(lambda q: sel.preselect(sel.query.analyze(q)[0]))
+    if sel.engine.cache is not None:
+        sel.engine.cache.hits = sel.engine.cache.misses = 0  # the hit rate of the timed queries
     sets = {"long": recombined([sel.query.analyze(q)[0] for q in long_queries(args.queries + 1)])[:args.queries],
             "short": [sel.query.analyze(q)[0] for q in held_out_queries(args.queries)]}
     ref = None if args.no_overlap else Bm25sIndex(sel.reader)
-    rows, reads, profiles, memory = [], [], [], {}
+    rows, reads, profiles, memory, colds = [], [], [], {}, {}
     for name, toks in sets.items():
-        times, ref_times, got, certified, stats = [], [], [], [], []
+        times, ref_times, got, certified, stats, cold_times = [], [], [], [], [], []
         for i, t in enumerate(toks):
             st = Stats()
-            if ref is not None and i % 2:  # alternate which engine goes first
-                ref_times.append(ref.timed(t))
-            t0 = time.perf_counter()
-            found = sel.preselect(t, stats=st)
-            got.append([p for p, _ in found])
-            times.append(1000 * (time.perf_counter() - t0))
-            if ref is not None and not i % 2:
-                ref_times.append(ref.timed(t))
-            certified.append(bool(found))  # the block preselection is exact BM25's top n
+
+            def ours() -> None:
+                t0 = time.perf_counter()
+                found = sel.preselect(t, stats=st)
+                times.append(1000 * (time.perf_counter() - t0))
+                got.append(found)
+                certified.append(bool(found))  # the block preselection is exact BM25's top n
+
+            def uncached() -> None:
+                t0 = time.perf_counter()
+                found = cold.preselect(t)
+                cold_times.append(1000 * (time.perf_counter() - t0))
+                assert found == got[-1], "the list cache changed a pool"  # the same floats, the same order
+
+            steps = [ours] + ([lambda: ref_times.append(ref.timed(t))] if ref is not None else [])
+            k = i % len(steps)  # rotate which engine goes first
+            for step in steps[k:] + steps[:k]:
+                step()
+            if cold is not None:
+                uncached()
+            got[-1] = [p for p, _ in got[-1]]
             stats.append(st)
+        if cold_times:
+            colds[name] = pct(cold_times)
         exact = [[] for _ in toks] if ref is None else [ref.top_pairs(t, 100) for t in toks]
         overlap = [len(set(g) & set(e)) / len(e) for g, e in zip(got, exact) if e] or [float("nan")]
         theirs = pct(ref_times) if ref_times else (float("nan"), float("nan"))
@@ -196,6 +217,17 @@ def main() -> None:
     for name, p50, p95, r50, r95, mean, low, cert in rows:
         print(f"| {name} | {p50:.1f} | {p95:.1f} | {r50:.1f} | {r95:.1f} | {p50 / r50:.2f} | {p95 / r95:.2f} "
               f"| {mean:.3f} ({low:.2f}) | {cert:.2f} |")
+        if name in colds:
+            c50, c95 = colds[name]
+            print(f"| {name}, no list cache | {c50:.1f} | {c95:.1f} | {r50:.1f} | {r95:.1f} | {c50 / r50:.2f} "
+                  f"| {c95 / r95:.2f} | (the same pools) | |")
+    if sel.engine.cache is not None:
+        info = sel.engine.cache.info()
+        print()
+        print(f"list cache after the run: {info['lists']:,} lists, {info['postings']:,} postings "
+              f"({info['mb']:.0f} MB; bound {info['max_postings']:,} postings, lists of >= "
+              f"{params.cache_min_df:,}); share of cacheable postings summed from it in the timed queries "
+              f"{info['hit_rate'] or 0:.3f}; load average at the end {load_average()}")
     if profiles:
         print()
         print("where scoi's milliseconds go, p50 (p95), the same queries run again step by step:")
@@ -206,7 +238,8 @@ def main() -> None:
             print(f"| {name} | " + " | ".join(f"{a:.1f} ({b:.1f})" for a, b in (pct(prof[k]) for k in PROFILE_STEPS))
                   + " |")
     print()
-    print("| queries | postings read p50 (p95) | blocks read p50 (p95) | blocks of the query's tokens p50 | kB read p50 (p95) |")
+    print("| queries | postings summed p50 (p95) | blocks read p50 (p95) | blocks of the query's tokens p50 "
+          "| kB read p50 (p95) |")
     print("| --- | --- | --- | --- | --- |")
     for name, post, blk, total, nbytes in reads:
         print(f"| {name} | {post[0]:,.0f} ({post[1]:,.0f}) | {blk[0]:,.0f} ({blk[1]:,.0f}) | {total[0]:,.0f} | "
@@ -230,6 +263,8 @@ def main() -> None:
             print(json.dumps({"name": name, "pairs": pairs, "p50_ms": round(p50, 2), "p95_ms": round(p95, 2),
                               "bm25s_p50_ms": None if r50 != r50 else round(r50, 2),
                               "bm25s_p95_ms": None if r95 != r95 else round(r95, 2),
+                              "uncached_p50_ms": round(colds[name][0], 2) if name in colds else None,
+                              "uncached_p95_ms": round(colds[name][1], 2) if name in colds else None,
                               "overlap_mean": None if mean != mean else round(mean, 4),  # NaN: --no-overlap
                               "overlap_min": None if low != low else round(low, 4), "certified": round(cert, 4),
                               "postings_p50": reads_by[name][0][0], "bytes_p50": reads_by[name][3][0],
@@ -258,7 +293,7 @@ def profile(sel, token_lists: list[list[str]]) -> dict[str, list[float]]:
     kept undecoded (read + transfer), then the whole preselection with its own step
     timings (Stats.ms: waiting for rows, decoding, summing, the top 2n, pair mapping)."""
     from scoi.db.queries import load
-    from scoi.selection.blockread import CHUNK, Stats
+    from scoi.selection.blockread import CHUNK, NO_CACHE, Stats
     from scoi.core.bm25blocks import DIR
 
     stream_sql = load("select")["blocks_stream"].strip().rstrip(";")
@@ -266,10 +301,11 @@ def profile(sel, token_lists: list[list[str]]) -> dict[str, list[float]]:
     cur = sel.reader.cursor(binary=True)
     for toks in token_lists:
         params = {"lang": sel.src, "tokens": [t.lower() for t in toks], "read_all": 2**62, "chunk": CHUNK,
-                  "rec": DIR.itemsize}
+                  "rec": DIR.itemsize, **NO_CACHE}  # the uncached read
         t0 = time.perf_counter()
         cur.execute(f"SELECT count(*), sum(length(x.ids) + length(x.tfdl)) FROM ({stream_sql}) "
-                    "AS x(rank, n_tokens, c, n_chunks, df, cnt, meta, n_docs, total_len, lo, hi, total, ids, tfdl)",
+                    "AS x(rank, n_tokens, c, n_chunks, df, cnt, meta, n_docs, total_len, lo, hi, total, ids, tfdl, "
+                    "id, version, hit, token)",
                     params).fetchall()
         out["server"].append(1000 * (time.perf_counter() - t0))
         t0 = time.perf_counter()

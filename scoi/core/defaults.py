@@ -26,6 +26,8 @@ EF_SEARCH = 40                # fuzzy-ann: HNSW candidates searched per query (p
 BM25_K1 = 1.5                 # BM25 preselection: term-frequency saturation
 BM25_B = 0.75                 # ... and length normalisation
 BM25_SPAN = 1 << 22           # ... sentence ids scored at once: a query's sums stay <= 32 MB at any size
+BM25_CACHE_POSTINGS = 16_000_000  # ... postings of common tokens' lists kept decoded per process (<= 288 MB)
+BM25_CACHE_MIN_DF = 10_000    # ... the shortest list kept there
 DPP_THETA = 0.5               # dpp: the quality/diversity trade-off of the kernel (docs/method.md §7.2)
 DPP_BM25_K1 = 1.2             # dpp: its BM25 weights over the pool alone (the paper's k1 and b)
 DPP_BM25_B = 0.75

@@ -40,6 +40,7 @@ from scoi.db.queries import load
 from scoi.selection.blockread import RangeHeads, Stats, decode_ids, read_list, read_parts, read_ranges, stream_all
 from scoi.selection.blockscore import (QueryToken, accumulate, bm25_idf, nth_pair_score, sum_by_sentence, tf_factors,
                                        top_pairs)
+from scoi.selection.listcache import ListCache
 
 if TYPE_CHECKING:
     import psycopg
@@ -54,7 +55,8 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
                      details: dict[int, tuple[Any, ...]] | None = None,
                      where: dict[str, str] | None = None, top_sql: str | None = None,
                      first: int = 0, settle: Callable[[list[tuple[int, float]]], bool] | None = None,
-                     helpers: Sequence[psycopg.Connection] = (), span: int = 0) -> list[tuple[int, float]]:
+                     helpers: Sequence[psycopg.Connection] = (), span: int = 0, cache: ListCache | None = None,
+                     cache_min_df: int = 0) -> list[tuple[int, float]]:
     """Exact BM25 top ``n`` (pair id, score) of the lowercased ``tokens`` over the eligible
     ``lang`` sentences, counting only pairs ``lang``-``tgt`` (of ``corpora``, whose metadata
     holds ``where``: scoi.core.exact.parse_where), best first,
@@ -73,7 +75,9 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
     sentence ids in parallel with ``conn``, inside ``conn``'s snapshot (which must be a
     REPEATABLE READ transaction's: :func:`read_parts`); the same result. ``span``: read
     lists spanning more sentence ids than this one range at a time (:func:`read_ranges`,
-    a bounded memory; 0: in one go); the same result."""
+    a bounded memory; 0: in one go); the same result. ``cache``: the lists of at least
+    ``cache_min_df`` postings are kept there and summed from it while their blocks are
+    unchanged, on the one-connection path (scoi.selection.listcache); the same result."""
     st = stats if stats is not None else Stats()
     probe = probe or max(2 * n, 50)
     cur = conn.cursor(binary=True)
@@ -82,9 +86,9 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
     if helpers:
         known, read = read_parts(cur, helpers, lang, lowered, read_all, k1, b, st)
     elif span:
-        known, read = read_ranges(cur, lang, lowered, read_all, k1, b, st, span, 2 * n)
+        known, read = read_ranges(cur, lang, lowered, read_all, k1, b, st, span, 2 * n, cache, cache_min_df)
     else:
-        known, read = stream_all(cur, lang, lowered, read_all, k1, b, st)
+        known, read = stream_all(cur, lang, lowered, read_all, k1, b, st, cache, cache_min_df)
     if not known:
         return []
     if read is not None:  # every list read: every score is known
@@ -103,7 +107,7 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
             return found
         if isinstance(read, RangeHeads):  # the best 2n left short (ties, a filter): every score is needed
             st.extra["reread"] = True
-            known, read = stream_all(cur, lang, lowered, read_all, k1, b, st)
+            known, read = stream_all(cur, lang, lowered, read_all, k1, b, st, cache, cache_min_df)
         pairs_of: dict[int, list[int]] = {}
         cand, scores = read.all_scores()
         return top_pairs(cand, scores, pairs_of, n, _pair_fetcher(cur, pairs_of, {"ka": read.ka, "kc": read.kc,

@@ -22,6 +22,8 @@ from scoi.core.pool import distinct_sources
 from scoi.db import connect
 from scoi.db.queries import load
 from scoi.db.reads import ReadStatus
+from scoi.selection.blockread import NO_CACHE
+from scoi.selection.listcache import shared
 from scoi.selection.preselect import Stats, pair_filter, preselect_blocks, preselect_many
 from scoi.selection.types import Candidate, PoolResult, SelectionError
 
@@ -55,6 +57,12 @@ class Bm25Params:
     #: sentence ids summed at once: lists spanning more are read one range at a time, so a
     #: query's memory stays bounded (~8 bytes an id: 32 MB) however large the memory grows
     span: int = defaults.BM25_SPAN
+    #: postings the process keeps decoded for the next queries (the lists of common tokens,
+    #: 18 bytes each; scoi.selection.listcache), exact and checked against the database's
+    #: own row versions on every query; 0: none (every list read from the server)
+    cache_postings: int = defaults.BM25_CACHE_POSTINGS
+    #: the shortest list kept there: rarer lists are cheap to read
+    cache_min_df: int = defaults.BM25_CACHE_MIN_DF
 
     def signature(self) -> str:
         """The settings that change a pool: k1 and b (the pool is exact)."""
@@ -137,6 +145,8 @@ class BlockPreselector:
         #: the ids the last query's lists spanned (None: no query yet): whether the next one
         #: first asks where its lists lie (``blocks_extent``), to read them in ranges
         self.extent: int | None = None
+        #: the process's list cache for this setting (shared by every selector that has it)
+        self.cache = shared(self.bm25.cache_postings)
 
     def helpers(self, conn: psycopg.Connection) -> list[psycopg.Connection]:
         """``bm25.connections`` - 1 more connections to the server ``conn`` reads from
@@ -176,7 +186,8 @@ class BlockPreselector:
             found = preselect_blocks(conn, lang=self.src, tgt=self.tgt, tokens=tokens, n=n, corpora=self.corpus_ids,
                                      k1=self.bm25.k1, b=self.bm25.b, read_all=self.bm25.read_all,
                                      budget=self.bm25.rare, probe=self.bm25.probe, stats=st, details=details,
-                                     where=self.where, helpers=self.helpers(conn), span=span, **blocks)
+                                     where=self.where, helpers=self.helpers(conn), span=span, cache=self.cache,
+                                     cache_min_df=self.bm25.cache_min_df, **blocks)
         self.extent = st.extra.get("extent", self.extent)
         return found
 
@@ -231,7 +242,7 @@ class BlockPreselector:
         """The statements' parameters for the top ``n`` pairs of ``tokens``."""
         return {**pair_filter(self.src, self.tgt, self.corpus_ids, self.where),
                 "tokens": [t.lower() for t in tokens], "n": n, "read_all": self.bm25.read_all,
-                "rare": self.bm25.rare}
+                "rare": self.bm25.rare, **NO_CACHE}
 
 
 __all__ = ["Bm25Params", "BlockPreselector", "Preselector", "SPARE", "corpus_ids", "depth", "fetch", "snapshot"]

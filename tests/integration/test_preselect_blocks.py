@@ -267,14 +267,15 @@ def test_streamed_chunks_sum_the_same_in_any_order(server_url, template_url):
     import random
 
     from scoi.core.bm25blocks import DIR
-    from scoi.selection.blockread import sum_chunks
+    from scoi.selection.blockread import NO_CACHE, sum_chunks
     from scoi.selection.preselect import SQL
 
     frs = [["de", f"w{i % 13}", f"u{i}"] + ["la"] * (i % 3 == 0) for i in range(2600)]
     with corpus(server_url) as c:
         c.add(frs)
         rows = c.conn.cursor(binary=True).execute(SQL["blocks_stream"], {
-            "lang": "fr", "tokens": ["de", "la", "w4", "la"], "read_all": 2**62, "chunk": 8, "rec": DIR.itemsize}
+            "lang": "fr", "tokens": ["de", "la", "w4", "la"], "read_all": 2**62, "chunk": 8, "rec": DIR.itemsize,
+            **NO_CACHE}
         ).fetchall()
         assert len({(r[0], r[2]) for r in rows}) == len(rows) > 4
         _, ordered = sum_chunks(rows, 1.5, 0.75, Stats())

@@ -46,7 +46,7 @@ def test_params_name_min_match_and_where_only_when_set() -> None:
     assert "min_match" not in plain and "where" not in plain
     # exact: the pool is exact BM25's top n whatever the engine settings, as the signature's "exact" says
     assert plain["bm25"] == {"k1": 1.5, "b": 0.75, "read_all": 2**62, "rare": 200_000, "probe": 0, "connections": 1,
-                             "span": 1 << 22,
+                             "span": 1 << 22, "cache_postings": 16_000_000, "cache_min_df": 10_000,
                              "exact": True}
     narrowed = Options(where={"domain": "legal"}).check().params("rbm25", 2, 70.0, None)
     assert narrowed["min_match"] == 70.0 and narrowed["where"] == {"domain": "legal"}
