@@ -166,27 +166,31 @@ WORD_CLASS = (
     r"\U0002f800-\U0002fa1d\U00030000-\U0003134a]"
 )
 
-#: selection_gap as 0021 made it, but for the word filter ({word})
-GAP_VIEW = """
-CREATE OR REPLACE VIEW selection_gap AS
-    SELECT s.id AS selection_id, s.src_lang AS lang, 'word'::text AS kind, w.unit, count(*)::int AS mult,
-           EXISTS (SELECT 1 FROM vocab v WHERE v.lang = s.src_lang AND v.token = lower(w.unit) AND v.df > 0)
-               AS in_memory
-    FROM selection s
-    CROSS JOIN LATERAL unnest(s.query_tokens) AS w(unit)
-    WHERE {word}
-      AND NOT EXISTS (SELECT 1 FROM selection_source_sentence x
-                      WHERE x.selection_id = s.id AND w.unit = ANY(x.tokens))
-    GROUP BY s.id, w.unit
-    UNION ALL
-    SELECT q.selection_id, s.src_lang, 'term', q.key, q.mult,
-           EXISTS (SELECT 1 FROM term t JOIN parser p ON p.id = t.parser_id
-                   WHERE p.lang = s.src_lang AND t.key = q.key)
-    FROM selection_query_term q
-    JOIN selection s ON s.id = q.selection_id
-    WHERE NOT EXISTS (SELECT 1 FROM selection_source_sentence x
-                      WHERE x.selection_id = q.selection_id AND q.key = ANY(x.term_keys));
+#: the view's word filter, as PostgreSQL prints 0021's ``w.unit ~ '[[:alnum:]]'``
+ALNUM = "(w.unit ~ '[[:alnum:]]'::text)"
+WORD = "is_word(w.unit)"
+
+
+def swap_filter(old: str, new: str) -> str:
+    """SQL that redefines ``selection_gap`` with its word filter ``old`` replaced by ``new``,
+    the rest of the view (and its comment, and ``job_gap`` on top) as it stands: the
+    migration names only what it changes, and fails if the filter is not there."""
+    return f"""
+DO $swap$
+DECLARE def text := pg_get_viewdef('selection_gap'::regclass);
+BEGIN
+    IF position({literal(old)} IN def) = 0 THEN
+        RAISE EXCEPTION 'selection_gap: its word filter is not the one this migration replaces';
+    END IF;
+    EXECUTE 'CREATE OR REPLACE VIEW selection_gap AS ' || replace(def, {literal(old)}, {literal(new)});
+END
+$swap$;
 """
+
+
+def literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
 
 UPGRADE = f"""
 CREATE FUNCTION is_word(text) RETURNS boolean
@@ -194,9 +198,9 @@ CREATE FUNCTION is_word(text) RETURNS boolean
     AS $$ SELECT $1 ~ '{WORD_CLASS}' $$;
 COMMENT ON FUNCTION is_word(text) IS
     'Whether a token has a letter or digit (Unicode 14.0.0 L* and N*, by code point: no locale), as scoi.core.coverage.is_word; the coverage-gaps word rule.';
-""" + GAP_VIEW.format(word="is_word(w.unit)")
+""" + swap_filter(ALNUM, WORD)
 
-DOWNGRADE = GAP_VIEW.format(word="w.unit ~ '[[:alnum:]]'") + "DROP FUNCTION is_word(text);\n"
+DOWNGRADE = swap_filter(WORD, ALNUM) + "DROP FUNCTION is_word(text);\n"
 
 
 def upgrade() -> None:
