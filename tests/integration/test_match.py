@@ -76,9 +76,10 @@ def test_lookup_ranks_by_match_and_returns_corpus_and_meta(job_db: str) -> None:
         conn.execute("UPDATE pair SET meta = '{\"domain\": \"greetings\"}' WHERE id = (SELECT pair_id FROM example e "
                      "JOIN sentence s ON s.id = e.src_id WHERE s.text = 'Bonjour, comment allez-vous ?' LIMIT 1)")
     with Selector("fr", "en", url=job_db, method="bm25") as sel:
-        result = lookup(sel, QUERY, n=5)
+        result = lookup(sel, QUERY, n=5, min_match=0)  # the BM25 pool's path
         tokens = sel.analyzer.tokenize(QUERY)
         strict = lookup(sel, QUERY, min_match=99)
+        default = lookup(sel, QUERY, n=5)  # 70 %: every stored sentence that can reach it
     best = result.matches[0]
     assert (best.src, best.tgt, best.match, best.meta) == (
         "Bonjour, comment allez-vous ?", "Hello, how are you?", 71.43, {"domain": "greetings"})
@@ -88,6 +89,8 @@ def test_lookup_ranks_by_match_and_returns_corpus_and_meta(job_db: str) -> None:
     brute = sorted(ref.match_percent(tokens, toks) for toks in sources.values())[::-1][:5]
     assert [m.match for m in result.matches] == brute  # the pool held the true best five
     assert strict.matches == [] and result.to_dict()["matches"][0]["meta"] == {"domain": "greetings"}
+    assert default.min_match == 70 and default.search["path"] == "count" and result.search["path"] == "pool"
+    assert default.matches == [best]  # the only one at >= 70 %, with the pool path's BM25 score
 
 
 def test_lookup_refuses_bad_arguments(job_db: str) -> None:

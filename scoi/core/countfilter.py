@@ -1,0 +1,112 @@
+"""The fuzzy lookup's count filter (docs/method.md §8): which of a query's posting lists a
+lookup at a minimum match % must read, and which sentences met in them can reach it.
+Pure numpy, no I/O.
+
+A stored sentence y (dl tokens) at match >= m (unrounded) against a query of q tokens has
+an edit distance of at most (1 - m) * max(q, dl), hence (a prefix/count filter as in
+similarity joins: Bayardo et al. 2007, Xiao et al. 2008):
+
+- dl in [ceil(m q), floor(q / m)] (the distance is at least |dl - q|);
+- at least ceil(m * max(q, dl)) tokens in common with the query as multisets (an
+  alignment's matched positions number at most the common tokens, and the distance is
+  at least max(q, dl) minus them).
+
+So the lists of the most frequent query tokens can go unread: if their query counts add
+up to K, a qualifying sentence still holds at least ceil(m * max(q, dl)) - K tokens of the
+lists read. Every sentence that reaches m is among those kept: recall 1 by construction.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+EPS = 1e-9  # slack on products of m: m is already taken a little low (scoi.core.match.unrounded)
+#: the lists read must still require at least this share of the common tokens: skipping
+#: more lists reads fewer postings but keeps more sentences to check
+KEEP_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class CountPlan:
+    """What a lookup at unrounded match ``m`` needs of a query of ``q`` tokens."""
+
+    q: int
+    m: float
+    shared: int    # tokens in common needed by the shortest qualifying sentence (s)
+    dl_min: int
+    dl_max: int
+    skip: int      # the query counts of the lists left unread may add up to this much (K <= skip)
+
+    def need(self, skipped: int) -> np.ndarray:
+        """Per sentence length 0-255, the hits in the lists read a sentence of that length
+        needs, when the lists left unread hold ``skipped`` query tokens (huge outside the
+        length window: never kept)."""
+        dl = np.arange(256)
+        out = np.ceil(self.m * np.maximum(self.q, dl) - EPS).astype(np.int64) - skipped
+        out[(dl < self.dl_min) | (dl > self.dl_max)] = 1 << 30
+        return np.maximum(out, 1)
+
+
+def plan(q: int, m: float) -> CountPlan:
+    """The length window, the common tokens needed, and how many query tokens the unread
+    lists may hold: at most q - s (else a sentence could share s tokens with the skipped
+    ones only), and the lists read must still require at least :data:`KEEP_SHARE` of s."""
+    shared = max(1, math.ceil(m * q - EPS))
+    keep = max(1, math.ceil(KEEP_SHARE * shared))
+    return CountPlan(q=q, m=m, shared=shared, dl_min=max(1, math.ceil(m * q - EPS)),
+                     dl_max=math.floor(q / m + EPS), skip=max(0, min(q - shared, shared - keep)))
+
+
+def count_filter(lists: Sequence[tuple[np.ndarray, np.ndarray, int]], cplan: CountPlan, skipped: int) -> np.ndarray:
+    """Sentence ids (ascending) that may reach the plan's match: those whose hits in the
+    ``lists`` read, (sentence ids, tf, dl, as decoded) with the token's query count, add
+    up (sum of min(tf, count)) to what their length needs (:meth:`CountPlan.need`), the
+    unread lists holding ``skipped`` query tokens."""
+    need = cplan.need(skipped)
+    parts = []
+    for sids, packed, cnt in lists:
+        dl = packed & 255
+        keep = (dl >= cplan.dl_min) & (dl <= cplan.dl_max)
+        parts.append((sids[keep], np.minimum(packed[keep] >> 8, cnt), dl[keep]))
+    sids = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64)
+    if not len(sids):
+        return sids.astype(np.int64)
+    hits_of = np.concatenate([p[1] for p in parts])
+    dls = np.concatenate([p[2] for p in parts])
+    lo, hi = int(sids.min()), int(sids.max())
+    if hi - lo < 8 * len(sids):  # dense: counts and lengths by id offset
+        hits = np.bincount(sids - lo, weights=hits_of, minlength=hi - lo + 1)
+        length = np.zeros(hi - lo + 1, dtype=np.int64)
+        length[sids - lo] = dls  # a sentence's length is the same in every list
+        met = np.flatnonzero(hits >= need.min())
+        return met[hits[met] >= need[length[met]]] + lo
+    cand, first, inv = np.unique(sids, return_index=True, return_inverse=True)
+    hits = np.bincount(inv, weights=hits_of, minlength=len(cand))
+    return cand[hits >= need[dls[first]]]
+
+
+def bm25_rescore(terms: Sequence[tuple[str, float]], sentences: Sequence[Sequence[str]],
+                 factor: np.ndarray) -> np.ndarray:
+    """The BM25 scores of ``sentences`` (Moses tokens) exactly as the block preselection
+    sums them: ``terms`` the query's indexed tokens (lower-cased) and their weights (idf x
+    count in the query) in its order (df, id), ``factor`` its table of tf / (tf + ka + kc dl)
+    by ``tf << 8 | dl``; the same products added in the same order, rounded to 9 decimals
+    the same way, so the two paths break ties alike."""
+    out = np.zeros(len(sentences))
+    for i, toks in enumerate(sentences):
+        counts = Counter(t.lower() for t in toks)
+        dl, total = len(toks), 0.0
+        for tok, w in terms:
+            tf = counts.get(tok)
+            if tf:
+                total += float(factor[(tf << 8) | dl]) * w
+        out[i] = total
+    return np.round(out, 9)
+
+
+__all__ = ["CountPlan", "EPS", "KEEP_SHARE", "bm25_rescore", "count_filter", "plan"]
