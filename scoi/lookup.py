@@ -22,8 +22,7 @@ from typing import Any
 import psycopg
 
 from scoi.core import defaults
-from scoi.core.bm25blocks import decode_dir, decode_postings
-from scoi.core.countfilter import bm25_rescore, count_filter, plan
+from scoi.core.countfilter import bm25_rescore, count_filter, decode_list, plan
 from scoi.core.limits import LIMITS
 from scoi.core.match import check_min_match, least_bm25_at, match_all, unrounded
 from scoi.db.literals import int_array
@@ -154,8 +153,8 @@ def by_count(sel: Selector, conn: psycopg.Connection, tokens: list[str], *, n: i
         if ids is None:
             skipped += cnt
             continue
-        sids, tf, dl = decode_postings(decode_dir(meta), ids, tfdl)
-        lists.append((sids, (tf << 8) | dl, cnt))
+        sids, packed = decode_list(meta, ids, tfdl)
+        lists.append((sids, packed, cnt))
         read += len(sids)
     cand = count_filter(lists, cplan, skipped)
     search.update(path="count", candidates=len(cand), postings=read, postings_total=sum(r[2] for r in rows))

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scoi.core.bm25blocks import DIR
+
 EPS = 1e-9  # slack on products of m: m is already taken a little low (scoi.core.match.unrounded)
 #: the lists read must still require at least this share of the common tokens: skipping
 #: more lists reads fewer postings but keeps more sentences to check
@@ -52,42 +54,68 @@ class CountPlan:
         return np.maximum(out, 1)
 
 
-def plan(q: int, m: float) -> CountPlan:
-    """The length window, the common tokens needed, and how many query tokens the unread
-    lists may hold: at most q - s (else a sentence could share s tokens with the skipped
-    ones only), and the lists read must still require at least :data:`KEEP_SHARE` of s."""
+def plan(q: int, m: float, keep_share: float = KEEP_SHARE) -> CountPlan:
+    """The length window, the common tokens needed (s), and how many query tokens the
+    unread lists may hold (K): a qualifying sentence still holds s - K of the tokens read,
+    which must be at least 1 (else it could be in no list read) and, by choice, at least
+    ``keep_share`` of s: skipping more lists reads fewer postings but keeps more sentences
+    to check."""
     shared = max(1, math.ceil(m * q - EPS))
-    keep = max(1, math.ceil(KEEP_SHARE * shared))
+    keep = max(1, math.ceil(keep_share * shared))
     return CountPlan(q=q, m=m, shared=shared, dl_min=max(1, math.ceil(m * q - EPS)),
-                     dl_max=math.floor(q / m + EPS), skip=max(0, min(q - shared, shared - keep)))
+                     dl_max=math.floor(q / m + EPS), skip=max(0, shared - keep))
 
 
 def count_filter(lists: Sequence[tuple[np.ndarray, np.ndarray, int]], cplan: CountPlan, skipped: int) -> np.ndarray:
     """Sentence ids (ascending) that may reach the plan's match: those whose hits in the
-    ``lists`` read, (sentence ids, tf, dl, as decoded) with the token's query count, add
-    up (sum of min(tf, count)) to what their length needs (:meth:`CountPlan.need`), the
-    unread lists holding ``skipped`` query tokens."""
+    ``lists`` read (each: sentence ids ascending, packed ``tf << 8 | dl``, the token's
+    count in the query), the sum of min(tf, count), reach what their length needs
+    (:meth:`CountPlan.need`), the unread lists holding ``skipped`` query tokens.
+
+    Two steps, so that the per-posting work is one mask and one count: the sentences of
+    the length window met in enough lists (each list counting its query count: an upper
+    bound of the hits), then, for those few, the exact hits and length from the lists
+    (binary search: a list's ids are sorted)."""
     need = cplan.need(skipped)
-    parts = []
+    least = int(need.min())
+    ids = []
     for sids, packed, cnt in lists:
         dl = packed & 255
-        keep = (dl >= cplan.dl_min) & (dl <= cplan.dl_max)
-        parts.append((sids[keep], np.minimum(packed[keep] >> 8, cnt), dl[keep]))
-    sids = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64)
-    if not len(sids):
-        return sids.astype(np.int64)
-    hits_of = np.concatenate([p[1] for p in parts])
-    dls = np.concatenate([p[2] for p in parts])
-    lo, hi = int(sids.min()), int(sids.max())
-    if hi - lo < 8 * len(sids):  # dense: counts and lengths by id offset
-        hits = np.bincount(sids - lo, weights=hits_of, minlength=hi - lo + 1)
-        length = np.zeros(hi - lo + 1, dtype=np.int64)
-        length[sids - lo] = dls  # a sentence's length is the same in every list
-        met = np.flatnonzero(hits >= need.min())
-        return met[hits[met] >= need[length[met]]] + lo
-    cand, first, inv = np.unique(sids, return_index=True, return_inverse=True)
-    hits = np.bincount(inv, weights=hits_of, minlength=len(cand))
-    return cand[hits >= need[dls[first]]]
+        inside = sids[(dl >= cplan.dl_min) & (dl <= cplan.dl_max)]
+        ids.extend([inside] * min(cnt, 255))
+    if not ids:
+        return np.zeros(0, np.int64)
+    allids = np.concatenate(ids)
+    if not len(allids):
+        return allids.astype(np.int64)
+    lo, hi = int(allids.min()), int(allids.max())
+    if hi - lo < 8 * len(allids):
+        counts = np.bincount(allids - lo, minlength=hi - lo + 1)
+        cand = np.flatnonzero(counts >= least) + lo
+    else:
+        uniq, counts = np.unique(allids, return_counts=True)
+        cand = uniq[counts >= least]
+    if not len(cand):
+        return cand.astype(np.int64)
+    hits = np.zeros(len(cand), np.int64)
+    length = np.zeros(len(cand), np.int64)
+    for sids, packed, cnt in lists:
+        pos = np.minimum(np.searchsorted(sids, cand), len(sids) - 1)
+        there = sids[pos] == cand
+        got = packed[pos].astype(np.int64)
+        hits += np.where(there, np.minimum(got >> 8, cnt), 0)
+        length = np.where(there, got & 255, length)
+    return cand[hits >= need[length]]
+
+
+def decode_list(meta: bytes, ids: bytes, tfdl: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """(sentence ids, packed ``tf << 8 | dl`` as uint16) of a whole posting list read with
+    its directory ``meta`` (scoi.core.bm25blocks' layout); the packed values are unpacked
+    only for the few postings :func:`count_filter` looks at."""
+    rec = np.frombuffer(meta, dtype=DIR)
+    sids = np.frombuffer(ids, dtype=">u4").astype(np.int64)
+    sids += np.repeat(rec["first"].astype(np.int64), rec["n"].astype(np.int64))
+    return sids, np.frombuffer(tfdl, dtype=">u2").astype(np.uint16)
 
 
 def bm25_rescore(terms: Sequence[tuple[str, float]], sentences: Sequence[Sequence[str]],
@@ -109,4 +137,4 @@ def bm25_rescore(terms: Sequence[tuple[str, float]], sentences: Sequence[Sequenc
     return np.round(out, 9)
 
 
-__all__ = ["CountPlan", "EPS", "KEEP_SHARE", "bm25_rescore", "count_filter", "plan"]
+__all__ = ["CountPlan", "EPS", "KEEP_SHARE", "bm25_rescore", "count_filter", "decode_list", "plan"]
