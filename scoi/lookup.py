@@ -198,21 +198,22 @@ def lookup(sel: Selector, text: str, *, n: int = defaults.LOOKUP_N, min_match: f
     t1 = time.perf_counter()
     search: dict[str, Any] = {}
     best = None
-    if tokens and min_match >= defaults.LOOKUP_COUNT_FLOOR:
-        with snapshot(conn):
+    with snapshot(conn):  # what is read, from the lists to the texts shown, is one snapshot's
+        if tokens and min_match >= defaults.LOOKUP_COUNT_FLOOR:
             best = by_count(sel, conn, tokens, n=n, min_match=min_match, limit=count_limit, search=search)
-    certified: bool | None = True
-    if best is None:
-        stats = Stats()
-        pooled = candidates(sel, tokens, pool, first=first, settle=lambda found: settled(
-            tokens, found, n=n, min_match=min_match, size=first, stats=stats), stats=stats, conn=conn) if tokens else []
-        best = rank(tokens, pooled, n=n, min_match=min_match)
-        certified = True if pooled else None  # the block preselection is exact BM25's top n
-        search.update(path="pool", candidates=len(pooled), postings=stats.postings,
-                      postings_total=stats.postings if "terms" in stats.extra else None)
-    t2 = time.perf_counter()
-    about = {r[0]: r[1:] for r in conn.execute(SQL["lookup_pairs"], {
-        "pair_ids": [p for p, _, _ in best], "lang": sel.src}).fetchall()} if best else {}
+        certified: bool | None = True
+        if best is None:
+            stats = Stats()
+            pooled = candidates(sel, tokens, pool, first=first, settle=lambda found: settled(
+                tokens, found, n=n, min_match=min_match, size=first, stats=stats), stats=stats,
+                conn=conn) if tokens else []
+            best = rank(tokens, pooled, n=n, min_match=min_match)
+            certified = True if pooled else None  # the block preselection is exact BM25's top n
+            search.update(path="pool", candidates=len(pooled), postings=stats.postings,
+                          postings_total=stats.postings if "terms" in stats.extra else None)
+        t2 = time.perf_counter()
+        about = {r[0]: r[1:] for r in conn.execute(SQL["lookup_pairs"], {
+            "pair_ids": [p for p, _, _ in best], "lang": sel.src}).fetchall()} if best else {}
     matches = [Match(p, m, score, *about[p]) for p, m, score in best]
     t3 = time.perf_counter()
     return LookupResult(query=text, src_lang=sel.src, tgt_lang=sel.tgt, min_match=min_match, n=n, pool=pool,
