@@ -22,7 +22,7 @@ from typing import Any
 import psycopg
 
 from scoi.core import defaults
-from scoi.core.countfilter import bm25_rescore, count_filter, decode_list, plan
+from scoi.core.countfilter import POSTINGS_PER_CHECK, bm25_rescore, count_filter, decode_list, plan
 from scoi.core.limits import LIMITS
 from scoi.core.match import check_min_match, least_bm25_at, match_all, unrounded
 from scoi.db.literals import int_array
@@ -147,17 +147,31 @@ def by_count(sel: Selector, conn: psycopg.Connection, tokens: list[str], *, n: i
     lowered = [t.lower() for t in tokens]
     cplan = plan(len(lowered), unrounded(min_match))
     cur = conn.cursor(binary=True)
+    t0 = time.perf_counter()
     rows = cur.execute(SQL["lookup_lists"], {"lang": sel.src, "tokens": lowered, "skip": cplan.skip}).fetchall()
-    lists, skipped, read = [], 0, 0
-    for _, _, df, cnt, _, _, meta, ids, tfdl in rows:
+    t1 = time.perf_counter()
+    lists, skipped, read, unread = [], 0, 0, {}
+    for tid, _, df, cnt, _, _, meta, ids, tfdl in rows:
         if ids is None:
             skipped += cnt
+            unread[tid] = (df, cnt)
             continue
         sids, packed = decode_list(meta, ids, tfdl)
         lists.append((sids, packed, cnt))
         read += len(sids)
     cand = count_filter(lists, cplan, skipped)
-    search.update(path="count", candidates=len(cand), postings=read, postings_total=sum(r[2] for r in rows))
+    if len(cand) * POSTINGS_PER_CHECK > sum(df for df, _ in unread.values()) > 0:  # cheaper: read them too
+        for tid, meta, ids, tfdl in cur.execute(SQL["lookup_more_lists"], {"ids": list(unread)}):
+            sids, packed = decode_list(meta, ids, tfdl)
+            lists.append((sids, packed, unread[tid][1]))
+            read += len(sids)
+        cand = count_filter(lists, cplan, 0)
+        search["recounted"] = True
+    t2 = time.perf_counter()
+    #: recounted: every list read after all (too many sentences kept); ms: reading the
+    #: lists, decoding and counting them, checking the candidates
+    search.update(path="count", recounted=search.get("recounted", False), candidates=len(cand), postings=read, postings_total=sum(r[2] for r in rows),
+                  ms={"read": _ms(t1 - t0), "count": _ms(t2 - t1)})
     if len(cand) > limit:
         return None
     if not len(cand):
@@ -179,6 +193,7 @@ def by_count(sel: Selector, conn: psycopg.Connection, tokens: list[str], *, n: i
     scores = bm25_rescore(terms, [toks[sid] for sid in shown], factor).tolist()
     best = [(p, kept[sid], score) for sid, score in zip(shown, scores) for p in pairs[sid]]
     best.sort(key=lambda r: (-r[1], -r[2], r[0]))
+    search["ms"]["check"] = _ms(time.perf_counter() - t2)
     return best[:n]
 
 

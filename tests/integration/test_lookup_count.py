@@ -16,6 +16,7 @@ import psycopg
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from scoi import lookup as lookup_mod
 from scoi.lookup import lookup
 from scoi.selection.selector import Selector
 from tests import reference as ref
@@ -127,19 +128,25 @@ def test_count_filter_edge_cases_equal_the_brute_force(server_url, template_url)
                     assert_same(found(got), brute_force(c, q, 5, 60, corpora=corpora, where=where))
 
 
-def test_count_filter_reads_fewer_postings_than_the_query_has(server_url, template_url):
+def test_count_filter_reads_fewer_postings_than_the_query_has(server_url, template_url, monkeypatch):
     """The most frequent tokens' lists go unread, and the count filter keeps only the
-    sentences that can reach the minimum, not every sentence sharing a token."""
+    sentences that can reach the minimum, not every sentence sharing a token; when it
+    keeps many, reading the other lists too (an exact count) gives the same matches."""
     rng = random.Random(11)
     common = ["de", "la", ",", "le", "et"]
-    stored = [common + rng.choices(VOCAB[5:], k=8) for _ in range(300)]
+    stored = [common + rng.choices([f"r{i}" for i in range(200)], k=8) for _ in range(300)]
     with corpus(server_url) as c:
         c.add(stored)
         with Selector("fr", "en", url=c.url, method="bm25") as sel:
-            got = lookup(sel, " ".join(stored[7]), n=3)
-    assert got.min_match == 70 and got.matches[0].match == 100
+            query = " ".join(stored[7][:-1] + ["w1"])
+            got = lookup(sel, query, n=3)
+            monkeypatch.setattr(lookup_mod, "POSTINGS_PER_CHECK", 10**9)  # always worth reading them
+            recounted = lookup(sel, query, n=3)
+    assert got.min_match == 70 and got.matches[0].match == 92.31 and not got.search["recounted"]
     assert got.search["postings"] <= got.search["postings_total"] - 5 * 300  # the five common lists unread
-    assert 1 <= got.search["candidates"] < 100  # of the 300 sentences sharing tokens with it
+    assert 1 <= got.search["candidates"] < 10  # of the 300 sentences sharing tokens with it
+    assert recounted.search["recounted"] and recounted.search["postings"] == got.search["postings_total"]
+    assert found(recounted) == found(got) and recounted.search["candidates"] <= got.search["candidates"]
 
 
 def test_a_stored_sentence_without_pairs_of_the_direction_is_not_a_match(server_url, template_url):

@@ -81,3 +81,14 @@ CROSS JOIN LATERAL (
       AND (%(meta)s::jsonb IS NULL OR EXISTS (SELECT 1 FROM pair m WHERE m.id = e.pair_id AND m.meta @> %(meta)s::jsonb))
 ) p
 WHERE p.pairs IS NOT NULL;
+
+-- name: lookup_more_lists
+-- The lists lookup_lists left unread (token ids), with their directories, when the
+-- count filter kept so many sentences that an exact count is the cheaper way on.
+SELECT d.token_id, d.meta, b.ids, b.tfdl
+FROM bm25_dir d
+CROSS JOIN LATERAL (
+    SELECT string_agg(b.ids, ''::bytea ORDER BY b.block_no) AS ids, string_agg(b.tfdl, ''::bytea ORDER BY b.block_no) AS tfdl
+    FROM bm25_block b WHERE b.token_id = d.token_id
+) b
+WHERE d.token_id = ANY(%(ids)s::int[]);
