@@ -159,18 +159,21 @@ def by_count(sel: Selector, conn: psycopg.Connection, tokens: list[str], *, n: i
         sids, packed = decode_list(meta, ids, tfdl)
         lists.append((sids, packed, cnt))
         read += len(sids)
-    cand = count_filter(lists, cplan, skipped)
-    if len(cand) * POSTINGS_PER_CHECK > sum(df for df, _ in unread.values()) > 0:  # cheaper: read them too
-        for tid, meta, ids, tfdl in cur.execute(SQL["lookup_more_lists"], {"ids": list(unread)}):
-            sids, packed = decode_list(meta, ids, tfdl)
-            lists.append((sids, packed, unread[tid][1]))
-            read += len(sids)
-        cand = count_filter(lists, cplan, 0)
-        search["recounted"] = True
+    counted = count_filter(lists, cplan, skipped)
+    more = sorted(unread, key=lambda tid: unread[tid])  # the rarest unread list first
+    while more and len(counted.cand) * POSTINGS_PER_CHECK > unread[more[0]][0]:  # reading it is cheaper
+        tid = more.pop(0)
+        (_, meta, ids, tfdl), = cur.execute(SQL["lookup_more_lists"], {"ids": [tid]}).fetchall()
+        sids, packed = decode_list(meta, ids, tfdl)
+        skipped -= unread[tid][1]
+        counted = narrow(counted, (sids, packed, unread[tid][1]), cplan, skipped)
+        read += len(sids)
+        search["recounted"] = search.get("recounted", 0) + 1
+    cand = counted.cand
     t2 = time.perf_counter()
-    #: recounted: every list read after all (too many sentences kept); ms: reading the
+    #: recounted: unread lists read after all (too many sentences kept); ms: reading the
     #: lists, decoding and counting them, checking the candidates
-    search.update(path="count", recounted=search.get("recounted", False), candidates=len(cand), postings=read, postings_total=sum(r[2] for r in rows),
+    search.update(path="count", recounted=search.get("recounted", 0), candidates=len(cand), postings=read, postings_total=sum(r[2] for r in rows),
                   ms={"read": _ms(t1 - t0), "count": _ms(t2 - t1)})
     if len(cand) > limit:
         return None

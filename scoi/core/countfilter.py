@@ -22,6 +22,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -33,11 +34,11 @@ EPS = 1e-9  # slack on products of m: m is already taken a little low (scoi.core
 #: (40 queries a set, near-dup / short / long p95 ms): 0.5 40 / 60 / 22, 0.4 16 / 25 / 6,
 #: 0.3 16 / 17 / 4, 0.25 19 / 28 / 3 (the candidates' tail grows), 0.2 86 / 61 / 3
 KEEP_SHARE = 0.3
-#: when the filter keeps more sentences than the unread lists hold postings divided by
-#: this, reading those lists too (an exact count: fewer sentences) is the cheaper way on:
-#: measured at 1M, checking a sentence (its tokens fetched, its match %) ~27 us, reading
-#: and counting a posting ~45 ns
-POSTINGS_PER_CHECK = 600
+#: while the filter keeps more sentences than the rarest unread list holds postings
+#: divided by this, reading that list too (the sentences kept need one more hit per query
+#: count: fewer) is the cheaper way on: at 1M, checking a sentence (its tokens fetched, its
+#: match %) takes ~30-50 us, reading and decoding a posting ~20-30 ns
+POSTINGS_PER_CHECK = 1000
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,15 @@ def plan(q: int, m: float, keep_share: float = KEEP_SHARE) -> CountPlan:
                      dl_max=math.floor(q / m + EPS), skip=max(0, shared - keep))
 
 
-def count_filter(lists: Sequence[tuple[np.ndarray, np.ndarray, int]], cplan: CountPlan, skipped: int) -> np.ndarray:
+class Counted(NamedTuple):
+    """The sentences a count kept (ids ascending), their hits in the lists read, and their lengths."""
+
+    cand: np.ndarray
+    hits: np.ndarray
+    length: np.ndarray
+
+
+def count_filter(lists: Sequence[tuple[np.ndarray, np.ndarray, int]], cplan: CountPlan, skipped: int) -> Counted:
     """Sentence ids (ascending) that may reach the plan's match: those whose hits in the
     ``lists`` read (each: sentence ids ascending, packed ``tf << 8 | dl``, the token's
     count in the query), the sum of min(tf, count), reach what their length needs
@@ -95,11 +104,10 @@ def count_filter(lists: Sequence[tuple[np.ndarray, np.ndarray, int]], cplan: Cou
             if not len(more):
                 break
             ids.append(more)
-    if not ids:
-        return np.zeros(0, np.int64)
-    allids = np.concatenate(ids)
+    none = Counted(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
+    allids = np.concatenate(ids) if ids else none.cand
     if not len(allids):
-        return allids.astype(np.int64)
+        return none
     lo, hi = int(allids.min()), int(allids.max())
     if hi - lo < 8 * len(allids):
         counts = np.bincount(allids - lo, minlength=hi - lo + 1)
@@ -107,17 +115,32 @@ def count_filter(lists: Sequence[tuple[np.ndarray, np.ndarray, int]], cplan: Cou
     else:
         uniq, counts = np.unique(allids, return_counts=True)
         cand = uniq[counts >= least]
-    if not len(cand):
-        return cand.astype(np.int64)
-    hits = np.zeros(len(cand), np.int64)
-    length = np.zeros(len(cand), np.int64)
-    for sids, packed, cnt in lists:
-        pos = np.minimum(np.searchsorted(sids, cand), len(sids) - 1)
-        there = sids[pos] == cand
-        got = packed[pos].astype(np.int64)
-        hits += np.where(there, np.minimum(got >> 8, cnt), 0)
-        length = np.where(there, got & 255, length)
-    return cand[hits >= need[length]]
+    counted = Counted(cand.astype(np.int64), np.zeros(len(cand), np.int64), np.zeros(len(cand), np.int64))
+    for lst in lists:
+        counted = _add(counted, lst)
+    keep = counted.hits >= need[counted.length]
+    return Counted(*(a[keep] for a in counted))
+
+
+def narrow(counted: Counted, lst: tuple[np.ndarray, np.ndarray, int], cplan: CountPlan, skipped: int) -> Counted:
+    """``counted`` after one more list is read (its token leaving the unread ones, which
+    now hold ``skipped`` query tokens): a subset, since the need rises by the token's query
+    count and its hits by at most as much; only the sentences kept are looked up in it."""
+    counted = _add(counted, lst)
+    keep = counted.hits >= cplan.need(skipped)[counted.length]
+    return Counted(*(a[keep] for a in counted))
+
+
+def _add(counted: Counted, lst: tuple[np.ndarray, np.ndarray, int]) -> Counted:
+    """The hits (min(tf, count)) and lengths of one list's postings added for the sentences counted."""
+    sids, packed, cnt = lst
+    if not len(sids) or not len(counted.cand):
+        return counted
+    pos = np.minimum(np.searchsorted(sids, counted.cand), len(sids) - 1)
+    there = sids[pos] == counted.cand
+    got = packed[pos].astype(np.int64)
+    return Counted(counted.cand, counted.hits + np.where(there, np.minimum(got >> 8, cnt), 0),
+                   np.where(there, got & 255, counted.length))
 
 
 def decode_list(meta: bytes, ids: bytes, tfdl: bytes) -> tuple[np.ndarray, np.ndarray]:
@@ -149,4 +172,4 @@ def bm25_rescore(terms: Sequence[tuple[str, float]], sentences: Sequence[Sequenc
     return np.round(out, 9)
 
 
-__all__ = ["CountPlan", "EPS", "KEEP_SHARE", "POSTINGS_PER_CHECK", "bm25_rescore", "count_filter", "decode_list", "plan"]
+__all__ = ["Counted", "CountPlan", "EPS", "KEEP_SHARE", "POSTINGS_PER_CHECK", "bm25_rescore", "count_filter", "decode_list", "narrow", "plan"]

@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scoi.core.countfilter import bm25_rescore, count_filter, plan
+from scoi.core.countfilter import bm25_rescore, count_filter, narrow, plan
 from scoi.core.match import unrounded
 from tests import reference as ref
 from tests.helpers.hypothesis import examples
@@ -40,16 +40,26 @@ def test_every_sentence_reaching_the_minimum_is_kept(docs, query, min_match, sha
     lists = posting_lists(docs)
     counts = Counter(query)
     known = sorted((t for t in counts if t in lists), key=lambda t: (-len(lists[t][0]), t))
-    skipped, read = 0, []
+    skipped, read, unread = 0, [], []
     for t in known:  # the most frequent first, as lookup_lists leaves them unread
         if skipped + counts[t] <= cplan.skip:
             skipped += counts[t]
+            unread.append(t)
         else:
             read.append((*lists[t], counts[t]))
-    kept = set(count_filter(read, cplan, skipped).tolist())
+    counted = count_filter(read, cplan, skipped)
     reaching = {sid for sid, toks in enumerate(docs) if ref.match_percent(query, toks) >= min_match}
-    assert reaching <= kept
+    assert reaching <= set(counted.cand.tolist())
     assert skipped < cplan.shared or not reaching  # a qualifying sentence is in some list read
+    for t in reversed(unread):  # the unread lists read after all, the rarest first: fewer kept, none lost
+        skipped -= counts[t]
+        narrower = narrow(counted, (*lists[t], counts[t]), cplan, skipped)
+        assert reaching <= set(narrower.cand.tolist()) <= set(counted.cand.tolist())
+        counted = narrower
+    exact = {sid for sid, toks in enumerate(docs)
+             if cplan.dl_min <= len(toks) <= cplan.dl_max
+             and sum((Counter(toks) & counts).values()) >= cplan.need(0)[len(toks)]}
+    assert set(counted.cand.tolist()) == exact  # every list read: exactly the count condition
 
 
 def test_window_and_skip_follow_the_proof():
