@@ -22,7 +22,7 @@ from typing import Any
 import psycopg
 
 from scoi.core import defaults
-from scoi.core.countfilter import POSTINGS_PER_CHECK, bm25_rescore, count_filter, decode_list, plan
+from scoi.core.countfilter import POSTINGS_PER_CHECK, bm25_rescore, count_filter, decode_list, narrow, plan
 from scoi.core.limits import LIMITS
 from scoi.core.match import check_min_match, least_bm25_at, match_all, unrounded
 from scoi.db.literals import int_array

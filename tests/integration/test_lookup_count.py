@@ -134,7 +134,7 @@ def test_count_filter_reads_fewer_postings_than_the_query_has(server_url, templa
     keeps many, reading the other lists too (an exact count) gives the same matches."""
     rng = random.Random(11)
     common = ["de", "la", ",", "le", "et"]
-    stored = [common + rng.choices([f"r{i}" for i in range(200)], k=8) for _ in range(300)]
+    stored = [common + rng.choices([f"r{i}" for i in range(400)], k=8) for _ in range(1500)]
     with corpus(server_url) as c:
         c.add(stored)
         with Selector("fr", "en", url=c.url, method="bm25") as sel:
@@ -143,8 +143,8 @@ def test_count_filter_reads_fewer_postings_than_the_query_has(server_url, templa
             monkeypatch.setattr(lookup_mod, "POSTINGS_PER_CHECK", 10**9)  # always worth reading them
             recounted = lookup(sel, query, n=3)
     assert got.min_match == 70 and got.matches[0].match == 92.31 and not got.search["recounted"]
-    assert got.search["postings"] <= got.search["postings_total"] - 5 * 300  # the five common lists unread
-    assert 1 <= got.search["candidates"] < 10  # of the 300 sentences sharing tokens with it
+    assert got.search["postings"] <= got.search["postings_total"] - 5 * 1500  # the five common lists unread
+    assert 1 <= got.search["candidates"] < 10  # of the 1,500 sentences sharing tokens with it
     assert recounted.search["recounted"] and recounted.search["postings"] == got.search["postings_total"]
     assert found(recounted) == found(got) and recounted.search["candidates"] <= got.search["candidates"]
 
