@@ -31,14 +31,16 @@ from scoi.core.bm25blocks import DIR
 EPS = 1e-9  # slack on products of m: m is already taken a little low (scoi.core.match.unrounded)
 #: the lists read must still require at least this share of the s common tokens: skipping
 #: more lists reads fewer postings but keeps more sentences to check. Measured at 1M pairs
-#: (40 queries a set, near-dup / short / long p95 ms): 0.5 40 / 60 / 22, 0.4 16 / 25 / 6,
-#: 0.3 16 / 17 / 4, 0.25 19 / 28 / 3 (the candidates' tail grows), 0.2 86 / 61 / 3
-KEEP_SHARE = 0.3
+#: (100 queries a set, alternating, near-dup / short / long p95 ms, with the narrowing
+#: below): 0.3 28 / 17 / 12, 0.25 14 / 23 / 9, 0.2 16-22 / 16-25 / 8, 0.15 17 / 23 / 6,
+#: 0.1 26 / 16 / 8 (without the narrowing, 0.2 had a tail of 86 ms: too many to check)
+KEEP_SHARE = 0.2
 #: while the filter keeps more sentences than the rarest unread list holds postings
 #: divided by this, reading that list too (the sentences kept need one more hit per query
 #: count: fewer) is the cheaper way on: at 1M, checking a sentence (its tokens fetched, its
-#: match %) takes ~30-50 us, reading and decoding a posting ~20-30 ns
-POSTINGS_PER_CHECK = 1000
+#: match %) takes ~30-50 us, reading and decoding a posting ~20-60 ns; 300, 500, 1,000 and
+#: 3,000 measured within noise of each other, without it the tail was 4-8x longer
+POSTINGS_PER_CHECK = 500
 
 
 @dataclass(frozen=True)
