@@ -173,7 +173,8 @@ def by_count(sel: Selector, conn: psycopg.Connection, tokens: list[str], *, n: i
     t2 = time.perf_counter()
     #: recounted: unread lists read after all (too many sentences kept); ms: reading the
     #: lists, decoding and counting them, checking the candidates
-    search.update(path="count", recounted=search.get("recounted", 0), candidates=len(cand), postings=read, postings_total=sum(r[2] for r in rows),
+    search.update(path="count", recounted=search.get("recounted", 0), candidates=len(cand), postings=read,
+                  postings_total=sum(r[2] for r in rows),
                   ms={"read": _ms(t1 - t0), "count": _ms(t2 - t1)})
     if len(cand) > limit:
         return None

@@ -174,4 +174,5 @@ def bm25_rescore(terms: Sequence[tuple[str, float]], sentences: Sequence[Sequenc
     return np.round(out, 9)
 
 
-__all__ = ["Counted", "CountPlan", "EPS", "KEEP_SHARE", "POSTINGS_PER_CHECK", "bm25_rescore", "count_filter", "decode_list", "narrow", "plan"]
+__all__ = ["Counted", "CountPlan", "EPS", "KEEP_SHARE", "POSTINGS_PER_CHECK", "bm25_rescore", "count_filter",
+           "decode_list", "narrow", "plan"]
