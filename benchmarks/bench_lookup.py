@@ -106,17 +106,18 @@ def near_duplicates(conn: psycopg.Connection, n: int, seed: int = 7) -> list[str
     return out
 
 
-def run_set(sel: Selector, memory: Memory, queries: list[str]) -> dict:
+def run_set(sel: Selector, memory: Memory, queries: list[str], n: int) -> dict:
     """Both paths on every query, alternating; the brute force on the side (not timed)."""
     ms = {70: [], 0: []}
     cands, read, total, tokens_n = [], 0, 0, []
     qualified, found = 0, {70: 0, 0: 0}
     fallbacks = 0
+    steps: dict[str, float] = {}  # the count path's ms summed over the queries, by step
     for q in queries:
         got = {}
         for mm in (THRESHOLD, 0.0):
             t0 = time.perf_counter()
-            got[int(mm)] = lookup(sel, q, n=1, min_match=mm)
+            got[int(mm)] = lookup(sel, q, n=n, min_match=mm)
             ms[int(mm)].append((time.perf_counter() - t0) * 1000)
         s = got[70].search
         fallbacks += s.get("path") != "count"
@@ -124,6 +125,8 @@ def run_set(sel: Selector, memory: Memory, queries: list[str]) -> dict:
             cands.append(s["candidates"])
             read += s["postings"]
             total += s["postings_total"]
+            for step, v in s["ms"].items():
+                steps[step] = steps.get(step, 0.0) + v
         tokens = sel.analyzer.tokenize(q)
         tokens_n.append(len(tokens))
         truth = memory.best(tokens)
@@ -138,11 +141,11 @@ def run_set(sel: Selector, memory: Memory, queries: list[str]) -> dict:
                       f"{r.matches[0].match if r.matches else None}: {q[:80]}", flush=True)
     return {"queries": len(queries), "tokens": float(np.median(tokens_n)), "qualified": qualified,
             "p70": pct(ms[70]), "p0": pct(ms[0]), "cand": pct(cands) if cands else (0.0, 0.0),
-            "read": read / total if total else 0.0, "fallbacks": fallbacks,
+            "read": read / total if total else 0.0, "fallbacks": fallbacks, "steps": steps,
             "recall": {mm: (found[mm] / qualified if qualified else None) for mm in found}}
 
 
-def bench(database: str, n: int, sets: list[str]) -> None:
+def bench(database: str, n: int, sets: list[str], matches: int) -> None:
     from scoi.db.engine import resolve_database, server_url
 
     url = server_url(resolve_database().url, database)
@@ -159,17 +162,21 @@ def bench(database: str, n: int, sets: list[str]) -> None:
         for q in held_out_queries(50, start=500):  # warm-up: caches, Moses
             lookup(sel, q)
             lookup(sel, q, min_match=0)
-        print(f"\n| set | queries (tokens p50) | best >= {THRESHOLD:g}% | min 70: p50 / p95 ms | min 0 (pool "
+        print(f"\n-n {matches}:\n\n| set | queries (tokens p50) | best >= {THRESHOLD:g}% | min 70: p50 / p95 ms | min 0 (pool "
               f"{defaults.LOOKUP_POOL}): p50 / p95 ms | recall at 70 / at 0 | candidates p50 / p95 | "
               "postings read | pool fallbacks |")
         print("|---" * 9 + "|")
+        where: list[str] = []
         for name, queries in chosen:
-            r = run_set(sel, memory, queries)
+            r = run_set(sel, memory, queries, matches)
             recall = " / ".join("-" if v is None else f"{v:.3f}" for v in r["recall"].values())
             print(f"| {name} | {r['queries']} ({r['tokens']:g}) | {r['qualified']} | {r['p70'][0]:.1f} / "
                   f"{r['p70'][1]:.1f} | {r['p0'][0]:.1f} / {r['p0'][1]:.1f} | {recall} | {r['cand'][0]:.0f} / "
                   f"{r['cand'][1]:.0f} | {100 * r['read']:.1f} % | {r['fallbacks']} |", flush=True)
-    print(f"\nload average after: {load_average()}", flush=True)
+            where.append(f"{name}: " + ", ".join(f"{k} {v:.0f}" for k, v in r["steps"].items()))
+    print("\nmin 70, ms summed over the queries by step (read the lists; count, incl. lists read after; "
+          "check the kept sentences): " + "; ".join(where))
+    print(f"load average after: {load_average()}", flush=True)
 
 
 def main() -> None:
@@ -178,9 +185,10 @@ def main() -> None:
                                                          f"default: {', '.join(DATABASES)})")
     ap.add_argument("--queries", type=int, default=100, help="queries per set")
     ap.add_argument("--sets", default="near-dup,short,long", help="query sets to run, comma-separated")
+    ap.add_argument("-n", type=int, default=defaults.LOOKUP_N, help="matches asked for (the lookup's -n)")
     args = ap.parse_args()
     for database in args.database or DATABASES:
-        bench(database, args.queries, args.sets.split(","))
+        bench(database, args.queries, args.sets.split(","), args.n)
 
 
 if __name__ == "__main__":
