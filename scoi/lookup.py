@@ -57,7 +57,8 @@ class LookupResult:
     n: int
     pool: int
     matches: list[Match]
-    #: the pool is exact BM25's top ``pool`` (None: no stored sentence shares a token)
+    #: the pool is exact BM25's top ``pool`` (None: no stored sentence shares a token); on
+    #: the count path, True: every stored sentence that can reach ``min_match`` was checked
     certified: bool | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)
     #: how the matches were found: ``path`` "count" (every stored sentence that can reach
