@@ -39,7 +39,7 @@ KEEP_SHARE = 0.2
 #: divided by this, reading that list too (the sentences kept need one more hit per query
 #: count: fewer) is the cheaper way on: at 1M, checking a sentence (its tokens fetched, its
 #: match %) takes ~30-50 us, reading and decoding a posting ~20-60 ns; 300, 500, 1,000 and
-#: 3,000 measured within noise of each other, without it the tail was 4-8x longer
+#: 3,000 measured within noise of each other; without it the tail was about 4x longer
 POSTINGS_PER_CHECK = 500
 
 
