@@ -1,24 +1,28 @@
-"""Fuzzy lookup (``scoi lookup``): latency, and recall of the true best match.
+"""Fuzzy lookup (``scoi lookup``): latency, recall of the true best match, and what it reads.
 
-For each query set, the lookup (match % on the exact BM25 top ``--pool``) is timed, and
-its best match is compared with the brute force: the match % of the query against every
-stored French source sentence of fr-en (rapidfuzz over the whole table, in memory). Recall
-counts the queries whose true best match is >= 70% and whose lookup found a match of
-that same %. Recall at smaller and larger pools is read from one larger pool's BM25 order.
+For each database (back to back in one process) and query set, the lookup is timed at the
+default minimum (70 %: the count filter over every stored sentence that can reach it,
+docs/method.md §8) and at ``--min-match 0`` (the exact BM25 pool's path), alternating
+query by query so both see the same machine. Its best match is compared with the brute
+force: the match % of the query against every stored French source sentence of fr-en
+(rapidfuzz over the whole table, in memory). Recall counts the queries whose true best
+match is >= 70 % and whose lookup found a match of that same %. Also: sentences whose
+match % was computed per query (candidates), and postings read vs. the query's lists.
 
 Query sets: ``long`` (held-out Europarl lines), ``short`` (Multi30k test captions), and
 ``near-dup``: stored sentences with 1-3 words replaced, deleted or inserted (the CAT case:
-a >= 70% match exists). The baseline, timed in the same run, is the brute force itself.
+a >= 70 % match exists).
 
-    python benchmarks/bench_lookup.py --database scoi_bench_select   # 42k
-    python benchmarks/bench_lookup.py --database scoi_bench_1m       # 1M
+    python benchmarks/bench_lookup.py                                   # 1M, then 42k
+    python benchmarks/bench_lookup.py --database scoi_bench_select_head --queries 50
 
-Reads only; never migrates the database it is pointed at.
+Reads only; never migrates or writes to the databases it is pointed at.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import random
 import sys
 import time
@@ -26,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 import psycopg
+from rapidfuzz import process
+from rapidfuzz.distance import Levenshtein
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -35,11 +41,11 @@ from shared_data import held_out_queries, long_queries  # noqa: E402
 
 from scoi.core import defaults  # noqa: E402
 from scoi.core.match import normalise  # noqa: E402
-from scoi.lookup import candidates, lookup, rank  # noqa: E402
+from scoi.lookup import lookup  # noqa: E402
 from scoi.selection.selector import Selector  # noqa: E402
 
 THRESHOLD = 70.0
-POOLS = (100, 200, 500, 1000)
+DATABASES = ("scoi_bench_1m", "scoi_bench_select_head")
 
 
 class Memory:
@@ -48,16 +54,13 @@ class Memory:
 
     def __init__(self, conn: psycopg.Connection) -> None:
         self.codes: dict[str, str] = {}
-        self.ids: list[int] = []
         self.texts: list[str] = []
-        self.tokens: list[list[str]] = []  # a sample only: the near-duplicate queries' sources
         t0 = time.perf_counter()
         with conn.cursor(name="memory") as cur:
             cur.itersize = 20000
-            cur.execute("SELECT e.pair_id, s.tokens FROM example e JOIN sentence s ON s.id = e.src_id "
+            cur.execute("SELECT s.tokens FROM example e JOIN sentence s ON s.id = e.src_id "
                         "WHERE e.src_lang = 'fr' AND e.tgt_lang = 'en'")
-            for pair_id, toks in cur:
-                self.ids.append(pair_id)
+            for (toks,) in cur:
                 self.texts.append(self.encode(toks))
         self.load_s = time.perf_counter() - t0
 
@@ -73,9 +76,6 @@ class Memory:
 
     def best(self, tokens: list[str]) -> float:
         """The highest match % of ``tokens`` against every stored sentence."""
-        from rapidfuzz import process
-        from rapidfuzz.distance import Levenshtein
-
         q = self.encode(tokens)
         if not q:
             return 0.0
@@ -106,79 +106,89 @@ def near_duplicates(conn: psycopg.Connection, n: int, seed: int = 7) -> list[str
     return out
 
 
-def run_set(sel: Selector, memory: Memory, name: str, queries: list[str], pool: int, big: int, first: int,
-            compare: bool) -> dict:
-    times, full_ms, brute_ms = [], [], []
-    qualified = 0
-    found = {p: 0 for p in POOLS}
+def run_set(sel: Selector, memory: Memory, queries: list[str], n: int) -> dict:
+    """Both paths on every query, alternating; the brute force on the side (not timed)."""
+    ms = {70: [], 0: []}
+    cands, read, total, tokens_n = [], 0, 0, []
+    qualified, found = 0, {70: 0, 0: 0}
+    fallbacks = 0
+    steps: dict[str, float] = {}  # the count path's ms summed over the queries, by step
     for q in queries:
-        if compare:  # the whole pool from the start, back to back with the default
+        got = {}
+        for mm in (THRESHOLD, 0.0):
             t0 = time.perf_counter()
-            whole = lookup(sel, q, n=1, pool=pool, first=pool)
-            full_ms.append((time.perf_counter() - t0) * 1000)
-        t0 = time.perf_counter()
-        got = lookup(sel, q, n=1, pool=pool, first=first)
-        times.append((time.perf_counter() - t0) * 1000)
-        if compare:
-            assert got.matches == whole.matches, q  # the first pool is kept only when provably the same
+            got[int(mm)] = lookup(sel, q, n=n, min_match=mm)
+            ms[int(mm)].append((time.perf_counter() - t0) * 1000)
+        s = got[70].search
+        fallbacks += s.get("path") != "count"
+        if s.get("path") == "count":
+            cands.append(s["candidates"])
+            read += s["postings"]
+            total += s["postings_total"]
+            for step, v in s["ms"].items():
+                steps[step] = steps.get(step, 0.0) + v
         tokens = sel.analyzer.tokenize(q)
-        t0 = time.perf_counter()
+        tokens_n.append(len(tokens))
         truth = memory.best(tokens)
-        brute_ms.append((time.perf_counter() - t0) * 1000)
         if truth < THRESHOLD:
             continue
         qualified += 1
-        pool_rows = candidates(sel, tokens, big)
-        for p in POOLS:
-            best = rank(tokens, pool_rows[:p], n=1, min_match=0)
-            found[p] += bool(best) and best[0][1] == truth
-        if got.matches and got.matches[0].match != truth and pool in POOLS:
-            print(f"    missed ({name}): best {truth} vs lookup {got.matches[0].match}: {q[:80]}")
-    p50, p95 = pct(times)
-    b50, b95 = pct(brute_ms)
-    return {"set": name, "queries": len(queries), "qualified": qualified, "p50": p50, "p95": p95,
-            "full": pct(full_ms) if compare else None,
-            "brute_p50": b50, "brute_p95": b95,
-            "recall": {p: (found[p] / qualified if qualified else None) for p in POOLS}}
+        for mm, r in got.items():
+            ok = bool(r.matches) and r.matches[0].match == truth
+            found[mm] += ok
+            if not ok:
+                print(f"    missed at --min-match {mm}: best {truth} vs "
+                      f"{r.matches[0].match if r.matches else None}: {q[:80]}", flush=True)
+    return {"queries": len(queries), "tokens": float(np.median(tokens_n)), "qualified": qualified,
+            "p70": pct(ms[70]), "p0": pct(ms[0]), "cand": pct(cands) if cands else (0.0, 0.0),
+            "read": read / total if total else 0.0, "fallbacks": fallbacks, "steps": steps,
+            "recall": {mm: (found[mm] / qualified if qualified else None) for mm in found}}
+
+
+def bench(database: str, n: int, sets: list[str], matches: int) -> None:
+    from scoi.db.engine import resolve_database, server_url
+
+    url = server_url(resolve_database().url, database)
+    with psycopg.connect(url) as conn:
+        print(f"\n### {database}: {describe(conn)}; {datetime.datetime.now(datetime.timezone.utc):%H:%M} UTC, "
+              f"load average {load_average()}", flush=True)
+        memory = Memory(conn)
+        near = near_duplicates(conn, n)
+    print(f"brute force memory: {len(memory.texts):,} sentences, {len(memory.codes):,} distinct tokens, "
+          f"loaded in {memory.load_s:.1f} s", flush=True)
+    chosen = [(name, queries) for name, queries in
+              (("near-dup", near), ("short", held_out_queries(n)), ("long", long_queries(n))) if name in sets]
+    with Selector("fr", "en", url=url, method="bm25") as sel:
+        for q in held_out_queries(50, start=500):  # warm-up: caches, Moses
+            lookup(sel, q)
+            lookup(sel, q, min_match=0)
+        print(f"\n-n {matches}:\n\n| set | queries (tokens p50) | best >= {THRESHOLD:g}% | min 70: p50 / p95 ms | min 0 (pool "
+              f"{defaults.LOOKUP_POOL}): p50 / p95 ms | recall at 70 / at 0 | candidates p50 / p95 | "
+              "postings read | pool fallbacks |")
+        print("|---" * 9 + "|")
+        where: list[str] = []
+        for name, queries in chosen:
+            r = run_set(sel, memory, queries, matches)
+            recall = " / ".join("-" if v is None else f"{v:.3f}" for v in r["recall"].values())
+            print(f"| {name} | {r['queries']} ({r['tokens']:g}) | {r['qualified']} | {r['p70'][0]:.1f} / "
+                  f"{r['p70'][1]:.1f} | {r['p0'][0]:.1f} / {r['p0'][1]:.1f} | {recall} | {r['cand'][0]:.0f} / "
+                  f"{r['cand'][1]:.0f} | {100 * r['read']:.1f} % | {r['fallbacks']} |", flush=True)
+            where.append(f"{name}: " + ", ".join(f"{k} {v:.0f}" for k, v in r["steps"].items()))
+    print("\nmin 70, ms summed over the queries by step (read the lists; count, incl. lists read after; "
+          "check the kept sentences): " + "; ".join(where))
+    print(f"load average after: {load_average()}", flush=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--database", default="scoi_bench_select", help="database on the configured server")
+    ap.add_argument("--database", action="append", help=f"database on the configured server (repeatable; "
+                                                         f"default: {', '.join(DATABASES)})")
     ap.add_argument("--queries", type=int, default=100, help="queries per set")
-    ap.add_argument("--pool", type=int, default=1000, help="the lookup's pool (the timed one)")
-    ap.add_argument("--first", type=int, default=defaults.LOOKUP_FIRST_POOL,
-                    help="the lookup's first pool (kept when provably enough, else the whole pool)")
-    ap.add_argument("--compare", action="store_true",
-                    help="also time each query with the whole pool from the start (--first = --pool)")
     ap.add_argument("--sets", default="near-dup,short,long", help="query sets to run, comma-separated")
+    ap.add_argument("-n", type=int, default=defaults.LOOKUP_N, help="matches asked for (the lookup's -n)")
     args = ap.parse_args()
-    from scoi.db.engine import resolve_database, server_url
-
-    url = server_url(resolve_database().url, args.database)
-    with psycopg.connect(url) as conn:
-        print(describe(conn), f"; load average {load_average()}")
-        memory = Memory(conn)
-        near = near_duplicates(conn, args.queries)
-    print(f"brute force memory: {len(memory.texts):,} sentences, {len(memory.codes):,} distinct tokens, "
-          f"loaded in {memory.load_s:.1f} s")
-    sets = [(name, queries) for name, queries in
-            (("near-dup", near), ("short", held_out_queries(args.queries)), ("long", long_queries(args.queries)))
-            if name in args.sets.split(",")]
-    with Selector("fr", "en", url=url, method="bm25") as sel:
-        for q in held_out_queries(50, start=500):  # warm-up: caches, spaCy, Moses
-            lookup(sel, q, pool=args.pool, first=args.first)
-        full = " whole pool p50 / p95 ms |" if args.compare else ""
-        print(f"\n| set | queries | best >= {THRESHOLD:g}% | lookup p50 / p95 ms (pool {args.pool}, "
-              f"first {args.first}) |{full} recall @ pool {' / '.join(map(str, POOLS))} | brute force p50 / p95 ms |")
-        print("|---" * (7 if args.compare else 6) + "|")
-        for name, queries in sets:
-            r = run_set(sel, memory, name, queries, args.pool, max(POOLS), args.first, args.compare)
-            recall = " / ".join("-" if v is None else f"{v:.3f}" for v in r["recall"].values())
-            whole = f" {r['full'][0]:.1f} / {r['full'][1]:.1f} |" if r["full"] else ""
-            print(f"| {name} | {r['queries']} | {r['qualified']} | {r['p50']:.1f} / {r['p95']:.1f} |{whole} {recall} | "
-                  f"{r['brute_p50']:.1f} / {r['brute_p95']:.1f} |", flush=True)
-    print(f"\nload average after: {load_average()}")
+    for database in args.database or DATABASES:
+        bench(database, args.queries, args.sets.split(","), args.n)
 
 
 if __name__ == "__main__":

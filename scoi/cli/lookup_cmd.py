@@ -15,10 +15,14 @@ def lookup(
     src: str = typer.Option(..., "--src", help="Source language code."),
     tgt: str = typer.Option(..., "--tgt", help="Target language code."),
     min_match: float = typer.Option(defaults.LOOKUP_MIN_MATCH, "--min-match", min=0, max=100,
-                                    help="Lowest match % shown (CAT tools often use 70)."),
+                                    help="Lowest match % shown. Default 70, the CAT tools' fuzzy-match "
+                                    "threshold: below it a stored segment is not a TM match. From 50 on, every "
+                                    "stored sentence that can reach it is checked; below 50, only the --pool "
+                                    "closest by BM25."),
     n: int = typer.Option(defaults.LOOKUP_N, "-n", "--n", min=1, help="Matches shown at most."),
     pool: int = typer.Option(defaults.LOOKUP_POOL, "--pool", min=1, max=LIMITS["pool"][1],
-                             help="Exact BM25 candidates the match % is computed on (docs/method.md)."),
+                             help="Exact BM25 candidates the match % is computed on when --min-match is below "
+                                  "50, or when the count filter keeps too many (docs/method.md §8)."),
     corpus: list[str] = typer.Option([], "--corpus", help="Only look in these corpora (repeatable)."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
@@ -41,8 +45,9 @@ def lookup(
         emit_json(result.to_dict())
         return
     if not result.matches:
-        console.print(f"no stored {result.src_lang} sentence matches at {min_match:g}% or more "
-                      f"(among the {pool} closest by BM25)", highlight=False, markup=False)
+        among = "" if result.search.get("path") == "count" else f" (among the {pool} closest by BM25)"
+        console.print(f"no stored {result.src_lang} sentence matches at {min_match:g}% or more{among}",
+                      highlight=False, markup=False)
         return
     from rich.table import Table
 

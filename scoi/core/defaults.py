@@ -49,7 +49,11 @@ REPLICA_RETRY_SECONDS = 30.0  # an unreachable read replica is tried again after
 ON_CONFLICT_TMX = "replace"
 ON_CONFLICT_CORPUS = "add"
 LOOKUP_N = 5                  # scoi lookup: matches shown
-LOOKUP_MIN_MATCH = 0.0        # scoi lookup: lowest match % shown (CAT tools often use 70)
+#: scoi lookup: lowest match % shown. 70, the CAT tools' fuzzy-match threshold (Trados
+#: Studio 70 %, translate-toolkit / Weblate 75 %): below it a segment is not a TM match
+LOOKUP_MIN_MATCH = 70.0
+LOOKUP_COUNT_FLOOR = 50.0     # scoi lookup: from this --min-match on, every stored sentence that can reach it is checked
+LOOKUP_COUNT_LIMIT = 5000     # scoi lookup: sentences the count filter may keep; more: the BM25 pool instead
 LOOKUP_POOL = 1000            # scoi lookup: exact BM25 pool the match % is computed on (docs/method.md §8)
 LOOKUP_FIRST_POOL = 200       # scoi lookup: pool read first; the full pool only when it may miss a match
 INGEST_RUNS_SHOWN = 20        # scoi ingest runs: runs listed, newest first

@@ -43,6 +43,13 @@ def match_all(query: Sequence[str], candidates: Iterable[Sequence[str]]) -> list
     return [match_percent(q, normalise(c)) for c in candidates]
 
 
+def unrounded(match: float) -> float:
+    """The least unrounded match (0-1) whose rounded % reaches ``match``: half a unit of
+    the last decimal below, and a little lower still (float error), so that bounds built
+    on it never exclude a sentence that reaches ``match``."""
+    return (match - 0.5 * 10 ** -DECIMALS) / 100.0 - 1e-9
+
+
 def least_bm25_at(match: float, query_len: int, terms: Sequence[tuple[float, int]], ka: float, kc: float) -> float:
     """A lower bound of the BM25 score (scoi.selection.preselect's: sum of idf * query count *
     tf / (tf + ka + kc * dl)) of any stored sentence whose rounded match % against a query
@@ -52,7 +59,7 @@ def least_bm25_at(match: float, query_len: int, terms: Sequence[tuple[float, int
     dl <= q / m, and at least m * q query tokens (as a multiset) are in the sentence, each
     adding at least its idf * 1 / (1 + ka + kc * dl). A sentence scoring below this bound
     cannot reach ``match``: a lookup's small pool is then provably as good as any larger one."""
-    m = (match - 0.5 * 10 ** -DECIMALS) / 100.0 - 1e-9  # the unrounded match % it needs
+    m = unrounded(match)
     if m <= 0.0 or query_len == 0:
         return 0.0
     shared = math.ceil(query_len * m - 1e-9)
@@ -69,4 +76,4 @@ def check_min_match(value: float | None) -> float | None:
     return value
 
 
-__all__ = ["DECIMALS", "check_min_match", "least_bm25_at", "match_all", "match_percent", "normalise"]
+__all__ = ["DECIMALS", "check_min_match", "least_bm25_at", "match_all", "match_percent", "normalise", "unrounded"]

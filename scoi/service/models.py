@@ -138,7 +138,9 @@ class LookupRequest(Strict):
     text: str = Field(min_length=1, description="The sentence to look up (source language).")
     src: Lang
     tgt: Lang
-    min_match: float = Field(defaults.LOOKUP_MIN_MATCH, ge=0, le=100, description="Lowest match % returned.")
+    min_match: float = Field(defaults.LOOKUP_MIN_MATCH, ge=0, le=100, description=(
+        "Lowest match % returned (default 70, the CAT tools' fuzzy-match threshold; from 50 on, every stored "
+        "sentence that can reach it is checked, below it the BM25 pool only)."))
     n: int = Field(defaults.LOOKUP_N, ge=1, le=100, description="Matches returned at most.")
     pool: int = Field(defaults.LOOKUP_POOL, ge=1, le=LIMITS["pool"][1],
                       description="Exact BM25 candidates the match % is computed on.")

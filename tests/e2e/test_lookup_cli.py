@@ -11,14 +11,25 @@ QUERY = "Bonjour, comment allez-vous ce soir ?"
 
 
 def test_lookup_json_lists_the_best_matches_first(job_db):
-    r = cli(["lookup", QUERY, "--src", "fr", "--tgt", "en", "-n", "3", "--json"], job_db)
+    r = cli(["lookup", QUERY, "--src", "fr", "--tgt", "en", "-n", "3", "--min-match", "0", "--json"], job_db)
     assert r.exit_code == 0, r.stderr
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert [m["match"] for m in out["matches"]] == sorted((m["match"] for m in out["matches"]), reverse=True)
     assert len(out["matches"]) == 3 and out["pool"] == 1000 and out["certified"] is True
+    assert out["search"]["path"] == "pool"  # below 50 %: the BM25 pool
     best = out["matches"][0]
     assert (best["src"], best["tgt"], best["match"], best["meta"]) == (
         "Bonjour, comment allez-vous ?", "Hello, how are you?", 71.43, {})
+
+
+def test_lookup_shows_only_tm_matches_by_default(job_db):
+    r = cli(["lookup", QUERY, "--src", "fr", "--tgt", "en", "--json"], job_db)
+    assert r.exit_code == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["min_match"] == 70 and out["search"]["path"] == "count"  # every stored sentence that can reach 70
+    assert [(m["src"], m["match"]) for m in out["matches"]] == [("Bonjour, comment allez-vous ?", 71.43)]
+    shown = cli(["lookup", "--help"], job_db).stdout
+    assert "Default 70, the CAT tools'" in shown and "[default: 70.0]" in shown
 
 
 def test_lookup_table_and_no_match_message(job_db):
@@ -26,6 +37,9 @@ def test_lookup_table_and_no_match_message(job_db):
     assert r.exit_code == 0 and "71.43" in r.stdout and "Hello, how are you?" in r.stdout
     r = cli(["lookup", "Zorglub blorp.", "--src", "fr", "--tgt", "en", "--min-match", "90"], job_db)
     assert r.exit_code == 0 and "no stored fr sentence matches at 90% or more" in r.stdout
+    assert "closest by BM25" not in r.stdout  # every stored sentence was in reach
+    r = cli(["lookup", "Zorglub blorp.", "--src", "fr", "--tgt", "en", "--min-match", "40"], job_db)
+    assert r.exit_code == 0 and "matches at 40% or more (among the 1000 closest by BM25)" in r.stdout
 
 
 def test_select_min_match_says_when_fewer_than_k_qualify(job_db):

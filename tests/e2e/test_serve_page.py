@@ -308,6 +308,10 @@ def test_lookup_box_and_match_percent_on_picks(page, served):
     page.goto(url)
     page.wait_for_selector("body[data-ready]")
     page.fill("#text", "Bonjour, comment allez-vous ce soir ?")
+    page.click("#lookup-btn")  # the field empty: the server's default minimum, 70 %
+    page.wait_for_selector("#lookup-card:not([hidden])")
+    assert page.locator("#lookup tbody tr").count() == 1
+    assert page.text_content("#lookup-meta").startswith("1 at 70% or more")
     page.fill("#min-match", "70")
     page.click("#lookup-btn")
     page.wait_for_selector("#lookup-card:not([hidden])")

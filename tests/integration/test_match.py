@@ -76,9 +76,10 @@ def test_lookup_ranks_by_match_and_returns_corpus_and_meta(job_db: str) -> None:
         conn.execute("UPDATE pair SET meta = '{\"domain\": \"greetings\"}' WHERE id = (SELECT pair_id FROM example e "
                      "JOIN sentence s ON s.id = e.src_id WHERE s.text = 'Bonjour, comment allez-vous ?' LIMIT 1)")
     with Selector("fr", "en", url=job_db, method="bm25") as sel:
-        result = lookup(sel, QUERY, n=5)
+        result = lookup(sel, QUERY, n=5, min_match=0)  # the BM25 pool's path
         tokens = sel.analyzer.tokenize(QUERY)
         strict = lookup(sel, QUERY, min_match=99)
+        default = lookup(sel, QUERY, n=5)  # 70 %: every stored sentence that can reach it
     best = result.matches[0]
     assert (best.src, best.tgt, best.match, best.meta) == (
         "Bonjour, comment allez-vous ?", "Hello, how are you?", 71.43, {"domain": "greetings"})
@@ -88,6 +89,8 @@ def test_lookup_ranks_by_match_and_returns_corpus_and_meta(job_db: str) -> None:
     brute = sorted(ref.match_percent(tokens, toks) for toks in sources.values())[::-1][:5]
     assert [m.match for m in result.matches] == brute  # the pool held the true best five
     assert strict.matches == [] and result.to_dict()["matches"][0]["meta"] == {"domain": "greetings"}
+    assert default.min_match == 70 and default.search["path"] == "count" and result.search["path"] == "pool"
+    assert default.matches == [best]  # the only one at >= 70 %, with the pool path's BM25 score
 
 
 def test_lookup_refuses_bad_arguments(job_db: str) -> None:
@@ -161,13 +164,19 @@ def test_lookup_keeps_only_pairs_whose_metadata_holds_the_filter(job_db: str) ->
         tagged = conn.execute("UPDATE pair SET meta = '{\"client\": \"acme\"}' WHERE id IN (SELECT pair_id FROM example "
                               "WHERE src_lang = 'fr' AND tgt_lang = 'en' ORDER BY pair_id DESC LIMIT 3) "
                               "RETURNING id").fetchall()
+    with psycopg.connect(job_db) as conn:  # a sentence closest to a tagged pair's source (and others')
+        near = conn.execute("SELECT s.text FROM example e JOIN sentence s ON s.id = e.src_id "
+                            "WHERE e.pair_id = %s AND e.src_lang = 'fr'", (tagged[0][0],)).fetchone()[0]
     with Selector("fr", "en", url=job_db, method="bm25", where={"client": "acme"}) as sel:
         for first in (1, 40):  # the small pool kept or widened, and the whole pool at once
-            got = lookup(sel, QUERY, n=5, pool=40, first=first)
+            got = lookup(sel, QUERY, n=5, pool=40, first=first, min_match=0)
             assert got.matches and {m.pair_id for m in got.matches} <= {r[0] for r in tagged}
             assert all(m.meta == {"client": "acme"} for m in got.matches)
+        counted = lookup(sel, near, n=5)  # the count filter's path maps through the same filter
+        assert counted.search["path"] == "count" and counted.matches[0].match == 100
+        assert {m.pair_id for m in counted.matches} <= {r[0] for r in tagged}
     with Selector("fr", "en", url=job_db, method="bm25") as sel:  # unfiltered, the best are others
-        assert {m.pair_id for m in lookup(sel, QUERY, n=5, pool=40).matches} - {r[0] for r in tagged}
+        assert {m.pair_id for m in lookup(sel, QUERY, n=5, pool=40, min_match=0).matches} - {r[0] for r in tagged}
 
 
 def test_lookup_and_selection_on_two_connections_return_what_one_returns(job_db: str) -> None:

@@ -34,6 +34,16 @@ def test_lookup_answers_what_the_library_finds(api, job_db):
     assert got["matches"][0]["match"] == 71.43 and got["min_match"] == 10
 
 
+def test_lookup_default_minimum_is_the_clis(api, job_db):
+    from scoi.core import defaults
+
+    r = api.post("/api/lookup", json={"text": QUERY, "src": "fr", "tgt": "en"})
+    assert r.status_code == 200, r.text
+    got = r.json()
+    assert got["min_match"] == defaults.LOOKUP_MIN_MATCH == 70 and got["search"]["path"] == "count"
+    assert [m["match"] for m in got["matches"]] == [71.43]  # the one stored sentence at 70 % or more
+
+
 def test_lookup_refuses_bad_requests_with_one_line(api):
     r = api.post("/api/lookup", json={"text": QUERY, "src": "fr", "tgt": "en", "min_match": 150})
     assert r.status_code == 422 and "min_match" in r.json()["error"]

@@ -105,7 +105,9 @@ async function runLookup() {
   banner("");
   try {
     const res = await api("/api/lookup", { method: "POST", body: {
-      text: $("#text").value, src, tgt, min_match: Number($("#min-match").value || 0), n: 5 } });
+      // empty field: the server's default minimum (70 %, the CAT tools' fuzzy-match threshold)
+      text: $("#text").value, src, tgt, min_match: $("#min-match").value === "" ? undefined : Number($("#min-match").value),
+      n: 5 } });
     $("#lookup-card").hidden = false;
     $("#lookup-meta").textContent = `${res.matches.length} at ${res.min_match}% or more · ${fmt(res.timings_ms.total, 1)} ms`;
     $("#lookup tbody").replaceChildren(...(res.matches.length ? res.matches.map((m) => el("tr", {},
