@@ -45,7 +45,8 @@ def lookup(
         emit_json(result.to_dict())
         return
     if not result.matches:
-        among = "" if result.search.get("path") == "count" else f" (among the {pool} closest by BM25)"
+        among = ("; --min-match 0 lists the closest anyway" if result.search.get("path") == "count"
+                 else f" (among the {pool} closest by BM25)")
         console.print(f"no stored {result.src_lang} sentence matches at {min_match:g}% or more{among}",
                       highlight=False, markup=False)
         return
