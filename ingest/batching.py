@@ -4,9 +4,13 @@ tasks.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from typing import Generic, TypeVar
 
 from ingest.records import Record
+
+T = TypeVar("T")
 
 # Workers parse a batch in TASKS_PER_BATCH parts, so that they finish close together at
 # the end of a run.
@@ -45,3 +49,27 @@ def split_batch(batch: list[Record], parts: int) -> list[list[Record]]:
         out.append(batch[start:end])
         start = end
     return out
+
+
+class PendingTasks(Generic[T]):
+    """Tasks read but not written yet, by task number. The parse pool's feeder thread adds
+    them (it runs the reader) while the writing thread takes them and looks at the rest:
+    one lock, or a write iterating them while a task is added fails ("dictionary changed
+    size during iteration", seen importing a 2M-pair TMX with two workers)."""
+
+    def __init__(self) -> None:
+        self._tasks: dict[int, T] = {}
+        self._lock = threading.Lock()
+
+    def add(self, no: int, task: T) -> None:
+        with self._lock:
+            self._tasks[no] = task
+
+    def take(self, no: int) -> T:
+        with self._lock:
+            return self._tasks.pop(no)
+
+    def rest(self) -> list[T]:
+        """The tasks still pending, as they are now."""
+        with self._lock:
+            return list(self._tasks.values())

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import psycopg
 
 from ingest import runs
-from ingest.batching import TASKS_PER_BATCH, batches, split_batch, with_last
+from ingest.batching import TASKS_PER_BATCH, PendingTasks, batches, split_batch, with_last
 from ingest.input_files import read_once
 from ingest.options import IngestError, IngestOptions, IngestSummary, Rejected, on_conflict_default
 from ingest.readers import detect_format, read_records
@@ -256,7 +256,7 @@ class _IngestBatches(BatchRunner):
         self.lookup = lookup  # reads which sentences are stored (autocommit)
         self.writer, self.summary, self.progress = writer, summary, progress
         # task no -> (its records, lang -> (text, sha) to parse), until its batch is written
-        self.pending: dict[int, tuple[list[Record], dict[str, list[tuple[str, bytes]]]]] = {}
+        self.pending: PendingTasks[tuple[list[Record], dict[str, list[tuple[str, bytes]]]]] = PendingTasks()
         self.group: list[tuple[int, dict[str, list[Analysis]]]] = []  # parsed tasks of the current batch
 
     def tasks(self) -> Iterator[ParseTask]:
@@ -270,7 +270,7 @@ class _IngestBatches(BatchRunner):
                     return
                 todo = {lang: self._to_parse(lang, texts)
                         for lang, texts in ((self.src, [r.src for r in part]), (self.tgt, [r.tgt for r in part]))}
-                self.pending[no] = (part, todo)
+                self.pending.add(no, (part, todo))
                 yield ParseTask(no, last or i == len(parts) - 1,
                                 {lang: [t for t, _ in items] for lang, items in todo.items()})
                 no += 1
@@ -294,7 +294,7 @@ class _IngestBatches(BatchRunner):
         pairs: list[PairRow] = []
         repaired: dict[str, int] = {}
         for no, analyses in self.group:
-            part, todo = self.pending.pop(no)
+            part, todo = self.pending.take(no)
             count_repaired(repaired, analyses)
             sentences.extend(ParsedSentence(lang, text, h, a)
                              for lang, items in todo.items() for (text, h), a in zip(items, analyses[lang]))
@@ -303,7 +303,7 @@ class _IngestBatches(BatchRunner):
                 pairs.append(PairRow(r.line, sha(a_text), sha(b_text), json.dumps(r.meta or {}, ensure_ascii=False)))
         # the later tasks, read already, skip the sentences that were stored then: a
         # replace must not delete those under them
-        relied_on = ({(lang, sha(text)) for part, _ in self.pending.values() for r in part
+        relied_on = ({(lang, sha(text)) for part, _ in self.pending.rest() for r in part
                       for lang, text in ((self.src, r.src), (self.tgt, r.tgt))}
                      if self.writer.on_conflict != "add" else None)
         inserted = self.writer.write(sentences, pairs, read=len(pairs), rejected=0, relied_on=relied_on)

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 
 import psycopg
 
+from ingest.batching import PendingTasks
 from ingest.pipeline import scheme_parser
 from ingest.workers import BatchRunner, Parsed, ParseTask, count_repaired, repaired_notes
 from ingest.rows import ParsedSentence
@@ -166,7 +167,7 @@ class _ReanalyzeBatches(BatchRunner):
         self.batch_size = opts.batch_size
         self.reader, self.conn = reader, conn  # reader: autocommit, reads texts in the feeder thread
         self.plans, self.resolver, self.summary, self.progress = plans, resolver, summary, progress
-        self.pending: dict[int, tuple[str, list[int], int]] = {}  # task no -> (lang, ids to move, ids planned)
+        self.pending: PendingTasks[tuple[str, list[int], int]] = PendingTasks()  # no -> (lang, ids to move, planned)
 
     def tasks(self) -> Iterator[ParseTask]:
         no = 0
@@ -178,12 +179,12 @@ class _ReanalyzeBatches(BatchRunner):
                 planned = p.ids[start:start + self.batch_size]
                 rows = self.reader.execute(RSQL["texts_to_reanalyze"],
                                            {"ids": int_array(planned), "parser_id": pid}).fetchall()
-                self.pending[no] = (p.lang, [r[0] for r in rows], len(planned))
+                self.pending.add(no, (p.lang, [r[0] for r in rows], len(planned)))
                 yield ParseTask(no, True, {p.lang: [r[1] for r in rows]})
                 no += 1
 
     def handle(self, result: Parsed) -> None:
-        lang, ids, planned = self.pending.pop(result.no)
+        lang, ids, planned = self.pending.take(result.no)
         s = self.summary
         s.parse_seconds += result.seconds
         t0 = time.perf_counter()
