@@ -13,7 +13,7 @@ import pytest
 from psycopg import sql as psql
 
 from scoi.db.check import APPLICATION_NAME, checks
-from tests.helpers.cli import cli, last_json, scoi_env
+from tests.helpers.cli import cli, ctrl_c_as_in_a_terminal, last_json, scoi_env
 
 
 def test_db_check_prints_a_line_per_check_with_its_time(db_url):
@@ -45,7 +45,8 @@ def test_an_interrupted_check_leaves_no_statement_on_the_server(db_url, signum, 
     with psycopg.connect(db_url) as holder:
         holder.execute(psql.SQL("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE").format(psql.Identifier(table)))
         proc = subprocess.Popen([sys.executable, "-m", "scoi.cli.main", "db", "check", "--jobs", "2"],
-                                env=scoi_env(db_url), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                env=scoi_env(db_url), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=ctrl_c_as_in_a_terminal)
         try:
             deadline = time.monotonic() + 60
             while sum(w == "Lock" for _, _, w in _backends(db_url)) < 2:

@@ -6,9 +6,18 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from typing import Any
+
+
+def ctrl_c_as_in_a_terminal() -> None:
+    """``preexec_fn`` of a subprocess a test stops with Ctrl-C (SIGINT): its default
+    action, as a shell gives it. A test run started in the background (``cmd &`` without
+    job control, nohup) passes SIGINT on as ignored, and Python then never raises
+    KeyboardInterrupt: the test would check how it was launched, not scoi."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def scoi_env(db_url: str, **extra: str) -> dict[str, str]:

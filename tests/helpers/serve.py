@@ -10,6 +10,8 @@ import time
 
 import httpx
 
+from tests.helpers.cli import ctrl_c_as_in_a_terminal
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -20,7 +22,8 @@ def free_port() -> int:
 def start_serve(port: int, env: dict[str, str], *args: str, wait_s: float = 180) -> subprocess.Popen:
     """``scoi serve --port PORT ARGS``, returned once it answers /api/health."""
     proc = subprocess.Popen([sys.executable, "-m", "scoi.cli.main", "serve", "--port", str(port), *args],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=ctrl_c_as_in_a_terminal)  # stop_serve's Ctrl-C
     deadline = time.monotonic() + wait_s
     while True:
         assert proc.poll() is None, proc.stdout.read()
