@@ -43,6 +43,7 @@ from scoi.core import defaults  # noqa: E402
 from scoi.core.match import normalise  # noqa: E402
 from scoi.lookup import lookup  # noqa: E402
 from scoi.selection.selector import Selector  # noqa: E402
+from tests.helpers.edits import edited  # noqa: E402
 
 THRESHOLD = 70.0
 DATABASES = ("scoi_bench_1m", "scoi_bench_select_head")
@@ -91,19 +92,7 @@ def near_duplicates(conn: psycopg.Connection, n: int, seed: int = 7) -> list[str
                         "WHERE e.src_lang = 'fr' AND e.tgt_lang = 'en' "
                         "AND cardinality(s.tokens) BETWEEN 8 AND 40 ORDER BY e.pair_id LIMIT 20000").fetchall()
     vocab = [t for r in rows[:2000] for t in r[0] if t.isalpha()]
-    out = []
-    for toks in (list(r[0]) for r in rng.sample(rows, n)):
-        for _ in range(rng.randint(1, 3)):
-            i = rng.randrange(len(toks))
-            op = rng.choice(("replace", "delete", "insert"))
-            if op == "replace":
-                toks[i] = rng.choice(vocab)
-            elif op == "delete" and len(toks) > 2:
-                del toks[i]
-            else:
-                toks.insert(i, rng.choice(vocab))
-        out.append(" ".join(toks))
-    return out
+    return [" ".join(edited(rng, r[0], vocab, shortest=2)) for r in rng.sample(rows, n)]
 
 
 def run_set(sel: Selector, memory: Memory, queries: list[str], n: int) -> dict:

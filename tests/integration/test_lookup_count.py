@@ -21,6 +21,7 @@ from scoi.lookup import lookup
 from scoi.selection.selector import Selector
 from tests import reference as ref
 from tests.helpers.bm25 import Corpus, corpus, reference
+from tests.helpers.edits import edited
 from tests.helpers.hypothesis import examples
 
 VOCAB = ["de", "la", ",", "le", "et"] + [f"w{i}" for i in range(25)]
@@ -56,20 +57,7 @@ def assert_same(got: list[tuple[int, float, float]], want: list[tuple[int, float
 
 def near_duplicates(rng: random.Random, base: list[list[str]], count: int) -> list[list[str]]:
     """Stored-like sentences with one to three tokens replaced, deleted or inserted."""
-    out = []
-    for _ in range(count):
-        toks = list(rng.choice(base))
-        for _ in range(rng.randint(1, 3)):
-            i = rng.randrange(len(toks))
-            op = rng.choice(("replace", "delete", "insert"))
-            if op == "replace":
-                toks[i] = rng.choice(VOCAB)
-            elif op == "delete" and len(toks) > 1:
-                del toks[i]
-            else:
-                toks.insert(i, rng.choice(VOCAB))
-        out.append(toks)
-    return out
+    return [edited(rng, rng.choice(base), VOCAB) for _ in range(count)]
 
 
 @settings(max_examples=examples(25), deadline=None,
