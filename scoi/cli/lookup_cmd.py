@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from scoi.cli.common import console, database_url, emit_json, fail, table_cells
+from scoi.cli.common import WHERE_HELP, console, database_url, emit_json, fail, given_where, table_cells
 from scoi.core import defaults
 from scoi.core.limits import LIMITS
 
@@ -24,6 +24,7 @@ def lookup(
                              help="Exact BM25 candidates the match % is computed on when --min-match is below "
                                   "50, or when the count filter keeps too many (docs/method.md §8)."),
     corpus: list[str] = typer.Option([], "--corpus", help="Only look in these corpora (repeatable)."),
+    where: list[str] = typer.Option([], "--where", help=WHERE_HELP),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """The stored pairs whose source is closest to TEXT by match % (word-level edit
@@ -35,9 +36,11 @@ def lookup(
     from scoi.db.engine import resolve_read_url
 
     url = database_url()
+    meta = given_where(where)
     try:
         # bm25: a method that needs no tree, so a memory stored without a parser serves too.
-        with Selector(src, tgt, url=url, read_url=resolve_read_url(), corpora=corpus or None, method="bm25") as sel:
+        with Selector(src, tgt, url=url, read_url=resolve_read_url(), corpora=corpus or None, method="bm25",
+                      where=meta) as sel:
             result = find(sel, text.strip(), n=n, min_match=min_match, pool=pool)
     except (SelectionError, ValueError, ParserNotAvailable) as e:
         fail(str(e))

@@ -144,3 +144,4 @@ class LookupRequest(Strict):
     n: int = Field(defaults.LOOKUP_N, ge=1, le=100, description="Matches returned at most.")
     pool: int = Field(defaults.LOOKUP_POOL, ge=1, le=LIMITS["pool"][1],
                       description="Exact BM25 candidates the match % is computed on.")
+    where: dict[str, str] | None = Field(None, description=WHERE_DESCRIPTION)

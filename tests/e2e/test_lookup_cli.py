@@ -55,3 +55,30 @@ def test_bad_min_match_fails_with_one_line(job_db):
     proc = run_scoi(["lookup", QUERY, "--src", "de", "--tgt", "en"], job_db)
     assert proc.returncode == 1 and "no corpus holds de-en pairs" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_lookup_where_keeps_only_pairs_with_that_metadata(job_db):
+    """--where KEY=VALUE (as select and jobs take it): only pairs whose pair.meta holds it;
+    a value that looks like SQL is a value like any other."""
+    import psycopg
+
+    with psycopg.connect(job_db, autocommit=True) as conn:
+        [(pair_id, meta)] = conn.execute(
+            "SELECT p.id, p.meta FROM pair p JOIN example e ON e.pair_id = p.id JOIN sentence s ON s.id = e.src_id "
+            "WHERE e.src_lang = 'fr' AND e.tgt_lang = 'en' AND s.text = 'Bonjour, comment allez-vous ?'").fetchall()
+        conn.execute("UPDATE pair SET meta = meta || '{\"domain\": \"greeting\"}' WHERE id = %s", [pair_id])
+        pairs = conn.execute("SELECT count(*) FROM pair").fetchone()[0]
+        try:
+            def found(*where: str) -> list[int]:
+                args = [a for w in where for a in ("--where", w)]
+                r = cli(["lookup", QUERY, "--src", "fr", "--tgt", "en", "--json", *args], job_db)
+                assert r.exit_code == 0, r.stderr
+                return [m["pair_id"] for m in json.loads(r.stdout.strip().splitlines()[-1])["matches"]]
+
+            assert found("domain=greeting") == [pair_id] == found()
+            assert found("domain=legal") == [] and found("domain=greeting'; DROP TABLE pair; --") == []
+            assert conn.execute("SELECT count(*) FROM pair").fetchone()[0] == pairs
+            bad = cli(["lookup", QUERY, "--src", "fr", "--tgt", "en", "--where", "no equals"], job_db)
+            assert bad.exit_code != 0 and "expected KEY=VALUE" in bad.stderr
+        finally:
+            conn.execute("UPDATE pair SET meta = %s WHERE id = %s", [psycopg.types.json.Jsonb(meta), pair_id])

@@ -61,3 +61,16 @@ def test_select_min_match_reaches_the_selection(api):
     got = r.json()
     assert [p["match"] for p in got["selected"]] == [71.43] and got["min_match"] == 70
     assert got["notice"].startswith("1 of ") and all(c["match"] >= 70 for c in got["candidates"])
+
+
+def test_lookup_takes_the_metadata_filter_as_data(api, job_db):
+    """``where`` in the body restricts the lookup to pairs whose pair.meta holds it, for
+    that request only; a key that is not KEY-shaped is refused in one line."""
+    body = {"text": QUERY, "src": "fr", "tgt": "en", "min_match": 10, "n": 3}
+    everything = api.post("/api/lookup", json=body).json()["matches"]
+    assert everything
+    none = api.post("/api/lookup", json={**body, "where": {"domain": "nowhere'; DROP TABLE pair;--"}})
+    assert none.status_code == 200 and none.json()["matches"] == []
+    assert api.post("/api/lookup", json=body).json()["matches"] == everything  # the filter was this call's only
+    bad = api.post("/api/lookup", json={**body, "where": {"no key": "x"}})
+    assert bad.status_code in (400, 422) and "no key" in bad.text

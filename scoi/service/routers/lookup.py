@@ -20,8 +20,10 @@ async def lookup(body: LookupRequest, service: ServiceDep, selectors: SelectorsD
     """The stored pairs closest to a sentence by match %, best first (`scoi lookup --json`)."""
     text = service.check_text(body.text).strip()
 
+    def search(sel: Any) -> Any:
+        with sel.filtered(body.where):  # the request's metadata filter, for this call only
+            return find(sel, text, n=body.n, min_match=body.min_match, pool=body.pool)
+
     def work() -> dict[str, Any]:
-        return selectors.run(
-            body.src, body.tgt, lambda sel: find(sel, text, n=body.n, min_match=body.min_match, pool=body.pool),
-            wait_s=settings.limits.timeout_s).to_dict()
+        return selectors.run(body.src, body.tgt, search, wait_s=settings.limits.timeout_s).to_dict()
     return await run_limited(service, work)
