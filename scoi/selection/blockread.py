@@ -1,26 +1,24 @@
 """Reading a query's posting lists for the block engine (:mod:`scoi.selection.preselect`).
 
 Streaming every list in chunks of blocks and summing them as they come
-(:class:`AllLists`), the same split by sentence-id range over helper connections in one
-exported snapshot (:func:`read_parts`), and decoding lists or blocks read whole
-(:func:`decode_ids`, :func:`read_list`). What was read is counted in :class:`Stats`.
+(:class:`AllLists`, :func:`stream_all`, :func:`sum_chunks`), and decoding lists or blocks
+read whole (:func:`decode_ids`, :func:`read_list`). What was read is counted in
+:class:`Stats`. The same read one sentence-id range at a time, or split over helper
+connections, is :mod:`scoi.selection.rangeread`.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable
 from contextlib import closing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from psycopg import sql
-
-from scoi.core.bm25blocks import BLOCK, DIR, GROUP, Directory
+from scoi.core.bm25blocks import DIR, Directory
 from scoi.db.queries import load
-from scoi.selection.blockscore import SLACK, QueryToken, bm25_idf, merge_heads, sum_by_sentence, tf_factors
+from scoi.selection.blockscore import SLACK, QueryToken, bm25_idf, sum_by_sentence, tf_factors
 from scoi.selection.listcache import CachedList, Deferred, ListCache, QueryLists
 
 if TYPE_CHECKING:
@@ -102,8 +100,8 @@ class AllLists:
         contrib = table[packed]
         if len(rec) and (rec["first"][0] < self.lo or rec["last"][-1] > self.hi):  # a range's edge row
             keep_in = (sids >= self.lo - self.base) & (sids <= self.hi - self.base)
-            sids, contrib = sids[keep_in], contrib[keep_in]
-        elif keep is not None:
+            sids, contrib, packed = sids[keep_in], contrib[keep_in], packed[keep_in]
+        if keep is not None:  # (the ranges of one list partition it: their postings add up to it)
             keep[0].append(sids + self.base)
             keep[1].append(packed)
         t1 = time.perf_counter()
@@ -115,20 +113,25 @@ class AllLists:
         st.bytes += len(meta) + len(ids) + len(tfdl)
 
     def add_cached(self, df: int, cnt: int, entry: CachedList, st: Stats, defer: bool = False) -> None:
-        """A token's whole list from the list cache, in place of its chunks: the same
-        contributions (tf factor x weight, one product each) added to the same cells;
-        ``defer``: kept aside until the best sentences are asked for (:class:`Deferred`)."""
+        """A token's list from the list cache (its postings within [lo, hi]: a range's), in
+        place of its chunks: the same contributions (tf factor x weight, one product each)
+        added to the same cells; ``defer``: kept aside until the best sentences are asked
+        for (:class:`Deferred`)."""
         t0 = time.perf_counter()
         factors, fmax = entry.factors(self.ka, self.kc, self.factor)
+        ids = entry.ids
+        if len(ids) and (ids[0] < self.lo or ids[-1] > self.hi):  # read by range: this range's slice
+            i0, i1 = np.searchsorted(ids, [self.lo, self.hi + 1])
+            ids, factors = ids[i0:i1], factors[i0:i1]
         w = bm25_idf(self.n_docs, df) * cnt
         if defer and self.dense:
             self.deferred = self.deferred or Deferred()
-            self.deferred.add(entry.ids, factors, fmax, w)
-            st.extra["deferred"] = st.extra.get("deferred", 0) + len(entry.ids)
-            st.extra["cached"] = st.extra.get("cached", 0) + len(entry.ids)
+            self.deferred.add(ids, factors, fmax, w)
+            st.extra["deferred"] = st.extra.get("deferred", 0) + len(ids)
+            st.extra["cached"] = st.extra.get("cached", 0) + len(ids)
             return
         contrib = factors * w
-        sids = entry.ids if self.base == 0 else entry.ids - self.base
+        sids = ids if self.base == 0 else ids - self.base
         t1 = time.perf_counter()
         self._sum(sids, contrib)
         st.ms["decode"] = st.ms.get("decode", 0.0) + 1000 * (t1 - t0)
@@ -228,140 +231,22 @@ def stream_all(cur: psycopg.Cursor, lang: str, tokens: list[str], read_all: int,
     return known, out
 
 
-def read_parts(cur: psycopg.Cursor, helpers: Sequence[psycopg.Connection], lang: str, tokens: list[str],
-               read_all: int, k1: float, b: float, st: Stats) -> tuple[bool, Parts | None]:
-    """:func:`stream_all` split by sentence id over ``cur``'s connection and ``helpers``:
-    ``blocks_split`` exports the snapshot of ``cur``'s transaction and cuts the ids into
-    as many ranges as connections; each connection imports the snapshot, streams its
-    range's postings (``blocks_stream_range``) and sums them on a thread of its own, so the
-    servers' reading and numpy's summing of the ranges run side by side. A sentence's
-    postings all fall in one range, so each range's sums are complete scores and the
-    ranges' best sentences merge exactly (:func:`merge_heads`). Same results as one
-    connection, as every connection reads the same snapshot."""
-    snapshot, total, cuts = cur.execute(SQL["blocks_split"], {
-        "lang": lang, "tokens": tokens, "parts": len(helpers) + 1, "rec": DIR.itemsize}).fetchone()
-    st.round_trips += 1
-    if total is None:
-        return False, None
-    if total > read_all:
-        return True, None
-    bounds = [0, *cuts, 2**62]
-    with ThreadPoolExecutor(len(helpers)) as pool:
-        jobs = [pool.submit(_read_part_on, h, snapshot, lang, tokens, bounds[i + 1], bounds[i + 2], k1, b)
-                for i, h in enumerate(helpers)]
-        own = _stream_range(cur, lang, tokens, bounds[0], bounds[1], k1, b, st)
-        parts = [job.result() for job in jobs]
-    for _, part_st in parts:
-        st.postings += part_st.postings
-        st.blocks += part_st.blocks
-        st.blocks_total += part_st.blocks_total
-        st.bytes += part_st.bytes
-        st.round_trips += part_st.round_trips
-    read = Parts([own, *(p for p, _ in parts)])
-    st.extra.update(terms=read.terms, ka=read.ka, kc=read.kc)
-    return True, read
-
-
-def _read_part_on(helper: psycopg.Connection, snapshot: str, lang: str, tokens: list[str], lo: int, hi: int,
-                  k1: float, b: float) -> tuple[AllLists, Stats]:
-    """One range's sums on ``helper``, in the exported ``snapshot`` (one round trip to
-    import it, one to stream, one to end the transaction)."""
-    if not helper.autocommit:
-        raise ValueError("preselect_blocks: helper connections must be in autocommit mode")
-    st = Stats()
-    helper.execute(sql.SQL("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; SET TRANSACTION SNAPSHOT {}").format(
-        sql.Literal(snapshot)))
-    try:
-        return _stream_range(helper.cursor(binary=True), lang, tokens, lo, hi, k1, b, st), st
-    finally:
-        helper.execute("ROLLBACK")
-
-
-def _stream_range(cur: psycopg.Cursor, lang: str, tokens: list[str], lo: int, hi: int, k1: float, b: float,
-                  st: Stats) -> AllLists:
-    """The sums of the sentences with ids in [``lo``, ``hi``) (``blocks_stream_range``)."""
-    rows = cur.stream(SQL["blocks_stream_range"], {"lang": lang, "tokens": tokens, "from": lo, "to": hi,
-                                                   "chunk": CHUNK, "rec": DIR.itemsize, "grp": GROUP, "block": BLOCK})
-    st.round_trips += 1
-    with closing(rows):
-        _, out = sum_chunks(rows, k1, b, st)
-    assert out is not None  # every known token gives a row in every range
-    return out
-
-
-def read_ranges(cur: psycopg.Cursor, lang: str, tokens: list[str], read_all: int, k1: float, b: float,
-                st: Stats, span: int, keep: int, cache: ListCache | None = None,
-                min_df: int = 0) -> tuple[bool, RangeHeads | AllLists | None]:
-    """:func:`stream_all` with a bounded memory: when the lists' sentence ids span more
-    than ``span``, they are streamed and summed one range of ``span`` ids at a time, in
-    the caller's snapshot, and each range is cut to its best ``keep`` sentences (and a
-    bound on the rest) before the next is read. The same head as one read whenever the
-    caller asks for at most ``keep`` (:func:`merge_heads` is exact); otherwise the caller
-    reads again with :func:`stream_all`. Lists within ``span`` ids are read as by it (with
-    ``cache``); ranges are never cached (their rows cut lists)."""
-    lo, hi, total = cur.execute(SQL["blocks_extent"], {"lang": lang, "tokens": tokens, "rec": DIR.itemsize}
-                                ).fetchone()
-    st.round_trips += 1
-    st.extra["extent"] = None if lo is None else hi - lo + 1
-    if lo is None or total > read_all:  # no token in the index; too many postings (MaxScore)
-        return lo is not None, None
-    if hi - lo < span:
-        return stream_all(cur, lang, tokens, read_all, k1, b, st, cache, min_df)
-    heads, first = [], None
-    for start in range(lo, hi + 1, span):
-        part = _stream_range(cur, lang, tokens, start, start + span, k1, b, st)
-        st.extra["cells"] = max(st.extra.get("cells", 0), len(part.sums))  # the largest sums array held
-        first = first or (part.ka, part.kc, part.terms)  # not the part itself: its sums go with it
-        heads.append(part.head(keep))
-        del part
-    st.blocks_total = st.blocks
-    ka, kc, terms = first
-    st.extra.update(terms=terms, ka=ka, kc=kc, ranges=len(heads))
-    return True, RangeHeads(heads, keep, ka, kc, terms)
-
-
-class RangeHeads:
-    """The best ``keep`` sentences of each range :func:`read_ranges` read, merged on demand."""
-
-    def __init__(self, heads: list[tuple[np.ndarray, np.ndarray, float | None]], keep: int, ka: float, kc: float,
-                 terms: list[tuple[float, int]]) -> None:
-        self.heads, self.keep = heads, keep
-        self.ka, self.kc, self.terms = ka, kc, terms
-
-    def head(self, k: int) -> tuple[np.ndarray, np.ndarray, float | None]:
-        """As :meth:`AllLists.head`, for ``k`` up to ``keep``."""
-        if k > self.keep:
-            raise ValueError(f"RangeHeads kept the best {self.keep} sentences of each range, not {k}")
-        return merge_heads(self.heads, k)
-
-
-class Parts:
-    """The sums of several sentence-id ranges read as one (:func:`read_parts`)."""
-
-    def __init__(self, parts: list[AllLists]) -> None:
-        self.parts = parts
-        self.ka, self.kc, self.terms = parts[0].ka, parts[0].kc, parts[0].terms
-
-    def head(self, k: int) -> tuple[np.ndarray, np.ndarray, float | None]:
-        """As :meth:`AllLists.head`, over every range."""
-        return merge_heads([p.head(k) for p in self.parts], k)
-
-    def all_scores(self) -> tuple[np.ndarray, np.ndarray]:
-        got = [p.all_scores() for p in self.parts]
-        return np.concatenate([g[0] for g in got]), np.concatenate([g[1] for g in got])
-
-
 def sum_chunks(rows: Iterable[tuple[Any, ...]], k1: float, b: float, st: Stats,
-               lists: QueryLists | None = None) -> tuple[bool, AllLists | None]:
+               lists: QueryLists | None = None, defer: set[int] | None = None,
+               store: bool = True) -> tuple[bool, AllLists | None]:
     """Sum ``blocks_stream`` rows in (token rank, chunk) order, whatever order they come
     in: early rows wait in a buffer (the server sends them in that order; nothing depends
     on it). A cache hit's marker row stands for its token's chunks and adds the cached list
-    there (``lists``). See :func:`stream_all` for what it returns."""
+    there (``lists``). ``defer``: the ranks of the cached lists left out of the sums for
+    now (default: found here when ``rows`` is a list, all known at once:
+    :meth:`QueryLists.deferrable`); ``store``: lists read whole are stored in the cache as
+    their last chunk is summed (False: a range's, the caller stores them once every range
+    is read). See :func:`stream_all` for what it returns."""
     known, out = False, None
     waiting: dict[tuple[int, int], tuple[Any, ...]] = {}
     at = (1, 0)
     start = time.perf_counter()
-    defer: set[int] = set()
+    defer = set() if defer is None else defer
     for row in rows:
         known = True
         rank, n_tokens, chunk = row[0], row[1], row[2]
@@ -370,8 +255,9 @@ def sum_chunks(rows: Iterable[tuple[Any, ...]], k1: float, b: float, st: Stats,
         if out is None:
             out = AllLists(row, k1, b)
             st.extra.setdefault("extent", out.hi - out.lo + 1)  # the ids the lists span
-            if lists is not None and isinstance(rows, list):  # every row known: the commonest lists may wait
-                defer = lists.deferrable(rows, out.n_docs, out.ka, out.kc, out.factor)
+            if lists is not None and isinstance(rows, list) and not defer:  # every row known: the commonest may wait
+                hits = {r[0]: (r[4], r[5], r[14]) for r in rows if r[16]}
+                defer = lists.deferrable(hits, row[1], out.n_docs, out.ka, out.kc, out.factor)
         st.tokens = n_tokens
         waiting[(rank, chunk)] = row
         while at in waiting:
@@ -382,7 +268,7 @@ def sum_chunks(rows: Iterable[tuple[Any, ...]], k1: float, b: float, st: Stats,
             else:
                 keep = lists.keep(r[4], r[14]) if lists is not None else None
                 out.add(r[4], r[5], r[6], r[12], r[13], st, keep)
-                if keep is not None and at[1] + 1 == r[3]:
+                if keep is not None and store and at[1] + 1 == r[3]:
                     lists.store(r[17], r[14], r[15], r[4])
             if at[1] == 0:
                 out.terms.append((bm25_idf(out.n_docs, r[4]), r[5]))
@@ -396,5 +282,4 @@ def sum_chunks(rows: Iterable[tuple[Any, ...]], k1: float, b: float, st: Stats,
     return known, out
 
 
-__all__ = ["AllLists", "CHUNK", "decode_ids", "Parts", "RangeHeads", "read_list", "read_parts", "read_ranges", "Stats",
-           "stream_all", "sum_chunks"]
+__all__ = ["AllLists", "CHUNK", "decode_ids", "NO_CACHE", "read_list", "Stats", "stream_all", "sum_chunks"]

@@ -165,7 +165,8 @@ class QueryLists:
         self.server = cache.server(conn)
         self.offered = cache.held(self.server, lang, tokens)
         self.reading: dict[int, tuple[list[np.ndarray], list[np.ndarray]]] = {}
-        self.hits = self.misses = 0
+        self.used: set[int] = set()  # token ids summed from the cache (once, however many ranges)
+        self.misses = 0
 
     def params(self) -> dict[str, list[int]]:
         """``blocks_stream``'s ``cached``, ``versions`` and ``cached_df``."""
@@ -173,19 +174,19 @@ class QueryLists:
         return {"cached": [e.token_id for e in got], "versions": [e.version for e in got],
                 "cached_df": [e.df for e in got]}
 
-    def deferrable(self, rows: list[tuple[Any, ...]], n_docs: int, ka: float, kc: float, table: np.ndarray
-                   ) -> set[int]:
-        """Ranks of the longest suffix of the query's tokens (the commonest: ranks go by df)
-        whose lists all come from the cache and whose contributions add up to at most
-        ``DEFER_BOUND`` (:class:`Deferred`); ``rows``: the statement's, all of them."""
-        hits = {r[0]: r for r in rows if r[16]}
+    def deferrable(self, hits: dict[int, tuple[int, int, int]], n_tokens: int, n_docs: int, ka: float, kc: float,
+                   table: np.ndarray) -> set[int]:
+        """Ranks of the longest suffix of the query's ``n_tokens`` tokens (the commonest:
+        ranks go by df) whose lists all come from the cache and whose contributions add up
+        to at most ``DEFER_BOUND`` (:class:`Deferred`); ``hits``: rank -> (df, count in the
+        query, token id) of the lists the statement found current in the cache."""
         out: set[int] = set()
         ub = 0.0
-        for rank in range(rows[0][1], 0, -1):
+        for rank in range(n_tokens, 0, -1):
             r = hits.get(rank)
             if r is None:
                 break
-            ub += bm25_idf(n_docs, r[4]) * r[5] * self.offered[r[14]].factors(ka, kc, table)[1]
+            ub += bm25_idf(n_docs, r[0]) * r[1] * self.offered[r[2]].factors(ka, kc, table)[1]
             if ub > DEFER_BOUND:
                 break
             out.add(rank)
@@ -193,9 +194,8 @@ class QueryLists:
 
     def hit(self, token_id: int) -> CachedList:
         """The entry the statement found current (it offered it)."""
-        entry = self.offered[token_id]
-        self.hits += len(entry.ids)
-        return entry
+        self.used.add(token_id)
+        return self.offered[token_id]
 
     def keep(self, df: int, token_id: int) -> tuple[list[np.ndarray], list[np.ndarray]] | None:
         """Where a list read from the server collects its chunks (None: too rare to cache)."""
@@ -204,13 +204,15 @@ class QueryLists:
         return self.reading.setdefault(token_id, ([], []))
 
     def store(self, token: str, token_id: int, version: int, df: int) -> None:
-        """The list of ``token_id`` is read whole: keep it."""
+        """The list of ``token_id`` is read whole: keep it (if it holds its ``df`` postings)."""
         ids, packed = self.reading.pop(token_id)
         self.misses += df
+        if sum(len(i) for i in ids) != df:  # (not every range of it was read)
+            return
         self.cache.put(self.server, make_entry(self.lang, token, token_id, version, df, ids, packed))
 
     def done(self) -> None:
-        self.cache.count(self.hits, self.misses)
+        self.cache.count(sum(len(self.offered[t].ids) for t in self.used), self.misses)
 
 
 class Deferred:

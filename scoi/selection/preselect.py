@@ -20,7 +20,7 @@ All round trips run in one REPEATABLE READ transaction (the caller's:
 forward rows and pairs, whatever ingest commits meanwhile. With helper connections (``helpers``), the read-all
 path cuts the sentence ids into ranges, one per connection, each reading that snapshot
 (exported, and imported by the helpers) and summing its range on a thread of its own
-(:func:`scoi.selection.blockread.read_parts`); the ranges' best sentences merge exactly
+(:func:`scoi.selection.rangeread.read_parts`); the ranges' best sentences merge exactly
 (:func:`scoi.selection.blockscore.merge_heads`). Reading and decoding the lists live in
 :mod:`scoi.selection.blockread`, the numpy scoring in :mod:`scoi.selection.blockscore`.
 """
@@ -37,10 +37,11 @@ from psycopg.types.json import Jsonb
 from scoi.core.bm25blocks import BLOCK, block_bounds, bound_at_dl, decode_dir
 from scoi.db.literals import int_array
 from scoi.db.queries import load
-from scoi.selection.blockread import RangeHeads, Stats, decode_ids, read_list, read_parts, read_ranges, stream_all
+from scoi.selection.blockread import Stats, decode_ids, read_list, stream_all
 from scoi.selection.blockscore import (QueryToken, accumulate, bm25_idf, nth_pair_score, sum_by_sentence, tf_factors,
                                        top_pairs)
 from scoi.selection.listcache import ListCache
+from scoi.selection.rangeread import RangeHeads, read_parts, read_ranges
 
 if TYPE_CHECKING:
     import psycopg

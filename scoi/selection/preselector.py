@@ -35,7 +35,7 @@ SQL = load("select")
 #: 22.9 / 50.1 -> 22.8 / 52.5, same load.
 SPARE = 0.1
 #: The statements a block preselection runs, in order (``scoi select --sql`` prints them).
-STATEMENTS = ("blocks_extent", "blocks_stream", "blocks_top", "blocks_split", "blocks_stream_range", "blocks_terms",
+STATEMENTS = ("blocks_plan", "blocks_stream", "blocks_top", "blocks_split", "blocks_stream_range", "blocks_terms",
               "blocks_read", "blocks_fetch", "blocks_exact", "fetch_candidates")
 
 
@@ -143,7 +143,7 @@ class BlockPreselector:
         self.helper_conns: list[psycopg.Connection] = []  # bm25.connections > 1 (helpers)
         self.helper_dsn = ""
         #: the ids the last query's lists spanned (None: no query yet): whether the next one
-        #: first asks where its lists lie (``blocks_extent``), to read them in ranges
+        #: first asks where its lists lie (``blocks_plan``), to read them in ranges
         self.extent: int | None = None
         #: the process's list cache for this setting (shared by every selector that has it)
         self.cache = shared(self.bm25.cache_postings)

@@ -67,18 +67,29 @@ FROM (SELECT 1) AS one LEFT JOIN q ON true;
 SELECT d.oid::bigint, pg_postmaster_start_time()::text, inet_server_addr()::text, inet_server_port()
 FROM pg_database d WHERE d.datname = current_database();
 
--- name: blocks_extent
--- Where the query's posting lists lie: the first sentence id of their first blocks, the
--- last id of their last blocks, and their postings in all (NULL: no token is in the
--- index). Read when the lists may span more than Bm25Params.span ids: they are then
--- streamed and summed one id range at a time (blocks_stream_range), so a query's memory
--- stays bounded however large the memory grows (docs/preselection.md).
-SELECT min(('x' || encode(substr(d.meta, 1, 8), 'hex'))::bit(64)::bigint),
-       max(('x' || encode(substr(d.meta, 1 + (d.n_blocks - 1) * %(rec)s + 8, 8), 'hex'))::bit(64)::bigint),
-       sum(v.df)
-FROM (SELECT DISTINCT tok FROM unnest(%(tokens)s::text[]) AS tok) qt
+-- name: blocks_plan
+-- Where the query's posting lists lie and which of them the list cache holds, read when the
+-- lists may span more than Bm25Params.span ids: they are then streamed and summed one id
+-- range at a time (blocks_stream_range), so a query's memory stays bounded however large
+-- the memory grows (docs/preselection.md). One row per token known to the index, in rank
+-- order (df, id, as blocks_stream): rank, number of tokens, df, count in the query, token
+-- id, the version of its directory row and whether the cache holds that very version
+-- (`cached`, `versions`, `cached_df`, as blocks_stream), the first sentence id of its
+-- first block and the last id of its last block; N and the total length. No row: no query
+-- token is in the index.
+WITH st AS (SELECT n_docs, total_len FROM bm25_stats WHERE lang = %(lang)s)
+SELECT row_number() OVER (ORDER BY v.df, v.id), count(*) OVER (), v.df, qt.cnt, v.id, d.xmin::text::bigint,
+       EXISTS (SELECT 1 FROM unnest(%(cached)s::int[], %(versions)s::bigint[], %(cached_df)s::int[]) AS c(id, version, df)
+               WHERE c.id = v.id AND c.version = d.xmin::text::bigint AND c.df = v.df),
+       CASE WHEN d.n_blocks > 0 THEN ('x' || encode(substr(d.meta, 1, 8), 'hex'))::bit(64)::bigint END,
+       CASE WHEN d.n_blocks > 0
+            THEN ('x' || encode(substr(d.meta, 1 + (d.n_blocks - 1) * %(rec)s + 8, 8), 'hex'))::bit(64)::bigint END,
+       st.n_docs, st.total_len, v.token
+FROM (SELECT tok, count(*) AS cnt FROM unnest(%(tokens)s::text[]) AS tok GROUP BY tok) qt
 JOIN vocab v ON v.lang = %(lang)s AND v.token = qt.tok AND v.df > 0
-JOIN bm25_dir d ON d.token_id = v.id AND d.n_blocks > 0;
+JOIN bm25_dir d ON d.token_id = v.id
+CROSS JOIN st
+ORDER BY v.df, v.id;
 
 -- name: blocks_stream_range
 -- blocks_stream's rows for the sentences with ids in [`from`, `to`) only: one connection's
@@ -89,11 +100,16 @@ JOIN bm25_dir d ON d.token_id = v.id AND d.n_blocks > 0;
 -- the range (at most a row's worth per token and end; the open blocks after the last full
 -- group are one row each: bm25blocks.open_from). A token with no block in the range
 -- gives one row without postings (its idf still counts). `lo`, `hi`: the ids the range's
--- postings can have; `total`: postings of the blocks read. The token's id, no version, no
--- cache hit and no token close each row (blocks_stream's columns: ranges are never cached).
+-- postings can have; `total`: postings of the blocks read. The token's id, the version of
+-- its directory row, whether the list cache holds that version (`cached`, `versions`,
+-- `cached_df`, as blocks_stream: then one row without records or postings stands for the
+-- token's chunks, and its blocks are not read) and the token close each row.
 WITH RECURSIVE st AS (SELECT n_docs, total_len FROM bm25_stats WHERE lang = %(lang)s),
 q AS MATERIALIZED (
-    SELECT v.id, v.df, qt.cnt, d.meta, d.n_blocks,
+    SELECT v.id, v.token, v.df, qt.cnt, d.meta, d.n_blocks, d.xmin::text::bigint AS version,
+           EXISTS (SELECT 1 FROM unnest(%(cached)s::int[], %(versions)s::bigint[], %(cached_df)s::int[])
+                                 AS c(id, version, df)
+                   WHERE c.id = v.id AND c.version = d.xmin::text::bigint AND c.df = v.df) AS hit,
            %(grp)s * ((d.n_blocks - (d.tail_n < %(block)s)::int) / %(grp)s) AS open,  -- bm25blocks.open_from
            row_number() OVER (ORDER BY v.df, v.id) AS rank, count(*) OVER () AS n_tokens
     FROM (SELECT tok, count(*) AS cnt FROM unnest(%(tokens)s::text[]) AS tok GROUP BY tok) qt
@@ -126,17 +142,18 @@ e AS (
            coalesce(sum(r.b1 - r.b0) * %(block)s, 0) AS total
     FROM r WHERE r.b1 > r.b0
 )
-SELECT r.rank, r.n_tokens, c.c, greatest(0, (r.b1 - r.b0 - 1) / %(chunk)s) + 1, r.df, r.cnt,
-       substr(r.meta, 1 + (r.b0 + c.c * %(chunk)s) * %(rec)s,
-              greatest(0, least(%(chunk)s, r.b1 - r.b0 - c.c * %(chunk)s)) * %(rec)s),
-       st.n_docs, st.total_len, e.lo, e.hi, e.total, b.ids, b.tfdl, r.id, NULL::bigint, false, NULL::text
+SELECT r.rank, r.n_tokens, c.c, CASE WHEN r.hit THEN 1 ELSE greatest(0, (r.b1 - r.b0 - 1) / %(chunk)s) + 1 END,
+       r.df, r.cnt,
+       CASE WHEN NOT r.hit THEN substr(r.meta, 1 + (r.b0 + c.c * %(chunk)s) * %(rec)s,
+                                       greatest(0, least(%(chunk)s, r.b1 - r.b0 - c.c * %(chunk)s)) * %(rec)s) END,
+       st.n_docs, st.total_len, e.lo, e.hi, e.total, b.ids, b.tfdl, r.id, r.version, r.hit, r.token
 FROM r CROSS JOIN st CROSS JOIN e
-CROSS JOIN LATERAL generate_series(0, greatest(0, (r.b1 - r.b0 - 1) / %(chunk)s)) AS c(c)
+CROSS JOIN LATERAL generate_series(0, CASE WHEN r.hit THEN 0 ELSE greatest(0, (r.b1 - r.b0 - 1) / %(chunk)s) END) AS c(c)
 CROSS JOIN LATERAL (
     SELECT coalesce(string_agg(b.ids, ''::bytea ORDER BY b.block_no), ''::bytea) AS ids,
            coalesce(string_agg(b.tfdl, ''::bytea ORDER BY b.block_no), ''::bytea) AS tfdl
     FROM bm25_block b
-    WHERE b.token_id = r.id AND b.block_no >= r.b0 + c.c * %(chunk)s
+    WHERE NOT r.hit AND b.token_id = r.id AND b.block_no >= r.b0 + c.c * %(chunk)s
       AND b.block_no < least(r.b1, r.b0 + (c.c + 1) * %(chunk)s)
 ) b;
 

@@ -1,0 +1,178 @@
+"""A query's posting lists read one sentence-id range at a time (:func:`read_ranges`: a
+bounded memory per query at any size), or split over helper connections in one exported
+snapshot (:func:`read_parts`). Each range's sums are complete scores (a sentence's
+postings all fall in one range), so the ranges' best sentences merge exactly
+(:func:`scoi.selection.blockscore.merge_heads`). Reading and summing a range's rows is
+:mod:`scoi.selection.blockread`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
+from typing import TYPE_CHECKING
+
+import numpy as np
+from psycopg import sql
+
+from scoi.core.bm25blocks import BLOCK, DIR, GROUP
+from scoi.db.queries import load
+from scoi.selection.blockread import CHUNK, NO_CACHE, AllLists, Stats, stream_all, sum_chunks
+from scoi.selection.blockscore import merge_heads, tf_factors
+from scoi.selection.listcache import ListCache, QueryLists
+
+if TYPE_CHECKING:
+    import psycopg
+
+SQL = load("select")
+
+
+def read_parts(cur: psycopg.Cursor, helpers: Sequence[psycopg.Connection], lang: str, tokens: list[str],
+               read_all: int, k1: float, b: float, st: Stats) -> tuple[bool, Parts | None]:
+    """:func:`stream_all` split by sentence id over ``cur``'s connection and ``helpers``:
+    ``blocks_split`` exports the snapshot of ``cur``'s transaction and cuts the ids into
+    as many ranges as connections; each connection imports the snapshot, streams its
+    range's postings (``blocks_stream_range``) and sums them on a thread of its own, so the
+    servers' reading and numpy's summing of the ranges run side by side. A sentence's
+    postings all fall in one range, so each range's sums are complete scores and the
+    ranges' best sentences merge exactly (:func:`merge_heads`). Same results as one
+    connection, as every connection reads the same snapshot."""
+    snapshot, total, cuts = cur.execute(SQL["blocks_split"], {
+        "lang": lang, "tokens": tokens, "parts": len(helpers) + 1, "rec": DIR.itemsize}).fetchone()
+    st.round_trips += 1
+    if total is None:
+        return False, None
+    if total > read_all:
+        return True, None
+    bounds = [0, *cuts, 2**62]
+    with ThreadPoolExecutor(len(helpers)) as pool:
+        jobs = [pool.submit(_read_part_on, h, snapshot, lang, tokens, bounds[i + 1], bounds[i + 2], k1, b)
+                for i, h in enumerate(helpers)]
+        own = stream_range(cur, lang, tokens, bounds[0], bounds[1], k1, b, st)
+        parts = [job.result() for job in jobs]
+    for _, part_st in parts:
+        st.postings += part_st.postings
+        st.blocks += part_st.blocks
+        st.blocks_total += part_st.blocks_total
+        st.bytes += part_st.bytes
+        st.round_trips += part_st.round_trips
+    read = Parts([own, *(p for p, _ in parts)])
+    st.extra.update(terms=read.terms, ka=read.ka, kc=read.kc)
+    return True, read
+
+
+def _read_part_on(helper: psycopg.Connection, snapshot: str, lang: str, tokens: list[str], lo: int, hi: int,
+                  k1: float, b: float) -> tuple[AllLists, Stats]:
+    """One range's sums on ``helper``, in the exported ``snapshot`` (one round trip to
+    import it, one to stream, one to end the transaction)."""
+    if not helper.autocommit:
+        raise ValueError("preselect_blocks: helper connections must be in autocommit mode")
+    st = Stats()
+    helper.execute(sql.SQL("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; SET TRANSACTION SNAPSHOT {}").format(
+        sql.Literal(snapshot)))
+    try:
+        return stream_range(helper.cursor(binary=True), lang, tokens, lo, hi, k1, b, st), st
+    finally:
+        helper.execute("ROLLBACK")
+
+
+def stream_range(cur: psycopg.Cursor, lang: str, tokens: list[str], lo: int, hi: int, k1: float, b: float,
+                 st: Stats, lists: QueryLists | None = None, defer: set[int] | None = None) -> AllLists:
+    """The sums of the sentences with ids in [``lo``, ``hi``) (``blocks_stream_range``);
+    with ``lists``, the lists the cache holds at their current version are taken from it
+    (``defer``: the ranks left out of the sums until the range's best are asked for), and
+    those read are collected for :meth:`QueryLists.store` (once every range is read)."""
+    rows = cur.stream(SQL["blocks_stream_range"], {"lang": lang, "tokens": tokens, "from": lo, "to": hi,
+                                                   "chunk": CHUNK, "rec": DIR.itemsize, "grp": GROUP, "block": BLOCK,
+                                                   **(lists.params() if lists is not None else NO_CACHE)})
+    st.round_trips += 1
+    with closing(rows):
+        _, out = sum_chunks(rows, k1, b, st, lists, defer or set(), store=False)
+    assert out is not None  # every known token gives a row in every range
+    return out
+
+
+def read_ranges(cur: psycopg.Cursor, lang: str, tokens: list[str], read_all: int, k1: float, b: float,
+                st: Stats, span: int, keep: int, cache: ListCache | None = None,
+                min_df: int = 0) -> tuple[bool, RangeHeads | AllLists | None]:
+    """:func:`stream_all` with a bounded memory: when the lists' sentence ids span more
+    than ``span``, they are streamed and summed one range of ``span`` ids at a time, in
+    the caller's snapshot, and each range is cut to its best ``keep`` sentences (and a
+    bound on the rest) before the next is read. The same head as one read whenever the
+    caller asks for at most ``keep`` (:func:`merge_heads` is exact); otherwise the caller
+    reads again with :func:`stream_all`. Lists within ``span`` ids are read as by it.
+    ``cache``: as :func:`stream_all`'s, range by range: a list it holds at its current
+    version is sliced to each range, never read; the commonest of those are added in each
+    range only where they can matter (:class:`scoi.selection.listcache.Deferred`, with that
+    range's k-th best: at least ``keep`` sentences reach it, so it bounds the merged one
+    too); lists of at least ``min_df`` postings read in every range are stored whole."""
+    lists = QueryLists(cache, cur.connection, lang, tokens, min_df) if cache is not None else None
+    plan = cur.execute(SQL["blocks_plan"], {"lang": lang, "tokens": tokens, "rec": DIR.itemsize,
+                                            **(lists.params() if lists is not None else NO_CACHE)}).fetchall()
+    st.round_trips += 1
+    firsts = [r[7] for r in plan if r[7] is not None]
+    if not firsts:  # no token in the index
+        return False, None
+    lo, hi, total = min(firsts), max(r[8] for r in plan if r[8] is not None), sum(r[2] for r in plan)
+    st.extra["extent"] = hi - lo + 1
+    if total > read_all:  # too many postings (MaxScore)
+        return True, None
+    if hi - lo < span:
+        return stream_all(cur, lang, tokens, read_all, k1, b, st, cache, min_df)
+    defer: set[int] = set()
+    if lists is not None:
+        n_docs, total_len = plan[0][9], plan[0][10]
+        ka, kc = k1 * (1 - b), k1 * b * max(n_docs, 1) / max(total_len, 1)
+        hits = {r[0]: (r[2], r[3], r[4]) for r in plan if r[6]}
+        defer = lists.deferrable(hits, len(plan), n_docs, ka, kc, tf_factors(ka, kc))
+    heads, first = [], None
+    for start in range(lo, hi + 1, span):
+        part = stream_range(cur, lang, tokens, start, start + span, k1, b, st, lists, defer)
+        st.extra["cells"] = max(st.extra.get("cells", 0), len(part.sums))  # the largest sums array held
+        first = first or (part.ka, part.kc, part.terms)  # not the part itself: its sums go with it
+        heads.append(part.head(keep))
+        del part
+    if lists is not None:
+        for r in plan:
+            if r[4] in lists.reading:
+                lists.store(r[11], r[4], r[5], r[2])
+        lists.done()
+    st.blocks_total = st.blocks
+    ka, kc, terms = first
+    st.extra.update(terms=terms, ka=ka, kc=kc, ranges=len(heads))
+    return True, RangeHeads(heads, keep, ka, kc, terms)
+
+
+class RangeHeads:
+    """The best ``keep`` sentences of each range :func:`read_ranges` read, merged on demand."""
+
+    def __init__(self, heads: list[tuple[np.ndarray, np.ndarray, float | None]], keep: int, ka: float, kc: float,
+                 terms: list[tuple[float, int]]) -> None:
+        self.heads, self.keep = heads, keep
+        self.ka, self.kc, self.terms = ka, kc, terms
+
+    def head(self, k: int) -> tuple[np.ndarray, np.ndarray, float | None]:
+        """As :meth:`AllLists.head`, for ``k`` up to ``keep``."""
+        if k > self.keep:
+            raise ValueError(f"RangeHeads kept the best {self.keep} sentences of each range, not {k}")
+        return merge_heads(self.heads, k)
+
+
+class Parts:
+    """The sums of several sentence-id ranges read as one (:func:`read_parts`)."""
+
+    def __init__(self, parts: list[AllLists]) -> None:
+        self.parts = parts
+        self.ka, self.kc, self.terms = parts[0].ka, parts[0].kc, parts[0].terms
+
+    def head(self, k: int) -> tuple[np.ndarray, np.ndarray, float | None]:
+        """As :meth:`AllLists.head`, over every range."""
+        return merge_heads([p.head(k) for p in self.parts], k)
+
+    def all_scores(self) -> tuple[np.ndarray, np.ndarray]:
+        got = [p.all_scores() for p in self.parts]
+        return np.concatenate([g[0] for g in got]), np.concatenate([g[1] for g in got])
+
+
+__all__ = ["Parts", "RangeHeads", "read_parts", "read_ranges", "stream_range"]
