@@ -42,8 +42,26 @@ class Stats:
     round_trips: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
     #: milliseconds per step when every list is read: ``wait`` (for the server's rows),
-    #: ``decode``, ``sum``, ``head`` (the best 2n sentences), ``top`` (pair mapping round trip)
+    #: ``decode``, ``sum``, ``head`` (the best 2n sentences), ``top`` (pair mapping round trip);
+    #: ``ranges``: each range's best, the waiting lists added where they matter (read by range)
     ms: dict[str, float] = field(default_factory=dict)
+
+    def add(self, other: Stats) -> None:
+        """Count what ``other`` read too (another connection's ranges): counts and
+        milliseconds add up (the latter as work done, not time waited), ``cells`` is the
+        largest."""
+        self.postings += other.postings
+        self.blocks += other.blocks
+        self.blocks_total += other.blocks_total
+        self.bytes += other.bytes
+        self.round_trips += other.round_trips
+        for k, v in other.ms.items():
+            self.ms[k] = self.ms.get(k, 0.0) + v
+        for k in ("cached", "deferred"):
+            if k in other.extra:
+                self.extra[k] = self.extra.get(k, 0) + other.extra[k]
+        if "cells" in other.extra:
+            self.extra["cells"] = max(self.extra.get("cells", 0), other.extra["cells"])
 
 
 def decode_ids(directory: Directory, ids: bytes, tfdl: bytes) -> tuple[np.ndarray, np.ndarray]:
@@ -233,7 +251,7 @@ def stream_all(cur: psycopg.Cursor, lang: str, tokens: list[str], read_all: int,
 
 def sum_chunks(rows: Iterable[tuple[Any, ...]], k1: float, b: float, st: Stats,
                lists: QueryLists | None = None, defer: set[int] | None = None,
-               store: bool = True) -> tuple[bool, AllLists | None]:
+               store: bool = True, part: int = 0) -> tuple[bool, AllLists | None]:
     """Sum ``blocks_stream`` rows in (token rank, chunk) order, whatever order they come
     in: early rows wait in a buffer (the server sends them in that order; nothing depends
     on it). A cache hit's marker row stands for its token's chunks and adds the cached list
@@ -241,11 +259,11 @@ def sum_chunks(rows: Iterable[tuple[Any, ...]], k1: float, b: float, st: Stats,
     now (default: found here when ``rows`` is a list, all known at once:
     :meth:`QueryLists.deferrable`); ``store``: lists read whole are stored in the cache as
     their last chunk is summed (False: a range's, the caller stores them once every range
-    is read). See :func:`stream_all` for what it returns."""
+    is read; ``part``: the range's number). See :func:`stream_all` for what it returns."""
     known, out = False, None
     waiting: dict[tuple[int, int], tuple[Any, ...]] = {}
     at = (1, 0)
-    start = time.perf_counter()
+    start, busy = time.perf_counter(), st.ms.get("decode", 0.0) + st.ms.get("sum", 0.0)  # (a range's: not the first)
     defer = set() if defer is None else defer
     for row in rows:
         known = True
@@ -266,7 +284,7 @@ def sum_chunks(rows: Iterable[tuple[Any, ...]], k1: float, b: float, st: Stats,
                 assert lists is not None  # the statement only marks lists it was offered
                 out.add_cached(r[4], r[5], lists.hit(r[14]), st, at[0] in defer)
             else:
-                keep = lists.keep(r[4], r[14]) if lists is not None else None
+                keep = lists.keep(r[4], r[14], part) if lists is not None else None
                 out.add(r[4], r[5], r[6], r[12], r[13], st, keep)
                 if keep is not None and store and at[1] + 1 == r[3]:
                     lists.store(r[17], r[14], r[15], r[4])
@@ -276,7 +294,8 @@ def sum_chunks(rows: Iterable[tuple[Any, ...]], k1: float, b: float, st: Stats,
     if out is not None:
         st.blocks_total = st.blocks
         t0 = time.perf_counter()
-        st.ms["wait"] = 1000 * (t0 - start) - st.ms.get("decode", 0.0) - st.ms.get("sum", 0.0)
+        busy = st.ms.get("decode", 0.0) + st.ms.get("sum", 0.0) - busy
+        st.ms["wait"] = st.ms.get("wait", 0.0) + 1000 * (t0 - start) - busy
         out.finish()
         st.ms["sum"] = st.ms.get("sum", 0.0) + 1000 * (time.perf_counter() - t0)
     return known, out

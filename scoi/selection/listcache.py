@@ -164,7 +164,9 @@ class QueryLists:
         self.cache, self.lang, self.min_df = cache, lang, min_df
         self.server = cache.server(conn)
         self.offered = cache.held(self.server, lang, tokens)
-        self.reading: dict[int, tuple[list[np.ndarray], list[np.ndarray]]] = {}
+        #: (token id, range) -> the chunks read (a range's, when read by range: possibly on
+        #: several threads, each range on one)
+        self.reading: dict[tuple[int, int], tuple[list[np.ndarray], list[np.ndarray]]] = {}
         self.used: set[int] = set()  # token ids summed from the cache (once, however many ranges)
         self.misses = 0
 
@@ -197,15 +199,24 @@ class QueryLists:
         self.used.add(token_id)
         return self.offered[token_id]
 
-    def keep(self, df: int, token_id: int) -> tuple[list[np.ndarray], list[np.ndarray]] | None:
-        """Where a list read from the server collects its chunks (None: too rare to cache)."""
+    def keep(self, df: int, token_id: int, part: int = 0) -> tuple[list[np.ndarray], list[np.ndarray]] | None:
+        """Where a list read from the server collects its chunks (of range ``part``); None:
+        too rare to cache."""
         if df < self.min_df or df > self.cache.max_postings:
             return None
-        return self.reading.setdefault(token_id, ([], []))
+        return self.reading.setdefault((token_id, part), ([], []))
 
     def store(self, token: str, token_id: int, version: int, df: int) -> None:
-        """The list of ``token_id`` is read whole: keep it (if it holds its ``df`` postings)."""
-        ids, packed = self.reading.pop(token_id)
+        """The list of ``token_id`` is read whole (its ranges in order): keep it (if it holds
+        its ``df`` postings)."""
+        ids: list[np.ndarray] = []
+        packed: list[np.ndarray] = []
+        for key in sorted(k for k in self.reading if k[0] == token_id):
+            got = self.reading.pop(key)
+            ids += got[0]
+            packed += got[1]
+        if not ids:
+            return
         self.misses += df
         if sum(len(i) for i in ids) != df:  # (not every range of it was read)
             return

@@ -84,10 +84,10 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
     cur = conn.cursor(binary=True)
     filt = pair_filter(lang, tgt, corpora, where)
     lowered = [t.lower() for t in tokens]
-    if helpers:
+    if span:
+        known, read = read_ranges(cur, lang, lowered, read_all, k1, b, st, span, 2 * n, cache, cache_min_df, helpers)
+    elif helpers:
         known, read = read_parts(cur, helpers, lang, lowered, read_all, k1, b, st)
-    elif span:
-        known, read = read_ranges(cur, lang, lowered, read_all, k1, b, st, span, 2 * n, cache, cache_min_df)
     else:
         known, read = stream_all(cur, lang, lowered, read_all, k1, b, st, cache, cache_min_df)
     if not known:

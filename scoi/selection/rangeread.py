@@ -8,10 +8,11 @@ postings all fall in one range), so the ranges' best sentences merge exactly
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 from psycopg import sql
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     import psycopg
 
 SQL = load("select")
+T = TypeVar("T")
 
 
 def read_parts(cur: psycopg.Cursor, helpers: Sequence[psycopg.Connection], lang: str, tokens: list[str],
@@ -46,69 +48,85 @@ def read_parts(cur: psycopg.Cursor, helpers: Sequence[psycopg.Connection], lang:
     if total > read_all:
         return True, None
     bounds = [0, *cuts, 2**62]
-    with ThreadPoolExecutor(len(helpers)) as pool:
-        jobs = [pool.submit(_read_part_on, h, snapshot, lang, tokens, bounds[i + 1], bounds[i + 2], k1, b)
-                for i, h in enumerate(helpers)]
-        own = stream_range(cur, lang, tokens, bounds[0], bounds[1], k1, b, st)
-        parts = [job.result() for job in jobs]
-    for _, part_st in parts:
-        st.postings += part_st.postings
-        st.blocks += part_st.blocks
-        st.blocks_total += part_st.blocks_total
-        st.bytes += part_st.bytes
-        st.round_trips += part_st.round_trips
-    read = Parts([own, *(p for p, _ in parts)])
+
+    def part(c: psycopg.Cursor, i: int, part_st: Stats) -> AllLists:
+        return stream_range(c, lang, tokens, bounds[i], bounds[i + 1], k1, b, part_st)
+
+    own, others = _on_every_connection(cur, helpers, snapshot, part, st)
+    read = Parts([own, *others])
     st.extra.update(terms=read.terms, ka=read.ka, kc=read.kc)
     return True, read
 
 
-def _read_part_on(helper: psycopg.Connection, snapshot: str, lang: str, tokens: list[str], lo: int, hi: int,
-                  k1: float, b: float) -> tuple[AllLists, Stats]:
-    """One range's sums on ``helper``, in the exported ``snapshot`` (one round trip to
-    import it, one to stream, one to end the transaction)."""
+def _on_every_connection(cur: psycopg.Cursor, helpers: Sequence[psycopg.Connection], snapshot: str | None,
+                         work: Callable[[psycopg.Cursor, int, Stats], T], st: Stats) -> tuple[T, list[T]]:
+    """``work(cursor, i, stats)`` for i = 0 on ``cur`` and i = 1.. on each helper, side by
+    side on threads, every helper inside the exported ``snapshot`` of ``cur``'s
+    transaction (one round trip to import it, one to end it); the helpers' reads are
+    counted into ``st``."""
+    if not helpers:
+        return work(cur, 0, st), []
+    with ThreadPoolExecutor(len(helpers)) as pool:
+        jobs = [pool.submit(_in_snapshot, h, snapshot, work, i + 1) for i, h in enumerate(helpers)]
+        own = work(cur, 0, st)
+        got = [job.result() for job in jobs]
+    for _, part_st in got:
+        st.add(part_st)
+    return own, [r for r, _ in got]
+
+
+def _in_snapshot(helper: psycopg.Connection, snapshot: str | None, work: Callable[[psycopg.Cursor, int, Stats], T],
+                 i: int) -> tuple[T, Stats]:
     if not helper.autocommit:
         raise ValueError("preselect_blocks: helper connections must be in autocommit mode")
     st = Stats()
     helper.execute(sql.SQL("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; SET TRANSACTION SNAPSHOT {}").format(
         sql.Literal(snapshot)))
     try:
-        return stream_range(helper.cursor(binary=True), lang, tokens, lo, hi, k1, b, st), st
+        return work(helper.cursor(binary=True), i, st), st
     finally:
         helper.execute("ROLLBACK")
 
 
 def stream_range(cur: psycopg.Cursor, lang: str, tokens: list[str], lo: int, hi: int, k1: float, b: float,
-                 st: Stats, lists: QueryLists | None = None, defer: set[int] | None = None) -> AllLists:
+                 st: Stats, lists: QueryLists | None = None, defer: set[int] | None = None,
+                 part: int = 0) -> AllLists:
     """The sums of the sentences with ids in [``lo``, ``hi``) (``blocks_stream_range``);
     with ``lists``, the lists the cache holds at their current version are taken from it
     (``defer``: the ranks left out of the sums until the range's best are asked for), and
-    those read are collected for :meth:`QueryLists.store` (once every range is read)."""
+    those read are collected as range ``part`` for :meth:`QueryLists.store` (once every
+    range is read)."""
     rows = cur.stream(SQL["blocks_stream_range"], {"lang": lang, "tokens": tokens, "from": lo, "to": hi,
                                                    "chunk": CHUNK, "rec": DIR.itemsize, "grp": GROUP, "block": BLOCK,
                                                    **(lists.params() if lists is not None else NO_CACHE)})
     st.round_trips += 1
     with closing(rows):
-        _, out = sum_chunks(rows, k1, b, st, lists, defer or set(), store=False)
+        _, out = sum_chunks(rows, k1, b, st, lists, defer or set(), store=False, part=part)
     assert out is not None  # every known token gives a row in every range
     return out
 
 
 def read_ranges(cur: psycopg.Cursor, lang: str, tokens: list[str], read_all: int, k1: float, b: float,
-                st: Stats, span: int, keep: int, cache: ListCache | None = None,
-                min_df: int = 0) -> tuple[bool, RangeHeads | AllLists | None]:
+                st: Stats, span: int, keep: int, cache: ListCache | None = None, min_df: int = 0,
+                helpers: Sequence[psycopg.Connection] = ()) -> tuple[bool, RangeHeads | AllLists | Parts | None]:
     """:func:`stream_all` with a bounded memory: when the lists' sentence ids span more
-    than ``span``, they are streamed and summed one range of ``span`` ids at a time, in
-    the caller's snapshot, and each range is cut to its best ``keep`` sentences (and a
-    bound on the rest) before the next is read. The same head as one read whenever the
-    caller asks for at most ``keep`` (:func:`merge_heads` is exact); otherwise the caller
-    reads again with :func:`stream_all`. Lists within ``span`` ids are read as by it.
+    than ``span``, they are streamed and summed one range of at most ``span`` ids at a
+    time, in the caller's snapshot, and each range is cut to its best ``keep`` sentences
+    (and a bound on the rest) before the next is read. The same head as one read whenever
+    the caller asks for at most ``keep`` (:func:`merge_heads` is exact); otherwise the
+    caller reads again with :func:`stream_all`. Lists within ``span`` ids are read as by
+    it (or by :func:`read_parts` with ``helpers``).
     ``cache``: as :func:`stream_all`'s, range by range: a list it holds at its current
     version is sliced to each range, never read; the commonest of those are added in each
     range only where they can matter (:class:`scoi.selection.listcache.Deferred`, with that
     range's k-th best: at least ``keep`` sentences reach it, so it bounds the merged one
-    too); lists of at least ``min_df`` postings read in every range are stored whole."""
+    too); lists of at least ``min_df`` postings read in every range are stored whole.
+    ``helpers``: the ranges (as many per connection) are read side by side, each
+    connection on a thread of its own in ``cur``'s exported snapshot: one query's memory
+    is then one range per connection."""
     lists = QueryLists(cache, cur.connection, lang, tokens, min_df) if cache is not None else None
     plan = cur.execute(SQL["blocks_plan"], {"lang": lang, "tokens": tokens, "rec": DIR.itemsize,
+                                            "export": bool(helpers),
                                             **(lists.params() if lists is not None else NO_CACHE)}).fetchall()
     st.round_trips += 1
     firsts = [r[7] for r in plan if r[7] is not None]
@@ -119,6 +137,8 @@ def read_ranges(cur: psycopg.Cursor, lang: str, tokens: list[str], read_all: int
     if total > read_all:  # too many postings (MaxScore)
         return True, None
     if hi - lo < span:
+        if helpers:
+            return read_parts(cur, helpers, lang, tokens, read_all, k1, b, st)
         return stream_all(cur, lang, tokens, read_all, k1, b, st, cache, min_df)
     defer: set[int] = set()
     if lists is not None:
@@ -126,21 +146,32 @@ def read_ranges(cur: psycopg.Cursor, lang: str, tokens: list[str], read_all: int
         ka, kc = k1 * (1 - b), k1 * b * max(n_docs, 1) / max(total_len, 1)
         hits = {r[0]: (r[2], r[3], r[4]) for r in plan if r[6]}
         defer = lists.deferrable(hits, len(plan), n_docs, ka, kc, tf_factors(ka, kc))
-    heads, first = [], None
-    for start in range(lo, hi + 1, span):
-        part = stream_range(cur, lang, tokens, start, start + span, k1, b, st, lists, defer)
-        st.extra["cells"] = max(st.extra.get("cells", 0), len(part.sums))  # the largest sums array held
-        first = first or (part.ka, part.kc, part.terms)  # not the part itself: its sums go with it
-        heads.append(part.head(keep))
-        del part
+    conns = 1 + len(helpers)
+    count = -(-(hi - lo + 1) // span)
+    count = -(-count // conns) * conns  # as many ranges per connection, each within span
+    size = -(-(hi - lo + 1) // count)
+    heads: list[tuple[np.ndarray, np.ndarray, float | None]] = [(np.zeros(0, np.int64), np.zeros(0), None)] * count
+
+    def ranges(c: psycopg.Cursor, w: int, wst: Stats) -> tuple[float, float, list[tuple[float, int]]]:
+        first = None
+        for i in range(w, count, conns):
+            part = stream_range(c, lang, tokens, lo + i * size, lo + (i + 1) * size, k1, b, wst, lists, defer, i)
+            wst.extra["cells"] = max(wst.extra.get("cells", 0), len(part.sums))  # the largest sums array held
+            first = first or (part.ka, part.kc, part.terms)  # not the part itself: its sums go with it
+            t0 = time.perf_counter()
+            heads[i] = part.head(keep)
+            wst.ms["ranges"] = wst.ms.get("ranges", 0.0) + 1000 * (time.perf_counter() - t0)
+            del part
+        assert first is not None  # every connection has a range
+        return first
+
+    (ka, kc, terms), _ = _on_every_connection(cur, helpers, plan[0][12], ranges, st)
     if lists is not None:
         for r in plan:
-            if r[4] in lists.reading:
-                lists.store(r[11], r[4], r[5], r[2])
+            lists.store(r[11], r[4], r[5], r[2])
         lists.done()
     st.blocks_total = st.blocks
-    ka, kc, terms = first
-    st.extra.update(terms=terms, ka=ka, kc=kc, ranges=len(heads))
+    st.extra.update(terms=terms, ka=ka, kc=kc, ranges=count)
     return True, RangeHeads(heads, keep, ka, kc, terms)
 
 

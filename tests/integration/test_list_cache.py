@@ -11,6 +11,7 @@ the bound on postings holds; threads share one cache.
 from __future__ import annotations
 
 import threading
+from contextlib import ExitStack
 
 import numpy as np
 import psycopg
@@ -21,7 +22,7 @@ from ingest.delete import remove_corpus, remove_pairs
 from scoi.selection.blockread import stream_all
 from scoi.selection.listcache import ListCache, shared
 from scoi.selection.preselect import Stats, preselect_blocks
-from scoi.selection.preselector import BlockPreselector, Bm25Params
+from scoi.selection.preselector import BlockPreselector, Bm25Params, snapshot
 from tests.helpers.bm25 import corpus, reference, same
 from tests.helpers.hypothesis import examples
 
@@ -218,15 +219,18 @@ def test_the_commonest_cached_lists_are_added_only_where_they_can_matter(server_
 
 @SETTINGS
 @given(batches=st.lists(batch, min_size=1, max_size=3), queries=st.lists(query, min_size=1, max_size=3),
-       n=st.integers(1, 12), min_df=st.sampled_from([1, 5, 30]), span=st.integers(3, 150))
+       n=st.integers(1, 12), min_df=st.sampled_from([1, 5, 30]), span=st.integers(3, 150),
+       helpers=st.integers(0, 2))
 def test_lists_read_by_range_from_a_warm_cache_give_the_same_floats(server_url, template_url, batches, queries, n,
-                                                                    min_df, span):
+                                                                    min_df, span, helpers):
     """Bm25Params.span with the cache: a list the cache holds is sliced to each range
     (never read), the commonest are added in each range only where they can matter, and
-    a list read range by range is stored whole, as one read would store it. The pools
-    are the very floats of one uncached read, and the entries the same arrays."""
+    a list read range by range is stored whole, as one read would store it, also when
+    the ranges are read side by side on 1-2 more connections. The pools are the very
+    floats of one uncached read, and the entries the same arrays."""
     cache, whole = ListCache(10**6), ListCache(10**6)
-    with corpus(server_url) as c:
+    with corpus(server_url) as c, ExitStack() as stack:
+        extra = [stack.enter_context(psycopg.connect(c.url, autocommit=True)) for _ in range(helpers)]
         for frs, name in batches:
             c.add(frs + frs[: len(frs) // 3], corpus=name)
             docs, pairs_of = c.truth()
@@ -235,7 +239,8 @@ def test_lists_read_by_range_from_a_warm_cache_give_the_same_floats(server_url, 
                 assert same(cold, reference(docs, pairs_of, q, n)), (q, cold)
                 for _ in range(2):  # fills (or refreshes) the cache range by range, then reads from it
                     st_ = Stats()
-                    assert top(c.conn, q, n, cache, min_df, st_, span=span) == cold
+                    with snapshot(c.conn):
+                        assert top(c.conn, q, n, cache, min_df, st_, span=span, helpers=extra) == cold
                 cacheable = sum(df(c.conn, t) for t in set(q) if df(c.conn, t) >= min_df)
                 if st_.extra.get("ranges", 0) > 1 and not st_.extra.get("reread"):
                     assert st_.extra.get("cached", 0) >= cacheable > 0 or cacheable == 0
@@ -265,3 +270,14 @@ def test_the_commonest_cached_lists_wait_in_every_range(server_url, template_url
             assert got == top(c.conn, q, n, None) and same(got, reference(docs, pairs_of, q, n))
             assert st_.extra["ranges"] > 2 and st_.postings < 100, st_.extra
             assert st_.extra["deferred"] >= 3000 + 2000  # "de" and "la" at least, over every range
+        with psycopg.connect(c.url, autocommit=True) as helper, psycopg.connect(c.url, autocommit=True) as reader:
+            before = top(c.conn, q, 20, None)
+            with snapshot(reader):  # two connections, one snapshot: a batch committed meanwhile is not seen
+                st_ = Stats()
+                assert top(reader, q, 20, cache, span=700, st_=st_, helpers=[helper]) == before
+                assert st_.extra["ranges"] % 2 == 0 and st_.extra["deferred"] >= 5000
+                c.add([q] * 3)
+                assert top(reader, q, 20, cache, span=700, helpers=[helper]) == before
+            with snapshot(reader):
+                after = top(reader, q, 20, cache, span=700, helpers=[helper])
+            assert after != before and after == top(c.conn, q, 20, None)

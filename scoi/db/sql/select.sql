@@ -75,8 +75,9 @@ FROM pg_database d WHERE d.datname = current_database();
 -- order (df, id, as blocks_stream): rank, number of tokens, df, count in the query, token
 -- id, the version of its directory row and whether the cache holds that very version
 -- (`cached`, `versions`, `cached_df`, as blocks_stream), the first sentence id of its
--- first block and the last id of its last block; N and the total length. No row: no query
--- token is in the index.
+-- first block and the last id of its last block; N and the total length; the token; with
+-- `export`, this transaction's snapshot for helper connections to import (SET TRANSACTION
+-- SNAPSHOT), exported once. No row: no query token is in the index.
 WITH st AS (SELECT n_docs, total_len FROM bm25_stats WHERE lang = %(lang)s)
 SELECT row_number() OVER (ORDER BY v.df, v.id), count(*) OVER (), v.df, qt.cnt, v.id, d.xmin::text::bigint,
        EXISTS (SELECT 1 FROM unnest(%(cached)s::int[], %(versions)s::bigint[], %(cached_df)s::int[]) AS c(id, version, df)
@@ -84,11 +85,12 @@ SELECT row_number() OVER (ORDER BY v.df, v.id), count(*) OVER (), v.df, qt.cnt, 
        CASE WHEN d.n_blocks > 0 THEN ('x' || encode(substr(d.meta, 1, 8), 'hex'))::bit(64)::bigint END,
        CASE WHEN d.n_blocks > 0
             THEN ('x' || encode(substr(d.meta, 1 + (d.n_blocks - 1) * %(rec)s + 8, 8), 'hex'))::bit(64)::bigint END,
-       st.n_docs, st.total_len, v.token
+       st.n_docs, st.total_len, v.token, x.snapshot
 FROM (SELECT tok, count(*) AS cnt FROM unnest(%(tokens)s::text[]) AS tok GROUP BY tok) qt
 JOIN vocab v ON v.lang = %(lang)s AND v.token = qt.tok AND v.df > 0
 JOIN bm25_dir d ON d.token_id = v.id
 CROSS JOIN st
+CROSS JOIN (SELECT CASE WHEN %(export)s THEN pg_export_snapshot() END AS snapshot) x
 ORDER BY v.df, v.id;
 
 -- name: blocks_stream_range
