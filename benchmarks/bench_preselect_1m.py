@@ -272,7 +272,8 @@ def main() -> None:
                               "peak_mb_p50": pct(memory[name])[0] if name in memory else None,
                               "peak_mb_p95": pct(memory[name])[1] if name in memory else None,
                               "peak_mb_max": max(memory[name]) if name in memory else None,
-                              "db_bytes_per_pair": round(size[0] / max(pairs, 1)), "built": size[1]}))
+                              "db_bytes_per_pair": round(size[0] / max(pairs, 1)), "built": size[1],
+                              "cache_mb": round(sel.engine.cache.info()["mb"]) if sel.engine.cache else 0}))
 
 
 PROFILE_STEPS = {
