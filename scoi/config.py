@@ -79,6 +79,22 @@ def read_max_lag_from_env() -> float | None:
     return value
 
 
+# How one preselection reads at scale (docs/preselection.md): unset, the defaults hold.
+ENV_BM25_CACHE_POSTINGS = "SCOI_BM25_CACHE_POSTINGS"  # postings of common lists kept decoded per process
+ENV_BM25_CONNECTIONS = "SCOI_BM25_CONNECTIONS"  # connections one query's ranges are read on, side by side
+
+
+def int_from_env(name: str, low: int) -> int | None:
+    """An integer setting of at least ``low`` (None: unset). A bad value is refused with the
+    value and what was expected."""
+    raw = os.environ.get(name, "").strip().replace("_", "")
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) < low:
+        raise ValueError(f"{name}={os.environ[name]!r}: expected a whole number >= {low}")
+    return int(raw)
+
+
 def parser_overrides_from_env() -> dict[str, str]:
     """Parse ``SCOI_PARSERS="fr=fr_core_news_md,en=en_core_web_trf"``."""
     return parse_parser_overrides(os.environ.get(ENV_PARSERS, "").split(","))

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import psycopg
 from psycopg.pq import TransactionStatus
 
+from scoi import config
 from scoi.core import defaults
 from scoi.core.pool import distinct_sources
 from scoi.db import connect
@@ -63,6 +64,15 @@ class Bm25Params:
     cache_postings: int = defaults.BM25_CACHE_POSTINGS
     #: the shortest list kept there: rarer lists are cheap to read
     cache_min_df: int = defaults.BM25_CACHE_MIN_DF
+
+    @classmethod
+    def from_env(cls) -> Bm25Params:
+        """The defaults, with ``SCOI_BM25_CACHE_POSTINGS`` and ``SCOI_BM25_CONNECTIONS`` when
+        set: how a large memory is read (neither changes a pool); what a selector made
+        without explicit settings uses (the CLI, ``scoi serve``, workers)."""
+        got = {"cache_postings": config.int_from_env(config.ENV_BM25_CACHE_POSTINGS, 0),
+               "connections": config.int_from_env(config.ENV_BM25_CONNECTIONS, 1)}
+        return cls(**{k: v for k, v in got.items() if v is not None})
 
     def signature(self) -> str:
         """The settings that change a pool: k1 and b (the pool is exact)."""

@@ -61,7 +61,7 @@ class Selector:
                  ctq_model: str | None = None) -> None:
         self.options = Options(k=k, method=method, pool=pool, similarity=similarity, word_overlap=word_overlap,
                                fill=fill, seed=seed, rbm25_variant=rbm25_variant, ef_search=ef_search,
-                               min_match=min_match, corpora=corpora, where=where, bm25=bm25 or Bm25Params()).check()
+                               min_match=min_match, corpora=corpora, where=where, bm25=bm25 or Bm25Params.from_env()).check()
         self.src, self.tgt = check_direction(src, tgt)
         if url is None:
             url = resolve_database().url

@@ -86,3 +86,24 @@ def test_a_candidate_becomes_a_pick_with_its_match_and_the_result_serialises() -
         {"pair_id": 7, "score": 2.5, "match": 80.0, "src": "le chat", "tgt": "the cat"}]
     assert result.to_dict()["selected"][0]["criterion"] == "syntax"
     assert result.to_dict()["selected"][0]["value"] == {"kind": "coverage", "value": 0.5}
+
+
+def test_bm25_settings_from_the_environment(monkeypatch):
+    """SCOI_BM25_CACHE_POSTINGS and SCOI_BM25_CONNECTIONS set how a large memory is read
+    (underscores allowed: 80_000_000); unset, the defaults hold; a bad value names the
+    variable, the value and what was expected; neither changes the pool's signature."""
+    monkeypatch.delenv("SCOI_BM25_CACHE_POSTINGS", raising=False)
+    monkeypatch.delenv("SCOI_BM25_CONNECTIONS", raising=False)
+    assert Bm25Params.from_env() == Bm25Params()
+    monkeypatch.setenv("SCOI_BM25_CACHE_POSTINGS", "80_000_000")
+    monkeypatch.setenv("SCOI_BM25_CONNECTIONS", " 2 ")
+    got = Bm25Params.from_env()
+    assert (got.cache_postings, got.connections) == (80_000_000, 2) and got.signature() == Bm25Params().signature()
+    monkeypatch.setenv("SCOI_BM25_CACHE_POSTINGS", "0")
+    assert Bm25Params.from_env().cache_postings == 0  # no cache
+    for name, bad in (("SCOI_BM25_CONNECTIONS", "0"), ("SCOI_BM25_CONNECTIONS", "two"),
+                      ("SCOI_BM25_CACHE_POSTINGS", "-5"), ("SCOI_BM25_CACHE_POSTINGS", "1e6")):
+        monkeypatch.setenv(name, bad)
+        with pytest.raises(ValueError, match=f"{name}='{bad}': expected a whole number"):
+            Bm25Params.from_env()
+        monkeypatch.delenv(name)
