@@ -176,23 +176,26 @@ class AllLists:
             cand, self.sums = sum_by_sentence(sids, contrib)
             self.cand, self.parts = cand + self.lo, []
 
-    def head(self, k: int) -> tuple[np.ndarray, np.ndarray, float | None]:
+    def head(self, k: int, floor: float = 0.0) -> tuple[np.ndarray, np.ndarray, float | None]:
         """Sentence ids of the ``k`` best sums and of every sum within rounding of the k-th
         (scores rounded to 9 decimals: the exact scores), and a rounded bound no lower than
         any other sentence's score (None: there is no other). A partition of a million sums
         takes ~10 ms; so first a floor from the maxima of >= k chunks (the k-th largest of
-        them: at least k sums reach it), then a partition of the few sums that reach it."""
+        them: at least k sums reach it), then a partition of the few sums that reach it.
+        ``floor``: a score k sentences elsewhere reach (a range's: earlier ranges' k-th
+        best), so the waiting lists need only go where a sentence can still reach it; the
+        head may then hold fewer than k sentences (the others score below the bound)."""
         raw = self.sums
         ids = (lambda idx: idx + self.lo) if self.dense else (lambda idx: self.cand[idx])
         if self.deferred is not None:  # the commonest cached lists, added where they matter (Deferred)
             d, at = self.deferred, self.lo - self.base
-            t = d.resolve(self.buf, self.base, at, k) if d.done is None and len(raw) > k else None
+            t = d.resolve(self.buf, self.base, at, k, floor) if d.done is None and len(raw) > k else None
             if t is None:  # (a later head, for another k, needs every sum)
                 self.complete()
             else:  # the best k are among the sentences resolved; every other one scores below t
                 idx = d.done - at
                 sub = raw[idx]
-                kth = np.partition(sub, len(sub) - k)[len(sub) - k]
+                kth = np.partition(sub, len(sub) - k)[len(sub) - k] if len(sub) > k else 0.0
                 top = (sub >= kth - SLACK) & (sub > 0)
                 rest = max(float(sub[~top].max()) if not top.all() else t, t)
                 return ids(idx[top]), np.round(sub[top], 9), round(rest, 9)

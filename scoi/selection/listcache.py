@@ -38,6 +38,10 @@ SQL = load("select")
 #: the most a suffix of a query's commonest cached lists may add to a score to be left out
 #: of the sums until the best sentences are known (:class:`Deferred`)
 DEFER_BOUND = 2.0
+#: read by range, once a lower bound T of the k-th best score is known (earlier ranges'
+#: best), lists adding up to this share of T may wait too: the sentences within that much
+#: of T stay few (a 10M-pair memory's long queries: 0.5-2 % of a range's sentences)
+DEFER_SHARE = 1 / 3
 #: bytes an entry holds per posting: sentence id (intp), packed tf/dl (uint16), tf factor (float64)
 BYTES_PER_POSTING = 8 + 2 + 8
 
@@ -177,10 +181,10 @@ class QueryLists:
                 "cached_df": [e.df for e in got]}
 
     def deferrable(self, hits: dict[int, tuple[int, int, int]], n_tokens: int, n_docs: int, ka: float, kc: float,
-                   table: np.ndarray) -> set[int]:
+                   table: np.ndarray, bound: float = DEFER_BOUND) -> set[int]:
         """Ranks of the longest suffix of the query's ``n_tokens`` tokens (the commonest:
         ranks go by df) whose lists all come from the cache and whose contributions add up
-        to at most ``DEFER_BOUND`` (:class:`Deferred`); ``hits``: rank -> (df, count in the
+        to at most ``bound`` (:class:`Deferred`); ``hits``: rank -> (df, count in the
         query, token id) of the lists the statement found current in the cache."""
         out: set[int] = set()
         ub = 0.0
@@ -189,7 +193,7 @@ class QueryLists:
             if r is None:
                 break
             ub += bm25_idf(n_docs, r[0]) * r[1] * self.offered[r[2]].factors(ka, kc, table)[1]
-            if ub > DEFER_BOUND:
+            if ub > bound:
                 break
             out.add(rank)
         return out
@@ -244,17 +248,18 @@ class Deferred:
         self.lists.append((ids, factors, w))
         self.ub += w * fmax
 
-    def resolve(self, buf: np.ndarray, base: int, lo: int, k: int) -> float | None:
+    def resolve(self, buf: np.ndarray, base: int, lo: int, k: int, known: float = 0.0) -> float | None:
         """Add the lists to the sentences of ``buf[lo:]`` (id = cell + ``base``) whose sum
         so far is within ``ub`` of T, the k-th best (at least k sentences score T or more,
-        so no other can be among the best k); T, a bound on every other sentence's score.
-        None (nothing added) when those sentences are too many (over 1/32 of them)."""
+        so no other can be among the best k), or ``known`` if higher (a score at least k
+        other sentences reach: earlier ranges'); T, a bound on every other sentence's
+        score. None (nothing added) when those sentences are too many (over 1/32 of them)."""
         raw = buf[lo:]
         size = max(1, len(raw) // (8 * k))
         maxima = np.maximum.reduceat(raw, np.arange(0, len(raw), size))
         floor = maxima[np.argpartition(maxima, len(maxima) - k)[len(maxima) - k]]
         sub = raw[raw >= floor]  # at least k: k chunks reach the floor
-        t = float(np.partition(sub, len(sub) - k)[len(sub) - k])
+        t = max(float(np.partition(sub, len(sub) - k)[len(sub) - k]), known)
         cells = np.flatnonzero(raw >= t - self.ub - 1e-8 * max(1.0, t))  # slack: sums in another order
         if t - self.ub <= 1e-8 or len(cells) > len(raw) // 32:
             return None
@@ -296,5 +301,5 @@ def shared(max_postings: int) -> ListCache | None:
         return _SHARED.setdefault(max_postings, ListCache(max_postings))
 
 
-__all__ = ["BYTES_PER_POSTING", "CachedList", "DEFER_BOUND", "Deferred", "ListCache", "make_entry", "QueryLists",
+__all__ = ["BYTES_PER_POSTING", "CachedList", "DEFER_BOUND", "DEFER_SHARE", "Deferred", "ListCache", "make_entry", "QueryLists",
            "shared"]

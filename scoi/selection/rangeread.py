@@ -21,7 +21,7 @@ from scoi.core.bm25blocks import BLOCK, DIR, GROUP
 from scoi.db.queries import load
 from scoi.selection.blockread import CHUNK, NO_CACHE, AllLists, Stats, stream_all, sum_chunks
 from scoi.selection.blockscore import merge_heads, tf_factors
-from scoi.selection.listcache import ListCache, QueryLists
+from scoi.selection.listcache import DEFER_BOUND, DEFER_SHARE, ListCache, QueryLists
 
 if TYPE_CHECKING:
     import psycopg
@@ -119,8 +119,10 @@ def read_ranges(cur: psycopg.Cursor, lang: str, tokens: list[str], read_all: int
     ``cache``: as :func:`stream_all`'s, range by range: a list it holds at its current
     version is sliced to each range, never read; the commonest of those are added in each
     range only where they can matter (:class:`scoi.selection.listcache.Deferred`, with that
-    range's k-th best: at least ``keep`` sentences reach it, so it bounds the merged one
-    too); lists of at least ``min_df`` postings read in every range are stored whole.
+    range's k-th best or, if higher, the k-th best of the ranges read before it: at least
+    ``keep`` sentences reach either, so the merged k-th best does too; the higher that
+    bound, the more lists may wait: ``DEFER_SHARE``); lists of at least ``min_df``
+    postings read in every range are stored whole.
     ``helpers``: the ranges (as many per connection) are read side by side, each
     connection on a thread of its own in ``cur``'s exported snapshot: one query's memory
     is then one range per connection."""
@@ -140,26 +142,36 @@ def read_ranges(cur: psycopg.Cursor, lang: str, tokens: list[str], read_all: int
         if helpers:
             return read_parts(cur, helpers, lang, tokens, read_all, k1, b, st)
         return stream_all(cur, lang, tokens, read_all, k1, b, st, cache, min_df)
-    defer: set[int] = set()
-    if lists is not None:
-        n_docs, total_len = plan[0][9], plan[0][10]
-        ka, kc = k1 * (1 - b), k1 * b * max(n_docs, 1) / max(total_len, 1)
-        hits = {r[0]: (r[2], r[3], r[4]) for r in plan if r[6]}
-        defer = lists.deferrable(hits, len(plan), n_docs, ka, kc, tf_factors(ka, kc))
+    n_docs, total_len = plan[0][9], plan[0][10]
+    ka, kc = k1 * (1 - b), k1 * b * max(n_docs, 1) / max(total_len, 1)
+    hits, table = {r[0]: (r[2], r[3], r[4]) for r in plan if r[6]}, tf_factors(ka, kc)
+
+    def deferred(floor: float) -> set[int]:  # the commonest cached lists, waiting in the range
+        if lists is None:
+            return set()
+        return lists.deferrable(hits, len(plan), n_docs, ka, kc, table, max(DEFER_BOUND, DEFER_SHARE * floor))
+
     conns = 1 + len(helpers)
     count = -(-(hi - lo + 1) // span)
     count = -(-count // conns) * conns  # as many ranges per connection, each within span
     size = -(-(hi - lo + 1) // count)
     heads: list[tuple[np.ndarray, np.ndarray, float | None]] = [(np.zeros(0, np.int64), np.zeros(0), None)] * count
 
+    def floor() -> float:
+        """A score at least ``keep`` sentences of the ranges read so far reach (0: unknown)."""
+        scores = np.concatenate([h[1] for h in heads])  # (another thread may add one meanwhile)
+        return float(np.partition(scores, len(scores) - keep)[len(scores) - keep]) if len(scores) >= keep else 0.0
+
     def ranges(c: psycopg.Cursor, w: int, wst: Stats) -> tuple[float, float, list[tuple[float, int]]]:
         first = None
         for i in range(w, count, conns):
-            part = stream_range(c, lang, tokens, lo + i * size, lo + (i + 1) * size, k1, b, wst, lists, defer, i)
+            known = floor()
+            part = stream_range(c, lang, tokens, lo + i * size, lo + (i + 1) * size, k1, b, wst, lists,
+                                deferred(known), i)
             wst.extra["cells"] = max(wst.extra.get("cells", 0), len(part.sums))  # the largest sums array held
             first = first or (part.ka, part.kc, part.terms)  # not the part itself: its sums go with it
             t0 = time.perf_counter()
-            heads[i] = part.head(keep)
+            heads[i] = part.head(keep, known)
             wst.ms["ranges"] = wst.ms.get("ranges", 0.0) + 1000 * (time.perf_counter() - t0)
             del part
         assert first is not None  # every connection has a range

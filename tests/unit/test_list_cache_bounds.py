@@ -98,3 +98,31 @@ def test_deferred_lists_resolved_then_completed_add_the_same_floats() -> None:
     assert set(best) <= set(d.done.tolist()) and (np.delete(whole, d.done) < t).all()
     d.complete(buf, 0)
     assert buf.tobytes() == whole.tobytes()
+
+
+def test_a_floor_from_other_ranges_resolves_fewer_sentences_and_still_bounds_the_rest() -> None:
+    """Read by range, T may be a score k sentences of earlier ranges reach (``floor``),
+    higher than this range's own k-th best: only the sentences that can still reach it
+    get the waiting lists (fewer than k of them, maybe none), every other one scores
+    below the T returned, and completing adds the same floats as adding everything."""
+    rng = np.random.default_rng(11)
+    n_ids, k = 20_000, 40
+    rare = np.zeros(n_ids)
+    rare[rng.choice(n_ids, 300, replace=False)] = rng.random(300) * 8
+    common = [(np.sort(rng.choice(n_ids, size, replace=False)), rng.random(size) * 0.9, w)
+              for size, w in ((15_000, 0.2), (19_000, 0.05))]
+    whole = rare.copy()
+    for ids, f, w in common:
+        np.add.at(whole, ids, f * w)
+    own_kth = float(np.sort(rare)[::-1][k - 1])
+    for floor in (0.0, own_kth + 1.0, 7.9, 50.0):
+        d = Deferred()
+        for ids, f, w in common:
+            d.add(ids, f, float(f.max()), w)
+        buf = rare.copy()
+        t = d.resolve(buf, 0, 0, k, floor)
+        assert t is not None and t >= floor and d.done is not None
+        assert np.array_equal(buf[d.done], whole[d.done]) and (np.delete(whole, d.done) < t).all()
+        assert (len(d.done) < k) == (floor > 7.0)  # above the range's best less than k can reach it
+        d.complete(buf, 0)
+        assert buf.tobytes() == whole.tobytes()
