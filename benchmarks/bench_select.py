@@ -68,16 +68,20 @@ def build(url: str) -> None:
 def french_documents(conn) -> tuple[dict[int, list[str]], dict[int, list[int]]]:
     """The eligible French sentences' lowercased tokens by sentence id, and each sentence's
     fr-en pair ids: what the in-memory BM25 baseline indexes."""
-    rows = conn.execute("""
-        SELECT s.id, s.tokens, p.id FROM sentence s
-        JOIN pair p ON (p.a_id = s.id AND p.a_lang = 'fr' AND p.b_lang = 'en')
-                    OR (p.b_id = s.id AND p.b_lang = 'fr' AND p.a_lang = 'en')
-        WHERE s.lang = 'fr' AND s.eligible""").fetchall()
     docs: dict[int, list[str]] = {}
     pairs: dict[int, list[int]] = {}
-    for sid, toks, pid in rows:
-        docs[sid] = [t.lower() for t in toks]
-        pairs.setdefault(sid, []).append(pid)
+    words: dict[str, str] = {}  # one string object per distinct token: 10M sentences fit in a few GB
+    with conn.transaction(), conn.cursor(name="french_documents") as cur:  # streamed, not fetched whole
+        cur.itersize = 50_000
+        cur.execute("""
+            SELECT s.id, s.tokens, p.id FROM sentence s
+            JOIN pair p ON (p.a_id = s.id AND p.a_lang = 'fr' AND p.b_lang = 'en')
+                        OR (p.b_id = s.id AND p.b_lang = 'fr' AND p.a_lang = 'en')
+            WHERE s.lang = 'fr' AND s.eligible""")
+        for sid, toks, pid in cur:
+            if sid not in docs:
+                docs[sid] = [words.setdefault(w, w) for w in (t.lower() for t in toks)]
+            pairs.setdefault(sid, []).append(pid)
     return docs, pairs
 
 
