@@ -115,7 +115,7 @@ def read_ranges(cur: psycopg.Cursor, lang: str, tokens: list[str], read_all: int
     (and a bound on the rest) before the next is read. The same head as one read whenever
     the caller asks for at most ``keep`` (:func:`merge_heads` is exact); otherwise the
     caller reads again with :func:`stream_all`. Lists within ``span`` ids are read as by
-    it (or by :func:`read_parts` with ``helpers``).
+    it, unless there are ``helpers``.
     ``cache``: as :func:`stream_all`'s, range by range: a list it holds at its current
     version is sliced to each range, never read; the commonest of those are added in each
     range only where they can matter (:class:`scoi.selection.listcache.Deferred`, with that
@@ -123,9 +123,9 @@ def read_ranges(cur: psycopg.Cursor, lang: str, tokens: list[str], read_all: int
     ``keep`` sentences reach either, so the merged k-th best does too; the higher that
     bound, the more lists may wait: ``DEFER_SHARE``); lists of at least ``min_df``
     postings read in every range are stored whole.
-    ``helpers``: the ranges (as many per connection) are read side by side, each
-    connection on a thread of its own in ``cur``'s exported snapshot: one query's memory
-    is then one range per connection."""
+    ``helpers``: the ranges (as many per connection, at least one each) are read side by
+    side, each connection on a thread of its own in ``cur``'s exported snapshot: one
+    query's memory is then one range per connection."""
     lists = QueryLists(cache, cur.connection, lang, tokens, min_df) if cache is not None else None
     plan = cur.execute(SQL["blocks_plan"], {"lang": lang, "tokens": tokens, "rec": DIR.itemsize,
                                             "export": bool(helpers),
@@ -138,9 +138,7 @@ def read_ranges(cur: psycopg.Cursor, lang: str, tokens: list[str], read_all: int
     st.extra["extent"] = hi - lo + 1
     if total > read_all:  # too many postings (MaxScore)
         return True, None
-    if hi - lo < span:
-        if helpers:
-            return read_parts(cur, helpers, lang, tokens, read_all, k1, b, st)
+    if hi - lo < span and not helpers:
         return stream_all(cur, lang, tokens, read_all, k1, b, st, cache, min_df)
     n_docs, total_len = plan[0][9], plan[0][10]
     ka, kc = k1 * (1 - b), k1 * b * max(n_docs, 1) / max(total_len, 1)
@@ -152,8 +150,7 @@ def read_ranges(cur: psycopg.Cursor, lang: str, tokens: list[str], read_all: int
         return lists.deferrable(hits, len(plan), n_docs, ka, kc, table, max(DEFER_BOUND, DEFER_SHARE * floor))
 
     conns = 1 + len(helpers)
-    count = -(-(hi - lo + 1) // span)
-    count = -(-count // conns) * conns  # as many ranges per connection, each within span
+    count = -(-max(-(-(hi - lo + 1) // span), conns) // conns) * conns  # as many per connection, each within span
     size = -(-(hi - lo + 1) // count)
     heads: list[tuple[np.ndarray, np.ndarray, float | None]] = [(np.zeros(0, np.int64), np.zeros(0), None)] * count
 
