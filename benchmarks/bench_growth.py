@@ -6,11 +6,11 @@ size; a database is built by recombination first when it does not exist, its bui
 kept as the database's comment) and its JSON lines become the table's rows: p50/p95 ms,
 postings and bytes read, peak memory per query (tracemalloc), the database's bytes per
 pair and build time; the same engine without its list cache, timed in the same loop; with
-``--overlap``, bm25s too, in the same process and loop (its in-memory index of 10M
-sentences takes minutes and gigabytes to build). ``--set FIELD=VALUE`` sets a Bm25Params
+``--overlap N``, bm25s too at the sizes up to N pairs, in the same process and loop (its
+in-memory index of 10M sentences takes tens of minutes and gigabytes to build). ``--set FIELD=VALUE`` sets a Bm25Params
 field at every size (e.g. ``--set connections=2 --set cache_postings=80000000``).
 
-    python benchmarks/bench_growth.py [--sizes 42785,1000000,4000000,10000000] [--queries 100] [--overlap]
+    python benchmarks/bench_growth.py [--sizes 42785,1000000,4000000,10000000] [--queries 100] [--overlap 4000000]
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="42785,1000000,4000000,10000000", help="pairs per database, comma-separated")
     ap.add_argument("--queries", type=int, default=100, help="queries per set")
-    ap.add_argument("--overlap", action="store_true", help="also time bm25s side by side (and check the overlap)")
+    ap.add_argument("--overlap", type=int, default=0, metavar="N",
+                    help="also time bm25s side by side (and check the overlap) at the sizes up to N pairs")
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                     help="a Bm25Params field for every size (repeatable)")
     args = ap.parse_args()
@@ -42,7 +43,7 @@ def main() -> None:
         before = load_average()
         t0 = time.perf_counter()
         cmd = [sys.executable, str(HERE / "bench_preselect_1m.py"), "--pairs", str(size), "--memory", "--json",
-               "--queries", str(args.queries), *([] if args.overlap else ["--no-overlap"]),
+               "--queries", str(args.queries), *([] if size <= args.overlap else ["--no-overlap"]),
                *(a for kv in args.set for a in ("--set", kv))]
         out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
         print(out, file=sys.stderr)
