@@ -120,7 +120,7 @@ q AS MATERIALIZED (
 ),
 -- which = 0: the first block whose last id >= from; which = 1: the first whose first id >= to
 s(id, which, a, b) AS (
-    SELECT q.id, w.which, 0, q.n_blocks FROM q CROSS JOIN (VALUES (0), (1)) AS w(which)
+    SELECT q.id, w.which, 0, q.n_blocks FROM q CROSS JOIN (VALUES (0), (1)) AS w(which) WHERE NOT q.hit
     UNION ALL
     SELECT s.id, s.which, CASE WHEN m.key < m.target THEN m.mid + 1 ELSE s.a END,
            CASE WHEN m.key < m.target THEN s.b ELSE m.mid END
@@ -131,18 +131,25 @@ s(id, which, a, b) AS (
                CASE s.which WHEN 0 THEN %(from)s::bigint ELSE %(to)s::bigint END AS target) m
     WHERE s.a < s.b
 ),
-r AS MATERIALIZED (
-    SELECT q.*, CASE WHEN x.j0 < x.j1 AND x.j0 < q.open THEN x.j0 / %(grp)s * %(grp)s ELSE x.j0 END AS b0,
-           CASE WHEN x.j0 >= x.j1 THEN x.j0 WHEN x.j1 < q.open THEN (x.j1 + %(grp)s - 1) / %(grp)s * %(grp)s
-                ELSE x.j1 END AS b1
-    FROM q JOIN (SELECT id, max(a) FILTER (WHERE which = 0) AS j0, max(a) FILTER (WHERE which = 1) AS j1
-                 FROM s WHERE a = b GROUP BY id) x ON x.id = q.id
+r AS MATERIALIZED (  -- (a cached list is not searched: no block of it is read)
+    SELECT q.*, CASE WHEN q.hit THEN 0 WHEN x.j0 < x.j1 AND x.j0 < q.open THEN x.j0 / %(grp)s * %(grp)s
+                     ELSE x.j0 END AS b0,
+           CASE WHEN q.hit THEN 0 WHEN x.j0 >= x.j1 THEN x.j0
+                WHEN x.j1 < q.open THEN (x.j1 + %(grp)s - 1) / %(grp)s * %(grp)s ELSE x.j1 END AS b1
+    FROM q LEFT JOIN (SELECT id, max(a) FILTER (WHERE which = 0) AS j0, max(a) FILTER (WHERE which = 1) AS j1
+                      FROM s WHERE a = b GROUP BY id) x ON x.id = q.id
 ),
-e AS (
-    SELECT greatest(%(from)s::bigint, min(('x' || encode(substr(r.meta, 1 + r.b0 * %(rec)s, 8), 'hex'))::bit(64)::bigint)) AS lo,
-           least(%(to)s::bigint - 1, max(('x' || encode(substr(r.meta, 1 + (r.b1 - 1) * %(rec)s + 8, 8), 'hex'))::bit(64)::bigint)) AS hi,
-           coalesce(sum(r.b1 - r.b0) * %(block)s, 0) AS total
-    FROM r WHERE r.b1 > r.b0
+e AS (  -- a cached list counts whole: its slice of the range lies within its first and last ids
+    SELECT greatest(%(from)s::bigint, min(x.lo)) AS lo, least(%(to)s::bigint - 1, max(x.hi)) AS hi,
+           coalesce(sum(x.n), 0) AS total
+    FROM (SELECT ('x' || encode(substr(r.meta, 1 + r.b0 * %(rec)s, 8), 'hex'))::bit(64)::bigint AS lo,
+                 ('x' || encode(substr(r.meta, 1 + (r.b1 - 1) * %(rec)s + 8, 8), 'hex'))::bit(64)::bigint AS hi,
+                 (r.b1 - r.b0) * %(block)s AS n
+          FROM r WHERE r.b1 > r.b0
+          UNION ALL
+          SELECT ('x' || encode(substr(q.meta, 1, 8), 'hex'))::bit(64)::bigint,
+                 ('x' || encode(substr(q.meta, 1 + (q.n_blocks - 1) * %(rec)s + 8, 8), 'hex'))::bit(64)::bigint, q.df
+          FROM q WHERE q.hit AND q.n_blocks > 0) x
 )
 SELECT r.rank, r.n_tokens, c.c, CASE WHEN r.hit THEN 1 ELSE greatest(0, (r.b1 - r.b0 - 1) / %(chunk)s) + 1 END,
        r.df, r.cnt,
