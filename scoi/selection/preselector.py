@@ -190,8 +190,10 @@ class BlockPreselector:
         if not tokens:
             return []
         st = stats if stats is not None else Stats()
-        # Small memories (lists within half a span last time) skip the extent's round trip.
-        span = self.bm25.span if self.extent is None or self.extent * 2 >= self.bm25.span else 0
+        # Small memories (lists within half a span last time) skip the extent's round trip; with
+        # helper connections the ranged read (with the cache) runs at any size.
+        small = self.extent is not None and self.extent * 2 < self.bm25.span and self.bm25.connections < 2
+        span = 0 if small else self.bm25.span
         with snapshot(conn):
             found = preselect_blocks(conn, lang=self.src, tgt=self.tgt, tokens=tokens, n=n, corpora=self.corpus_ids,
                                      k1=self.bm25.k1, b=self.bm25.b, read_all=self.bm25.read_all,

@@ -271,3 +271,22 @@ def test_the_commonest_cached_lists_are_added_only_where_they_can_matter(server_
             with snapshot(reader):
                 after = top(reader, q, 20, cache, span=700, helpers=[helper])
             assert after != before and after == top(c.conn, q, 20, None)
+
+
+def test_two_connections_read_ranges_from_the_cache_at_any_size(server_url, template_url):
+    """Bm25Params(connections=2) on a small memory: still the ranged read (one range per
+    connection), with the cache, after the first query too (where one connection skips
+    the extent's round trip and reads in one go); the same pools as one connection."""
+    frs = [["de", "la", f"w{i % 5}", f"u{i}"] + ["x"] * (i % 7) for i in range(400)]  # lengths vary: few ties
+    with corpus(server_url) as c:
+        c.add(frs)
+        one = BlockPreselector("fr", "en", bm25=Bm25Params(cache_min_df=100))
+        two = BlockPreselector("fr", "en", bm25=Bm25Params(cache_min_df=100, connections=2))
+        try:
+            for q in (["de", "la", "w2"], ["la", "u7", "w3", "de"]):
+                for _ in range(3):
+                    st_ = Stats()
+                    assert two.top(c.conn, q, 10, stats=st_) == one.top(c.conn, q, 10)
+                assert st_.extra["ranges"] == 2 and st_.extra["cached"] == 800, st_.extra
+        finally:
+            two.close()
