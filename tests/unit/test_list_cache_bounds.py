@@ -74,12 +74,11 @@ def test_concurrent_puts_keep_the_count_right() -> None:
     assert cache.postings == sum(len(e.ids) for e in cache.lists.values()) <= 1_000
 
 
-def test_deferred_lists_resolved_then_completed_add_the_same_floats() -> None:
-    """The commonest lists added to the sentences near the best first, then everywhere
-    else, give every sentence the same sum, bit for bit, as adding them at once; and no
-    sentence left out of the first step can beat the bound returned."""
-    rng = np.random.default_rng(7)
-    n_ids, k = 20_000, 40
+def sums_of(seed: int, n_ids: int) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray, float]], np.ndarray]:
+    """Sums of rare lists (300 sentences up to 8), two common lists (ids, tf factors,
+    weight) adding little, and every sentence's whole sum (rare first, then the common
+    lists in order: the order the engine adds them in)."""
+    rng = np.random.default_rng(seed)
     rare = np.zeros(n_ids)
     rare[rng.choice(n_ids, 300, replace=False)] = rng.random(300) * 8
     common = [(np.sort(rng.choice(n_ids, size, replace=False)), rng.random(size) * 0.9, w)
@@ -87,6 +86,15 @@ def test_deferred_lists_resolved_then_completed_add_the_same_floats() -> None:
     whole = rare.copy()
     for ids, f, w in common:
         np.add.at(whole, ids, f * w)
+    return rare, common, whole
+
+
+def test_deferred_lists_resolved_then_completed_add_the_same_floats() -> None:
+    """The commonest lists added to the sentences near the best first, then everywhere
+    else, give every sentence the same sum, bit for bit, as adding them at once; and no
+    sentence left out of the first step can beat the bound returned."""
+    n_ids, k = 20_000, 40
+    rare, common, whole = sums_of(7, n_ids)
     d = Deferred()
     for ids, f, w in common:
         d.add(ids, f, float(f.max()), w)
@@ -105,15 +113,8 @@ def test_a_floor_from_other_ranges_resolves_fewer_sentences_and_still_bounds_the
     higher than this range's own k-th best: only the sentences that can still reach it
     get the waiting lists (fewer than k of them, maybe none), every other one scores
     below the T returned, and completing adds the same floats as adding everything."""
-    rng = np.random.default_rng(11)
     n_ids, k = 20_000, 40
-    rare = np.zeros(n_ids)
-    rare[rng.choice(n_ids, 300, replace=False)] = rng.random(300) * 8
-    common = [(np.sort(rng.choice(n_ids, size, replace=False)), rng.random(size) * 0.9, w)
-              for size, w in ((15_000, 0.2), (19_000, 0.05))]
-    whole = rare.copy()
-    for ids, f, w in common:
-        np.add.at(whole, ids, f * w)
+    rare, common, whole = sums_of(11, n_ids)
     own_kth = float(np.sort(rare)[::-1][k - 1])
     for floor in (0.0, own_kth + 1.0, 7.9, 50.0):
         d = Deferred()
