@@ -28,10 +28,6 @@ if TYPE_CHECKING:
 
 SQL = load("select")
 T = TypeVar("T")
-#: ranges per connection at least, once the lists span more than one span: the ranges of
-#: the first round start without a bound from earlier ones (``floor``), the others with one
-#: (on a 10M-pair memory with 2 connections, 3 rounds against 2: long p95 -23% in an A/B)
-ROUNDS = 3
 
 
 def read_parts(cur: psycopg.Cursor, helpers: Sequence[psycopg.Connection], lang: str, tokens: list[str],
@@ -154,10 +150,7 @@ def read_ranges(cur: psycopg.Cursor, lang: str, tokens: list[str], read_all: int
         return lists.deferrable(hits, len(plan), n_docs, ka, kc, table, max(DEFER_BOUND, DEFER_SHARE * floor))
 
     conns = 1 + len(helpers)
-    per = -(-(-(-(hi - lo + 1) // span)) // conns)  # ranges per connection, each within span
-    if hi - lo >= span:  # read by range anyway: a few rounds, so that most ranges start with a bound
-        per = max(per, ROUNDS)
-    count = per * conns
+    count = -(-max(-(-(hi - lo + 1) // span), conns) // conns) * conns  # as many per connection, each within span
     size = -(-(hi - lo + 1) // count)
     heads: list[tuple[np.ndarray, np.ndarray, float | None]] = [(np.zeros(0, np.int64), np.zeros(0), None)] * count
 
