@@ -84,14 +84,15 @@ ENV_BM25_CACHE_POSTINGS = "SCOI_BM25_CACHE_POSTINGS"  # postings of common lists
 ENV_BM25_CONNECTIONS = "SCOI_BM25_CONNECTIONS"  # connections one query's ranges are read on, side by side
 
 
-def int_from_env(name: str, low: int) -> int | None:
-    """An integer setting of at least ``low`` (None: unset). A bad value is refused with the
-    value and what was expected."""
+def int_from_env(name: str, low: int, high: int | None = None) -> int | None:
+    """An integer setting from ``low`` to ``high`` (None: unset). A bad value is refused with
+    the value and what was expected."""
     raw = os.environ.get(name, "").strip().replace("_", "")
     if not raw:
         return None
-    if not raw.isdigit() or int(raw) < low:
-        raise ValueError(f"{name}={os.environ[name]!r}: expected a whole number >= {low}")
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 30 or int(raw) < low or (high is not None and int(raw) > high):
+        upto = f" and <= {high}" if high is not None else ""
+        raise ValueError(f"{name}={os.environ[name][:40]!r}: expected a whole number >= {low}{upto}")
     return int(raw)
 
 

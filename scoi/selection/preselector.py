@@ -40,6 +40,10 @@ STATEMENTS = ("blocks_plan", "blocks_stream", "blocks_top", "blocks_split", "blo
               "blocks_read", "blocks_fetch", "blocks_exact", "fetch_candidates")
 
 
+#: connections one query may read on (each a backend held for the selector's life)
+MAX_CONNECTIONS = 16
+
+
 @dataclass(frozen=True)
 class Bm25Params:
     """Preselection settings (docs/preselection.md). The pool is always exact BM25's top n;
@@ -71,7 +75,7 @@ class Bm25Params:
         set: how a large memory is read (neither changes a pool); what a selector made
         without explicit settings uses (the CLI, ``scoi serve``, workers)."""
         got = {"cache_postings": config.int_from_env(config.ENV_BM25_CACHE_POSTINGS, 0),
-               "connections": config.int_from_env(config.ENV_BM25_CONNECTIONS, 1)}
+               "connections": config.int_from_env(config.ENV_BM25_CONNECTIONS, 1, MAX_CONNECTIONS)}
         return cls(**{k: v for k, v in got.items() if v is not None})
 
     def signature(self) -> str:

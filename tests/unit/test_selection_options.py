@@ -102,8 +102,10 @@ def test_bm25_settings_from_the_environment(monkeypatch):
     monkeypatch.setenv("SCOI_BM25_CACHE_POSTINGS", "0")
     assert Bm25Params.from_env().cache_postings == 0  # no cache
     for name, bad in (("SCOI_BM25_CONNECTIONS", "0"), ("SCOI_BM25_CONNECTIONS", "two"),
-                      ("SCOI_BM25_CACHE_POSTINGS", "-5"), ("SCOI_BM25_CACHE_POSTINGS", "1e6")):
+                      ("SCOI_BM25_CONNECTIONS", "100000"), ("SCOI_BM25_CONNECTIONS", "²"),
+                      ("SCOI_BM25_CACHE_POSTINGS", "-5"), ("SCOI_BM25_CACHE_POSTINGS", "1e6"),
+                      ("SCOI_BM25_CACHE_POSTINGS", "9" * 5000)):
         monkeypatch.setenv(name, bad)
-        with pytest.raises(ValueError, match=f"{name}='{bad}': expected a whole number"):
+        with pytest.raises(ValueError, match=f"{name}='{bad[:40]}': expected a whole number"):
             Bm25Params.from_env()
         monkeypatch.delenv(name)
