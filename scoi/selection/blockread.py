@@ -86,7 +86,7 @@ class AllLists:
     fill it well enough (``sums``, index = id - ``lo``), else kept per chunk and summed
     at the end (a sort)."""
 
-    def __init__(self, row: tuple[Any, ...], k1: float, b: float) -> None:
+    def __init__(self, row: tuple[Any, ...], k1: float, b: float, st: Stats | None = None) -> None:
         n_docs, total_len, lo, hi, total = row[7:12]
         self.n_docs, self.lo, self.hi = n_docs, lo, hi
         self.ka = k1 * (1 - b)
@@ -100,6 +100,9 @@ class AllLists:
         self.parts: list[tuple[np.ndarray, np.ndarray]] = []
         self.terms: list[tuple[float, int]] = []  # (idf, count in the query) of each token read
         self.deferred: Deferred | None = None  # the commonest cached lists, added when needed
+        #: cached lists to add next (in rank order), added together a tile at a time (scoi.selection.kernels)
+        self.batch: list[tuple[np.ndarray, np.ndarray, float]] = []
+        self.st = st if st is not None else Stats()
 
     def add(self, df: int, cnt: int, meta: bytes, ids: bytes, tfdl: bytes, st: Stats,
             keep: tuple[list[np.ndarray], list[np.ndarray]] | None = None) -> None:
@@ -123,6 +126,7 @@ class AllLists:
             keep[0].append(sids + self.base)
             keep[1].append(packed)
         t1 = time.perf_counter()
+        self.flush()  # cached lists before this one in rank order: added first
         self._sum(sids, contrib)
         st.ms["decode"] = st.ms.get("decode", 0.0) + 1000 * (t1 - t0)
         st.ms["sum"] = st.ms.get("sum", 0.0) + 1000 * (time.perf_counter() - t1)
@@ -133,8 +137,8 @@ class AllLists:
     def add_cached(self, df: int, cnt: int, entry: CachedList, st: Stats, defer: bool = False) -> None:
         """A token's list from the list cache (its postings within [lo, hi]: a range's), in
         place of its chunks: the same contributions (tf factor x weight, one product each)
-        added to the same cells; ``defer``: kept aside until the best sentences are asked
-        for (:class:`Deferred`)."""
+        added to the same cells, dense sums with the next cached lists (:meth:`flush`);
+        ``defer``: kept aside until the best sentences are asked for (:class:`Deferred`)."""
         t0 = time.perf_counter()
         factors, fmax = entry.factors(self.ka, self.kc, self.factor)
         ids = entry.ids
@@ -142,20 +146,31 @@ class AllLists:
             i0, i1 = np.searchsorted(ids, [self.lo, self.hi + 1])
             ids, factors = ids[i0:i1], factors[i0:i1]
         w = bm25_idf(self.n_docs, df) * cnt
+        st.extra["cached"] = st.extra.get("cached", 0) + len(ids)
+        st.ms["decode"] = st.ms.get("decode", 0.0) + 1000 * (time.perf_counter() - t0)
         if defer and self.dense:
             self.deferred = self.deferred or Deferred()
             self.deferred.add(ids, factors, fmax, w)
             st.extra["deferred"] = st.extra.get("deferred", 0) + len(ids)
-            st.extra["cached"] = st.extra.get("cached", 0) + len(ids)
             return
-        contrib = factors * w
-        sids = ids if self.base == 0 else ids - self.base
+        if self.dense:
+            self.batch.append((ids, factors, w))
+            return
         t1 = time.perf_counter()
-        self._sum(sids, contrib)
-        st.ms["decode"] = st.ms.get("decode", 0.0) + 1000 * (t1 - t0)
+        self._sum(ids if self.base == 0 else ids - self.base, factors * w)
         st.ms["sum"] = st.ms.get("sum", 0.0) + 1000 * (time.perf_counter() - t1)
-        st.postings += len(sids)
-        st.extra["cached"] = st.extra.get("cached", 0) + len(sids)
+        st.postings += len(ids)
+
+    def flush(self) -> None:
+        """Add the cached lists collected so far (:func:`scoi.selection.kernels.add_lists`:
+        compiled, a tile of the sums at a time, the same floats as one by one)."""
+        if not self.batch:
+            return
+        from scoi.selection.kernels import add_lists  # numba's import only once a cached list is summed
+        t0 = time.perf_counter()
+        self.st.postings += add_lists(self.buf, self.base, self.batch, self.lo, self.hi)
+        self.batch = []
+        self.st.ms["sum"] = self.st.ms.get("sum", 0.0) + 1000 * (time.perf_counter() - t0)
 
     def _sum(self, sids: np.ndarray, contrib: np.ndarray) -> None:
         if self.dense:  # a token's ids are distinct: one addition per cell, as `buf[sids] += contrib`
@@ -165,11 +180,13 @@ class AllLists:
 
     def complete(self) -> None:
         """Every sentence's whole sum: the deferred lists added where they are not yet."""
+        self.flush()
         if self.deferred is not None:
             self.deferred.complete(self.buf, self.base)
             self.deferred = None
 
     def finish(self) -> None:
+        self.flush()
         if not self.dense:
             sids = np.concatenate([p[0] for p in self.parts]) if self.parts else np.zeros(0, np.int64)
             contrib = np.concatenate([p[1] for p in self.parts]) if self.parts else np.zeros(0)
@@ -185,6 +202,7 @@ class AllLists:
         ``floor``: a score k sentences elsewhere reach (a range's: earlier ranges' k-th
         best), so the waiting lists need only go where a sentence can still reach it; the
         head may then hold fewer than k sentences (the others score below the bound)."""
+        self.flush()
         raw = self.sums
         ids = (lambda idx: idx + self.lo) if self.dense else (lambda idx: self.cand[idx])
         if self.deferred is not None:  # the commonest cached lists, added where they matter (Deferred)
@@ -274,7 +292,7 @@ def sum_chunks(rows: Iterable[tuple[Any, ...]], k1: float, b: float, st: Stats,
         if chunk is None:  # more than read_all postings
             continue
         if out is None:
-            out = AllLists(row, k1, b)
+            out = AllLists(row, k1, b, st)
             st.extra.setdefault("extent", out.hi - out.lo + 1)  # the ids the lists span
             if lists is not None and isinstance(rows, list) and not defer:  # every row known: the commonest may wait
                 hits = {r[0]: (r[4], r[5], r[14]) for r in rows if r[16]}

@@ -274,17 +274,13 @@ class Deferred:
 
     def complete(self, buf: np.ndarray, base: int) -> None:
         """Add the lists to every sentence not resolved yet."""
-        todo = None
+        from scoi.selection.kernels import add_list  # (numba's import: see that module)
+        skip = None
         if self.done is not None:
-            todo = np.ones(len(buf), dtype=bool)
-            todo[self.done] = False
+            skip = np.zeros(len(buf), dtype=bool)
+            skip[self.done] = True
         for ids, f, w in self.lists:
-            cells = ids - base if base else ids
-            if todo is None:
-                np.add.at(buf, cells, f * w)
-            else:
-                keep = todo[cells]
-                np.add.at(buf, cells[keep], f[keep] * w)
+            add_list(buf, ids, f, w, base, skip)
         self.lists = []
 
 
