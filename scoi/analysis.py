@@ -73,9 +73,24 @@ PARSE_BATCH = 256
 
 
 def doc_trees(nlp, texts: list[str], batch_size: int = PARSE_BATCH) -> list[Tree]:
-    """The trees of a spaCy pipeline's parses of ``texts`` (heads and relation labels)."""
-    return [Tree([t.head.i for t in doc], [t.dep_ or "dep" for t in doc])
-            for doc in nlp.pipe(texts, batch_size=batch_size)]
+    """The trees of a spaCy pipeline's parses of ``texts`` (heads and relation labels): a
+    token's head and ``dep_`` (or "dep" without a label), read with one ``to_array`` per
+    doc rather than a Token object per token and head (~0.1 ms a pair of parse workers'
+    CPU, measured: docs/benchmarks.md, "Ingest")."""
+    from spacy.attrs import DEP, HEAD
+
+    strings = nlp.vocab.strings
+    labels: dict[int, str] = {0: "dep"}
+    out = []
+    for doc in nlp.pipe(texts, batch_size=batch_size):
+        arr = doc.to_array([HEAD, DEP]).astype(np.int64)  # HEAD: the head's offset (uint64: wraps back)
+        heads = (np.arange(len(arr)) + arr[:, 0]).tolist() if len(arr) else []
+        deps = arr[:, 1].tolist() if len(arr) else []
+        for d in deps:
+            if d not in labels:
+                labels[d] = strings[d & 0xFFFFFFFFFFFFFFFF] or "dep"
+        out.append(Tree(heads, [labels[d] for d in deps]))
+    return out
 
 
 class SpacyTrees:
