@@ -22,13 +22,23 @@ from numba import njit
 TILE = 1 << 18
 
 
-@njit(nogil=True, cache=True)
+def _compiled(fn):  # type: ignore[no-untyped-def]
+    """``fn`` compiled without the GIL, its machine code cached on disk (beside this file,
+    or in the user's cache directory); compiled afresh in each process where neither is
+    writable (numba then has no place to cache it)."""
+    try:
+        return njit(nogil=True, cache=True)(fn)
+    except RuntimeError:
+        return njit(nogil=True)(fn)
+
+
+@_compiled
 def _add(buf: np.ndarray, ids: np.ndarray, factors: np.ndarray, w: float, base: int) -> None:  # pragma: no cover
     for i in range(ids.shape[0]):
         buf[ids[i] - base] += factors[i] * w
 
 
-@njit(nogil=True, cache=True)
+@_compiled
 def _add_except(buf: np.ndarray, ids: np.ndarray, factors: np.ndarray, w: float, base: int,
                 skip: np.ndarray) -> None:  # pragma: no cover
     for i in range(ids.shape[0]):

@@ -17,11 +17,11 @@ construction (docs/preselection.md, "Block preselection"):
 
 All round trips run in one REPEATABLE READ transaction (the caller's:
 ``scoi.selection.preselector.snapshot``): one snapshot of counters, directories, blocks,
-forward rows and pairs, whatever ingest commits meanwhile. With helper connections (``helpers``), the read-all
-path cuts the sentence ids into ranges, one per connection, each reading that snapshot
-(exported, and imported by the helpers) and summing its range on a thread of its own
-(:func:`scoi.selection.rangeread.read_parts`); the ranges' best sentences merge exactly
-(:func:`scoi.selection.blockscore.merge_heads`). Reading and decoding the lists live in
+forward rows and pairs, whatever ingest commits meanwhile. With a ``span`` or helper
+connections (``helpers``), the read-all path cuts the sentence ids into ranges, as many per
+connection, each reading that snapshot (exported, and imported by the helpers) and summing
+its range on a thread of its own (:func:`scoi.selection.rangeread.read_ranges`); the
+ranges' best sentences merge exactly (:func:`scoi.selection.blockscore.merge_heads`). Reading and decoding the lists live in
 :mod:`scoi.selection.blockread`, the numpy scoring in :mod:`scoi.selection.blockscore`.
 """
 
@@ -41,7 +41,7 @@ from scoi.selection.blockread import Stats, decode_ids, read_list, stream_all
 from scoi.selection.blockscore import (QueryToken, accumulate, bm25_idf, nth_pair_score, sum_by_sentence, tf_factors,
                                        top_pairs)
 from scoi.selection.listcache import ListCache
-from scoi.selection.rangeread import RangeHeads, read_parts, read_ranges
+from scoi.selection.rangeread import RangeHeads, read_ranges
 
 if TYPE_CHECKING:
     import psycopg
@@ -72,22 +72,21 @@ def preselect_blocks(conn: psycopg.Connection, *, lang: str, tgt: str, tokens: l
     pair id and score first, the details after: scoi.lookup's lean one);
     ``first``, ``settle``: when every list was read, the top ``first`` pairs are mapped
     first and returned if ``settle`` accepts them (the lists are not read again for n);
-    ``helpers``: more connections (autocommit, idle) that each read and sum one range of
-    sentence ids in parallel with ``conn``, inside ``conn``'s snapshot (which must be a
-    REPEATABLE READ transaction's: :func:`read_parts`); the same result. ``span``: read
-    lists spanning more sentence ids than this one range at a time (:func:`read_ranges`,
-    a bounded memory; 0: in one go); the same result. ``cache``: the lists of at least
-    ``cache_min_df`` postings are kept there and summed from it while their blocks are
-    unchanged, on the one-connection path (scoi.selection.listcache); the same result."""
+    ``helpers``: more connections (autocommit, idle) that read and sum ranges of sentence
+    ids in parallel with ``conn``, inside ``conn``'s snapshot (which must be a REPEATABLE
+    READ transaction's: :func:`read_ranges`); the same result. ``span``: read lists
+    spanning more sentence ids than this one range at a time (:func:`read_ranges`, a
+    bounded memory; 0: in one go, or one range per connection); the same result.
+    ``cache``: the lists of at least ``cache_min_df`` postings are kept there and summed
+    from it while their blocks are unchanged (scoi.selection.listcache); the same result."""
     st = stats if stats is not None else Stats()
     probe = probe or max(2 * n, 50)
     cur = conn.cursor(binary=True)
     filt = pair_filter(lang, tgt, corpora, where)
     lowered = [t.lower() for t in tokens]
-    if span:
-        known, read = read_ranges(cur, lang, lowered, read_all, k1, b, st, span, 2 * n, cache, cache_min_df, helpers)
-    elif helpers:
-        known, read = read_parts(cur, helpers, lang, lowered, read_all, k1, b, st)
+    if span or helpers:
+        known, read = read_ranges(cur, lang, lowered, read_all, k1, b, st, span or 2**62, 2 * n, cache, cache_min_df,
+                                  helpers)
     else:
         known, read = stream_all(cur, lang, lowered, read_all, k1, b, st, cache, cache_min_df)
     if not known:

@@ -36,7 +36,7 @@ SQL = load("select")
 #: 22.9 / 50.1 -> 22.8 / 52.5, same load.
 SPARE = 0.1
 #: The statements a block preselection runs, in order (``scoi select --sql`` prints them).
-STATEMENTS = ("blocks_plan", "blocks_stream", "blocks_top", "blocks_split", "blocks_stream_range", "blocks_terms",
+STATEMENTS = ("blocks_plan", "blocks_stream", "blocks_top", "blocks_stream_range", "blocks_terms",
               "blocks_read", "blocks_fetch", "blocks_exact", "fetch_candidates")
 
 

@@ -1,7 +1,7 @@
 """A query's posting lists read one sentence-id range at a time (:func:`read_ranges`: a
-bounded memory per query at any size), or split over helper connections in one exported
-snapshot (:func:`read_parts`). Each range's sums are complete scores (a sentence's
-postings all fall in one range), so the ranges' best sentences merge exactly
+bounded memory per query at any size), the ranges split over helper connections in one
+exported snapshot. Each range's sums are complete scores (a sentence's postings all fall
+in one range), so the ranges' best sentences merge exactly
 (:func:`scoi.selection.blockscore.merge_heads`). Reading and summing a range's rows is
 :mod:`scoi.selection.blockread`'s.
 """
@@ -28,34 +28,6 @@ if TYPE_CHECKING:
 
 SQL = load("select")
 T = TypeVar("T")
-
-
-def read_parts(cur: psycopg.Cursor, helpers: Sequence[psycopg.Connection], lang: str, tokens: list[str],
-               read_all: int, k1: float, b: float, st: Stats) -> tuple[bool, Parts | None]:
-    """:func:`stream_all` split by sentence id over ``cur``'s connection and ``helpers``:
-    ``blocks_split`` exports the snapshot of ``cur``'s transaction and cuts the ids into
-    as many ranges as connections; each connection imports the snapshot, streams its
-    range's postings (``blocks_stream_range``) and sums them on a thread of its own, so the
-    servers' reading and numpy's summing of the ranges run side by side. A sentence's
-    postings all fall in one range, so each range's sums are complete scores and the
-    ranges' best sentences merge exactly (:func:`merge_heads`). Same results as one
-    connection, as every connection reads the same snapshot."""
-    snapshot, total, cuts = cur.execute(SQL["blocks_split"], {
-        "lang": lang, "tokens": tokens, "parts": len(helpers) + 1, "rec": DIR.itemsize}).fetchone()
-    st.round_trips += 1
-    if total is None:
-        return False, None
-    if total > read_all:
-        return True, None
-    bounds = [0, *cuts, 2**62]
-
-    def part(c: psycopg.Cursor, i: int, part_st: Stats) -> AllLists:
-        return stream_range(c, lang, tokens, bounds[i], bounds[i + 1], k1, b, part_st)
-
-    own, others = _on_every_connection(cur, helpers, snapshot, part, st)
-    read = Parts([own, *others])
-    st.extra.update(terms=read.terms, ka=read.ka, kc=read.kc)
-    return True, read
 
 
 def _on_every_connection(cur: psycopg.Cursor, helpers: Sequence[psycopg.Connection], snapshot: str | None,
@@ -108,7 +80,7 @@ def stream_range(cur: psycopg.Cursor, lang: str, tokens: list[str], lo: int, hi:
 
 def read_ranges(cur: psycopg.Cursor, lang: str, tokens: list[str], read_all: int, k1: float, b: float,
                 st: Stats, span: int, keep: int, cache: ListCache | None = None, min_df: int = 0,
-                helpers: Sequence[psycopg.Connection] = ()) -> tuple[bool, RangeHeads | AllLists | Parts | None]:
+                helpers: Sequence[psycopg.Connection] = ()) -> tuple[bool, RangeHeads | AllLists | None]:
     """:func:`stream_all` with a bounded memory: when the lists' sentence ids span more
     than ``span``, they are streamed and summed one range of at most ``span`` ids at a
     time, in the caller's snapshot, and each range is cut to its best ``keep`` sentences
@@ -199,20 +171,4 @@ class RangeHeads:
         return merge_heads(self.heads, k)
 
 
-class Parts:
-    """The sums of several sentence-id ranges read as one (:func:`read_parts`)."""
-
-    def __init__(self, parts: list[AllLists]) -> None:
-        self.parts = parts
-        self.ka, self.kc, self.terms = parts[0].ka, parts[0].kc, parts[0].terms
-
-    def head(self, k: int) -> tuple[np.ndarray, np.ndarray, float | None]:
-        """As :meth:`AllLists.head`, over every range."""
-        return merge_heads([p.head(k) for p in self.parts], k)
-
-    def all_scores(self) -> tuple[np.ndarray, np.ndarray]:
-        got = [p.all_scores() for p in self.parts]
-        return np.concatenate([g[0] for g in got]), np.concatenate([g[1] for g in got])
-
-
-__all__ = ["Parts", "RangeHeads", "read_parts", "read_ranges", "stream_range"]
+__all__ = ["RangeHeads", "read_ranges", "stream_range"]

@@ -42,25 +42,6 @@ UNION ALL
 SELECT q.rank, q.n_tokens, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, q.total, NULL, NULL, NULL, NULL, NULL, NULL
 FROM q WHERE q.rank = 1 AND q.total > %(read_all)s;
 
--- name: blocks_split
--- Scoring sentence-id ranges on several connections (scoi/preselect.py, docs/replicas.md,
--- "Scoring on several connections"): this transaction's snapshot, for the other
--- connections to import (SET TRANSACTION SNAPSHOT), the postings of the query's tokens in
--- all (NULL: none is in the index), and `parts` - 1 ascending sentence ids that cut the
--- largest of their lists into parts of about equal size (the first id of its block at each
--- k/parts of its blocks). Any cut gives the same result; an even one the shortest wait.
-WITH q AS (
-    SELECT v.df, d.meta, d.n_blocks, sum(v.df) OVER () AS total
-    FROM (SELECT DISTINCT tok FROM unnest(%(tokens)s::text[]) AS tok) qt
-    JOIN vocab v ON v.lang = %(lang)s AND v.token = qt.tok AND v.df > 0
-    JOIN bm25_dir d ON d.token_id = v.id
-    ORDER BY v.df DESC, v.id LIMIT 1
-)
-SELECT pg_export_snapshot(), q.total,
-       ARRAY(SELECT ('x' || encode(substr(q.meta, 1 + (q.n_blocks * k / %(parts)s) * %(rec)s, 8), 'hex'))::bit(64)::bigint
-             FROM generate_series(1, %(parts)s - 1) AS k ORDER BY k)
-FROM (SELECT 1) AS one LEFT JOIN q ON true;
-
 -- name: server_key
 -- Which server and database a connection reads (the list cache's key,
 -- scoi/selection/listcache.py): directory row versions are only comparable within one.
@@ -95,7 +76,7 @@ ORDER BY v.df, v.id;
 
 -- name: blocks_stream_range
 -- blocks_stream's rows for the sentences with ids in [`from`, `to`) only: one connection's
--- part when ranges are scored on several (blocks_split). Per token, a binary search of its
+-- range, on one of several connections (blocks_plan). Per token, a binary search of its
 -- directory finds the first block whose last id reaches `from` and the first whose first
 -- id reaches `to`; the rows between them are read, widened to whole rows (multiples of
 -- `grp`, bm25blocks.GROUP), so a row is never cut; the reader drops the postings outside
