@@ -15,6 +15,8 @@ one-off command that never reuses a list does not pay numba's import (~0.3 s).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numba import njit
 
@@ -22,10 +24,11 @@ from numba import njit
 TILE = 1 << 18
 
 
-def _compiled(fn):  # type: ignore[no-untyped-def]
+def _compiled(fn: Callable[..., None]) -> Callable[..., None]:
     """``fn`` compiled without the GIL, its machine code cached on disk (beside this file,
     or in the user's cache directory); compiled afresh in each process where neither is
-    writable (numba then has no place to cache it)."""
+    writable (numba then has no place to cache it). These loops are exercised by
+    tests/unit/test_kernels.py against numpy's sums, bit for bit."""
     try:
         return njit(nogil=True, cache=True)(fn)
     except RuntimeError:
@@ -33,14 +36,14 @@ def _compiled(fn):  # type: ignore[no-untyped-def]
 
 
 @_compiled
-def _add(buf: np.ndarray, ids: np.ndarray, factors: np.ndarray, w: float, base: int) -> None:  # pragma: no cover
+def _add(buf: np.ndarray, ids: np.ndarray, factors: np.ndarray, w: float, base: int) -> None:
     for i in range(ids.shape[0]):
         buf[ids[i] - base] += factors[i] * w
 
 
 @_compiled
 def _add_except(buf: np.ndarray, ids: np.ndarray, factors: np.ndarray, w: float, base: int,
-                skip: np.ndarray) -> None:  # pragma: no cover
+                skip: np.ndarray) -> None:
     for i in range(ids.shape[0]):
         c = ids[i] - base
         if not skip[c]:
