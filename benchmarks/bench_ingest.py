@@ -14,9 +14,12 @@ pairs on both sides; distinct) as a TSV or TMX, imports it end to end as a user 
 (``scoi ingest FILE --workers 2 --json``, a process of its own, into a fresh database),
 with trees and with ``--no-trees``, and prints time, pairs/s, raw parsing pairs/s per
 process (``nlp.pipe`` alone on a sample of the same pairs, as many processes at once as
-workers) and the ratio. On a machine shared with other work wall-clock rates follow the
-load, so CPU seconds per pair are printed too (the ingest's processes, read from /proc,
-and the PostgreSQL backends serving it): their ratio does not depend on the load.
+workers, before and after the imports: their mean) and the ratio. On a machine shared
+with other work wall-clock rates follow the load, so CPU seconds per pair are printed too
+(the ingest's processes, read from /proc, and the PostgreSQL backends serving it): their
+ratio does not depend on the load. The workers also report the CPU they spent inside the
+parser (``--json``: ``parser_cpu_seconds``): its share of their CPU is the same ratio
+measured in the same processes over the same hours, which no baseline run apart is.
 
     python benchmarks/bench_ingest.py --big 100000 [--format tsv|tmx] [--workers 2] [--modes trees,no-trees]
 """
@@ -345,6 +348,22 @@ def big_import(args: argparse.Namespace) -> None:
     pipelines = {lang: choose_parser(lang).name for lang in ("fr", "en")}
     base = resolve_database().url
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    sample = random.Random(1).sample(pairs, min(args.sample, len(pairs)))
+    texts = {"fr": [f for f, _ in sample], "en": [e for _, e in sample]}
+
+    def raw_baseline(when: str) -> tuple[float, float]:
+        """(pairs/s per process, CPU s per pair) of raw parsing on the sample, printed."""
+        runs = raw_pipe_runs(texts, pipelines, processes=args.workers)
+        per_process = len(sample) / args.workers / max(s for _, s, _ in runs)  # each parsed 1/workers
+        cpu_per_pair = sum(c for _, _, c in runs) / len(sample)
+        print(f"raw nlp.pipe {when}, {args.workers} processes at once, {len(sample)} of the pairs (both sides): "
+              f"{per_process:.0f} pairs/s per process, {cpu_per_pair * 1e3:.2f} CPU ms per pair "
+              f"(load {load_average()})", flush=True)
+        return per_process, cpu_per_pair
+
+    # The baseline before and after the imports: a minute's run follows the machine's speed
+    # of that minute (±15% here), the imports' figures are averages over their whole run.
+    before = raw_baseline("before the imports")
     results = {}
     for mode in modes:
         r = import_once(path, base, args.workers, mode)
@@ -358,19 +377,16 @@ def big_import(args: argparse.Namespace) -> None:
             print(f"  then scoi reanalyze: {ra['reanalyzed']} sentences in {ra['wall']:.0f}s (load {ra['load']}); "
                   f"CPU s: main {ra['cpu']['main']:.0f}, workers {ra['cpu']['workers']:.0f}, "
                   f"PostgreSQL {ra['cpu']['postgres']:.0f}", flush=True)
-    sample = random.Random(1).sample(pairs, min(args.sample, len(pairs)))
-    texts = {"fr": [f for f, _ in sample], "en": [e for _, e in sample]}
-    runs = raw_pipe_runs(texts, pipelines, processes=args.workers)
-    raw_wall = max(s for _, s, _ in runs)  # each process parsed 1/workers of the sample's pairs
-    raw_per_process = len(sample) / args.workers / raw_wall
-    raw_cpu_per_pair = sum(c for _, _, c in runs) / len(sample)
-    print(f"raw nlp.pipe, {args.workers} processes at once, {len(sample)} of the pairs (both sides): "
-          f"{raw_per_process:.0f} pairs/s per process, {raw_cpu_per_pair * 1e3:.2f} CPU ms per pair "
-          f"(load {load_average()})", flush=True)
+    after = raw_baseline("after the imports")
+    raw_per_process = (before[0] + after[0]) / 2
+    raw_cpu_per_pair = (before[1] + after[1]) / 2
+    print(f"raw nlp.pipe, mean of before and after: {raw_per_process:.0f} pairs/s per process, "
+          f"{raw_cpu_per_pair * 1e3:.2f} CPU ms per pair")
     print()
-    print(f"| mode | pairs | time | pairs/s | pairs/s per worker | / raw parsing per process | CPU ms per pair "
-          f"(main + workers + PostgreSQL) | raw parsing CPU / workers' CPU | raw parsing CPU / ingest CPU | database |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| mode | pairs | time | pairs/s | pairs/s per worker | / raw parsing per process | CPU ms per pair "
+          "(main + workers + PostgreSQL) | raw parsing CPU / workers' CPU | parser's CPU / workers' CPU (in the "
+          "workers) | raw parsing CPU / ingest CPU | database |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     rows = dict(results)
     for mode, r in results.items():
         if "reanalyze" in r:  # its own row: the trees added later, per pair of the import
@@ -383,9 +399,11 @@ def big_import(args: argparse.Namespace) -> None:
         parse_ratio = f"{rate / args.workers / raw_per_process:.2f}" if parses else ""
         cpu_ratio = f"{raw_cpu_per_pair / per_pair:.2f}" if parses else ""
         worker_ratio = f"{raw_cpu_per_pair * r['read'] / cpu['workers']:.2f}" if parses else ""
+        # Measured inside the workers, over the whole run: spaCy's share of their CPU.
+        inside = f"{r.get('parser_cpu_seconds', 0.0) / cpu['workers']:.2f}" if parses else ""
         parts = " + ".join(f"{cpu[k] / r['read'] * 1e3:.2f}" for k in ("main", "workers", "postgres"))
         print(f"| {mode} | {r['read']:,} | {r['wall']:.0f} s | {rate:.0f} | {rate / args.workers:.0f} | "
-              f"{parse_ratio} | {per_pair * 1e3:.2f} ({parts}) | {worker_ratio} | {cpu_ratio} | {r['db_bytes'] / 1e6:.0f} MB |")
+              f"{parse_ratio} | {per_pair * 1e3:.2f} ({parts}) | {worker_ratio} | {inside} | {cpu_ratio} | {r['db_bytes'] / 1e6:.0f} MB |")
     for mode, r in results.items():
         wall = r["wall"] + r.get("reanalyze", {}).get("wall", 0.0)
         print(f"expected for 2M pairs, {mode}: {2_000_000 / (r['read'] / wall) / 3600:.1f} h at this rate")

@@ -53,6 +53,8 @@ class IngestSummary:
     seconds: float = 0.0
     parsed_sentences: int = 0
     parse_seconds: float = 0.0   # summed over workers: time spent in Moses + spaCy + terms
+    parse_cpu_seconds: float = 0.0   # the workers' CPU time on it
+    parser_cpu_seconds: float = 0.0  # of which in the parser itself (spaCy, natasha)
     write_seconds: float = 0.0   # main process: building rows, COPY and SQL per batch
     parsers: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -74,7 +76,8 @@ class IngestSummary:
     def to_json(self) -> str:
         d = asdict(self)
         d["pairs_per_second"] = round(self.pairs_per_second, 1)
-        d["seconds"] = round(self.seconds, 3)
+        for key in ("seconds", "parse_seconds", "parse_cpu_seconds", "parser_cpu_seconds", "write_seconds"):
+            d[key] = round(d[key], 3)
         return json.dumps(d, ensure_ascii=False)
 
 

@@ -283,6 +283,8 @@ class _IngestBatches(BatchRunner):
 
     def handle(self, result: Parsed) -> None:
         self.summary.parse_seconds += result.seconds
+        self.summary.parse_cpu_seconds += result.cpu_seconds
+        self.summary.parser_cpu_seconds += result.parser_cpu_seconds
         self.group.append((result.no, result.analyses))
         if result.last:
             self.write_batch()

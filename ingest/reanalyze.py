@@ -64,6 +64,8 @@ class ReanalyzeSummary:
     batches: int = 0
     seconds: float = 0.0
     parse_seconds: float = 0.0  # summed over workers
+    parse_cpu_seconds: float = 0.0   # the workers' CPU time on it
+    parser_cpu_seconds: float = 0.0  # of which in the parser itself
     write_seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
     # lang -> sentences whose parse was not a tree and was made one (docs/languages.md, "Trees")
@@ -71,7 +73,7 @@ class ReanalyzeSummary:
 
     def to_json(self) -> str:
         d = asdict(self)
-        for key in ("seconds", "parse_seconds", "write_seconds"):
+        for key in ("seconds", "parse_seconds", "parse_cpu_seconds", "parser_cpu_seconds", "write_seconds"):
             d[key] = round(d[key], 3)
         return json.dumps(d, ensure_ascii=False)
 
@@ -187,6 +189,8 @@ class _ReanalyzeBatches(BatchRunner):
         lang, ids, planned = self.pending.take(result.no)
         s = self.summary
         s.parse_seconds += result.seconds
+        s.parse_cpu_seconds += result.cpu_seconds
+        s.parser_cpu_seconds += result.parser_cpu_seconds
         t0 = time.perf_counter()
         moved = write_batch(self.conn, self.resolver, lang, ids, result.analyses[lang])
         s.write_seconds += time.perf_counter() - t0
