@@ -10,7 +10,7 @@ from collections import Counter
 import numpy as np
 import psycopg
 
-from scoi.core.bm25blocks import BLOCK, DIR, GROUP, Directory, decode_dir, decode_postings, open_from, pack
+from scoi.core.bm25blocks import BLOCK, DIR, GROUP, Directory, decode_dir, decode_postings, pack, rewrite_from
 from scoi.db.literals import int_array
 from scoi.db.queries import load
 
@@ -20,27 +20,33 @@ _SQL = load("blocks")
 def write_blocks(cur: psycopg.Cursor, tids: np.ndarray, sids: np.ndarray, tfs: np.ndarray, dls: np.ndarray) -> None:
     """Add postings to the posting blocks (migrations 0016, 0022) in the cursor's transaction.
 
-    Each token's open blocks (its last ones not in a full group: at most ``GROUP - 1``
-    full and a partial one) are read back and rewritten with the new postings, a group
-    that fills becomes one row, more blocks follow, and the token's directory records
-    from there on are replaced: readers keep seeing the previous row versions until
-    commit (MVCC), and a crash leaves the previous blocks intact. The new sentence ids are
-    larger than every stored one (drawn from the sequence under the ingest lock), so
-    appending keeps each list in id order.
+    Each token's partial last block is read back and rewritten with the new postings,
+    more blocks follow, and the token's directory records from there on are replaced;
+    when the new postings fill the token's open group (its blocks after its last full
+    group), the group's blocks are read back too and stored as one row
+    (:func:`scoi.core.bm25blocks.rewrite_from`). Readers keep seeing the previous row
+    versions until commit (MVCC), and a crash leaves the previous blocks intact. The new
+    sentence ids are larger than every stored one (drawn from the sequence under the
+    ingest lock), so appending keeps each list in id order.
     """
     if not len(tids):
         return
-    touched = np.unique(tids).tolist()
+    touched, new = np.unique(tids, return_counts=True)
+    added = dict(zip(touched.tolist(), new.tolist()))
     layout = {"block": BLOCK, "group": GROUP, "rec": DIR.itemsize}
     base: dict[int, int] = {}
-    tails: list[tuple[np.ndarray, ...]] = []
     rewritten: list[tuple[int, int]] = []
-    for tid, n_blocks, tail_n, recs, ids, tfdl in cur.execute(_SQL["block_tails"], {"ids": touched, **layout}):
-        base[tid] = open_from(n_blocks, tail_n)
+    for tid, n_blocks, tail_n in cur.execute(_SQL["dir_sizes"], {"ids": touched.tolist()}):
+        base[tid] = rewrite_from(n_blocks, tail_n, added[tid])
         if base[tid] < n_blocks:
+            rewritten.append((tid, base[tid]))
+    tails: list[tuple[np.ndarray, ...]] = []
+    if rewritten:
+        read = {"ids": int_array([t for t, _ in rewritten]), "block_nos": int_array([b for _, b in rewritten]),
+                "rec": DIR.itemsize}
+        for tid, recs, ids, tfdl in cur.execute(_SQL["blocks_from"], read):
             t_sids, t_tfs, t_dls = decode_postings(decode_dir(bytes(recs)), bytes(ids), bytes(tfdl))
             tails.append((np.full(len(t_sids), tid), t_sids, t_tfs, t_dls))
-            rewritten.append((tid, base[tid]))
     if tails:
         tids, sids, tfs, dls = (np.concatenate([t[i] for t in tails] + [a]) for i, a in enumerate((tids, sids, tfs, dls)))
     order = np.lexsort((sids, tids))
@@ -79,7 +85,7 @@ def rewrite_blocks(cur: psycopg.Cursor, tids: np.ndarray, sids: np.ndarray) -> N
     ids = list(base)
     where = {"ids": int_array(ids), "block_nos": int_array([base[t] for t in ids])}
     parts: list[tuple[np.ndarray, ...]] = []
-    for tid, b_ids, b_tfdl in cur.execute(_SQL["blocks_from"], where):
+    for tid, _, b_ids, b_tfdl in cur.execute(_SQL["blocks_from"], {**where, "rec": DIR.itemsize}):
         t_sids, t_tfs, t_dls = decode_postings(dirs[tid], bytes(b_ids), bytes(b_tfdl))
         parts.append((np.full(len(t_sids), tid, dtype=np.int64), t_sids, t_tfs, t_dls))
     cols = [np.concatenate([p[i] for p in parts]) if parts else np.zeros(0, dtype=np.int64) for i in range(4)]

@@ -89,8 +89,7 @@ def keep_freed_memory() -> bool:
     and faulted it in again zeroed in the next: about 50 page faults and 0.12 ms of
     kernel CPU per pair, 6% of its CPU (measured here against the same worker with this
     setting: 157,000 minor faults per 3,072 pairs, then none; raw parsing / worker CPU
-    0.85 → 0.92). The main process, which has parsed the same way, did not: its
-    thresholds had grown with its history.
+    0.85 → 0.92). Memory stays bounded: a worker's tasks are of a fixed size.
     """
     import ctypes
     import ctypes.util

@@ -86,6 +86,38 @@ def test_blocks_span_many_blocks_and_skip_common_ones(server_url, template_url):
             "bm25_blocks": 0, "bm25_doc_postings": 1, "bm25_dirs": 1}
 
 
+def test_a_batch_rewrites_the_partial_block_until_its_postings_fill_the_group(server_url, template_url):
+    """Appending to a token rewrites its partial last block, not the full blocks before it
+    in its open group (they keep their row versions: rewriting them made a batch rewrite
+    ~50 postings per one added at 1M pairs); the batch whose postings fill the group
+    reads them back and stores the group as one row."""
+    from scoi.core.bm25blocks import BLOCK
+
+    with corpus(server_url) as c:
+        c.add([["de", f"u{i}"] for i in range(3 * BLOCK + 5)])
+        (tid,) = c.conn.execute("SELECT id FROM vocab WHERE lang = 'fr' AND token = 'de'").fetchone()
+
+        def rows() -> list[tuple[int, str]]:
+            return c.conn.execute("SELECT block_no, xmin::text FROM bm25_block WHERE token_id = %s ORDER BY block_no",
+                                  (tid,)).fetchall()
+
+        before = rows()
+        assert [b for b, _ in before] == [0, 1, 2, 3]
+        c.add([["de", f"v{i}"] for i in range(10)])
+        after = rows()
+        assert after[:3] == before[:3] and [b for b, _ in after] == [0, 1, 2, 3]
+        assert after[3][1] != before[3][1]
+        blocks_equal_postings(c.conn)
+        c.add([["de", f"w{i}"] for i in range(BLOCK + 10)])  # 5 blocks, the last one partial: no group yet
+        assert [b for b, _ in rows()][:3] == [0, 1, 2] and rows()[:3] == before[:3]
+        blocks_equal_postings(c.conn)
+        c.add([["de", f"x{i}"] for i in range(4 * BLOCK)])  # 389 + 10 + 138 + 512 postings: 8 full blocks and 25
+        assert [b for b, _ in rows()] == [0, 8]
+        blocks_equal_postings(c.conn)
+        docs, pairs_of = c.truth()
+        assert same(blocks(c.conn, ["de", "x3"], 5), reference(docs, pairs_of, ["de", "x3"], 5))
+
+
 def test_full_groups_of_blocks_are_one_row_and_read_the_same(server_url, template_url):
     """A token in thousands of sentences, appended in uneven batches: each group of 8 full
     blocks becomes one row the moment it fills (within a batch or across batches), the

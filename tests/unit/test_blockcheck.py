@@ -137,3 +137,27 @@ def test_posting_hash_tells_the_fields_apart():
     for i in range(4):
         moved = [a + (j == i) for j, a in enumerate(base)]
         assert posting_hash(*moved)[0] != h
+
+
+def rewrite_from_slowly(n_blocks: int, tail_n: int, new: int) -> int:
+    """What a batch adding ``new`` postings to a token must rewrite, from the blocks
+    themselves: the whole open group if the postings fill it (it becomes one row), else the
+    first block that is not full (none: ``n_blocks``)."""
+    before = [BLOCK] * (n_blocks - 1) + [tail_n]
+    start = open_from(n_blocks, tail_n)
+    sizes = list(before)
+    for _ in range(new):
+        if sizes[-1] == BLOCK:
+            sizes.append(0)
+        sizes[-1] += 1
+    if len(sizes) >= start + GROUP and all(s == BLOCK for s in sizes[start:start + GROUP]):
+        return start
+    return next((i for i in range(start, n_blocks) if before[i] < BLOCK), n_blocks)
+
+
+@settings(max_examples=400)
+@given(st.integers(1, 40), st.integers(1, BLOCK), st.integers(0, 3 * GROUP * BLOCK))
+def test_rewrite_from_is_the_partial_block_unless_the_group_fills(n_blocks, tail_n, new):
+    from scoi.core.bm25blocks import rewrite_from
+
+    assert rewrite_from(n_blocks, tail_n, new) == rewrite_from_slowly(n_blocks, tail_n, new)

@@ -3,20 +3,10 @@
 -- first one that lost a posting when sentences are deleted. Run under the ingest lock
 -- (ingest.sql, lock_writes), in the caller's transaction.
 
--- name: block_tails
--- The posting blocks of the tokens a batch adds postings to (migrations 0016, 0022): each
--- token's block count, last block size, and its open blocks (from from_no, as
--- scoi.core.bm25blocks.open_from computes it: the ones not in a full group, one row each)
--- with their directory records; the batch rewrites them with its new postings
--- (sentence ids only grow: they are drawn under the lock). The rest of the directory
--- stays on the server (upsert_dirs appends to it there).
-SELECT d.token_id, d.n_blocks, d.tail_n, substr(d.meta, %(rec)s * o.from_no + 1), b.ids, b.tfdl
-FROM bm25_dir d
-CROSS JOIN LATERAL (SELECT %(group)s * ((d.n_blocks - (d.tail_n < %(block)s)::int) / %(group)s) AS from_no) o
-LEFT JOIN LATERAL (SELECT string_agg(b.ids, ''::bytea ORDER BY b.block_no) AS ids,
-                          string_agg(b.tfdl, ''::bytea ORDER BY b.block_no) AS tfdl
-                   FROM bm25_block b WHERE b.token_id = d.token_id AND b.block_no >= o.from_no) b ON true
-WHERE d.token_id = ANY(%(ids)s::int[]);
+-- name: dir_sizes
+-- The block count and last block size of the tokens a batch adds postings to: which of
+-- their blocks the batch rewrites (scoi.core.bm25blocks.rewrite_from).
+SELECT token_id, n_blocks, tail_n FROM bm25_dir WHERE token_id = ANY(%(ids)s::int[]);
 
 -- name: delete_blocks
 -- The open blocks a batch rewrites (each token's rows from a block number on, at most
@@ -53,10 +43,13 @@ WHERE v.id = u.id;
 SELECT token_id, meta FROM bm25_dir WHERE token_id = ANY(%(ids)s::int[]);
 
 -- name: blocks_from
--- Each token's block rows from a block number on (the ones to rewrite), their bytes
--- concatenated in block order: one probe of the primary key per token.
-SELECT u.token_id, x.ids, x.tfdl
+-- Each token's block rows from a block number on (the ones to rewrite: after a delete, or
+-- the blocks a batch appends to), their bytes concatenated in block order, and their
+-- directory records: one probe of the primary key per token. The rest of the directory
+-- stays on the server (upsert_dirs keeps it).
+SELECT u.token_id, substr(d.meta, %(rec)s * u.block_no + 1), x.ids, x.tfdl
 FROM unnest(%(ids)s::int[], %(block_nos)s::int[]) AS u(token_id, block_no)
+JOIN bm25_dir d ON d.token_id = u.token_id
 CROSS JOIN LATERAL (SELECT string_agg(b.ids, ''::bytea ORDER BY b.block_no) AS ids,
                            string_agg(b.tfdl, ''::bytea ORDER BY b.block_no) AS tfdl
                     FROM bm25_block b WHERE b.token_id = u.token_id AND b.block_no >= u.block_no) x;
