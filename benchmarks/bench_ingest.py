@@ -370,8 +370,9 @@ def big_import(args: argparse.Namespace) -> None:
         results[mode] = r
         print(f"{mode}: {r['read']} pairs in {r['wall']:.0f}s = {r['read'] / r['wall']:.0f} pairs/s "
               f"(load {r['load']}); "
-              f"CPU s: main {r['cpu']['main']:.0f}, workers {r['cpu']['workers']:.0f}, "
-              f"PostgreSQL {r['cpu']['postgres']:.0f}; database {r['db_bytes'] / 1e6:.0f} MB", flush=True)
+              f"CPU s: main {r['cpu']['main']:.0f}, workers {r['cpu']['workers']:.0f} (in the parser "
+              f"{r.get('parser_cpu_seconds', 0.0):.0f}), PostgreSQL {r['cpu']['postgres']:.0f}; "
+              f"database {r['db_bytes'] / 1e6:.0f} MB", flush=True)
         if "reanalyze" in r:
             ra = r["reanalyze"]
             print(f"  then scoi reanalyze: {ra['reanalyzed']} sentences in {ra['wall']:.0f}s (load {ra['load']}); "
