@@ -105,7 +105,6 @@ def keep_freed_memory() -> bool:
 def init_worker(pipelines: dict[str, str], without_torch: bool) -> None:
     """Build the analysers of ``pipelines`` in this process (a worker, or the main one
     when parsing in-process)."""
-    keep_freed_memory()
     if without_torch:
         # thinc imports torch, when it is installed, only to offer torch-based layers; the
         # pipelines here have none (needs_torch), and skipping the import shortens every
@@ -113,6 +112,14 @@ def init_worker(pipelines: dict[str, str], without_torch: bool) -> None:
         sys.modules.setdefault("torch", None)  # type: ignore[arg-type]
     for lang, name in pipelines.items():
         _ANALYZERS[lang] = analyzer(lang, name)
+
+
+def init_pool_worker(pipelines: dict[str, str], without_torch: bool) -> None:
+    """Set up a worker process of the pool: :func:`keep_freed_memory`, then the analysers.
+    Only here: the setting is the process's, and parsing in-process must not change the
+    malloc of the program that called ingest."""
+    keep_freed_memory()
+    init_worker(pipelines, without_torch)
 
 
 def analyze_task(task: ParseTask) -> Parsed:
@@ -148,7 +155,7 @@ def worker_pool(workers: int, pipelines: dict[str, str]) -> mp.pool.Pool:
             _fork_server_without_torch = without_torch
     # The environment is read by the fork server, if this block starts it (ingest/preload.py).
     with single_threaded_children(), environment(preload_environment(pipelines, without_torch)):
-        return ctx.Pool(workers, initializer=init_worker, initargs=(pipelines, without_torch))
+        return ctx.Pool(workers, initializer=init_pool_worker, initargs=(pipelines, without_torch))
 
 
 class BatchRunner(ABC):

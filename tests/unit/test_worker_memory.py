@@ -45,7 +45,7 @@ def test_defaults_give_freed_heap_back():
 @pytest.mark.skipif(not glibc(), reason="the setting is glibc's malloc's")
 def test_worker_reuses_freed_heap():
     """A process set up as a parse worker faults the memory in once, then reuses it."""
-    rounds = faults("from ingest.workers import init_worker\ninit_worker({}, without_torch=True)")
+    rounds = faults("from ingest.workers import init_pool_worker\ninit_pool_worker({}, without_torch=True)")
     assert rounds[0] > 20_000
     assert max(rounds[1:]) < 1_000
 
@@ -54,3 +54,10 @@ def test_keep_freed_memory_says_whether_it_applied():
     out = subprocess.run([sys.executable, "-c", "from ingest.workers import keep_freed_memory as k; print(k())"],
                          capture_output=True, text=True, check=True)
     assert out.stdout.strip() == str(glibc())
+
+
+@pytest.mark.skipif(not glibc(), reason="the setting is glibc's malloc's")
+def test_parsing_in_process_leaves_the_callers_malloc_alone():
+    """``--workers 0`` parses in the calling process: its malloc keeps glibc's defaults."""
+    rounds = faults("from ingest.workers import init_worker\ninit_worker({}, without_torch=True)")
+    assert min(rounds[1:]) > 20_000
